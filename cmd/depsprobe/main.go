@@ -1,0 +1,19 @@
+package main
+
+import (
+	_ "github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/redis/go-redis/v9"
+	_ "github.com/go-chi/chi/v5"
+	_ "github.com/golang-migrate/migrate/v4"
+	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	_ "github.com/golang-migrate/migrate/v4/source/iofs"
+	_ "github.com/aws/aws-sdk-go-v2/aws"
+	_ "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	_ "github.com/aws/aws-sdk-go-v2/service/apigateway"
+	_ "github.com/aws/aws-sdk-go-v2/credentials"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func main() {}

@@ -1,0 +1,109 @@
+package plans
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Integration types tollgate supports.
+const (
+	IntegrationHTTPProxy = "HTTP_PROXY" // forward the request to Uri
+	IntegrationMock      = "MOCK"       // answer 200 {} without an upstream
+)
+
+// Integration timeout bounds and default, in milliseconds (AWS's 50..29000).
+const (
+	MinTimeoutMillis     = 50
+	MaxTimeoutMillis     = 29000
+	DefaultTimeoutMillis = 29000
+)
+
+// Integration is what a Method calls. Uri may contain "{name}" path
+// parameters and "${stageVariables.x}". CacheKeyParameters lists
+// "method.request.{querystring|header|path}.name" values that are part of
+// the response cache key. RequestParameters maps
+// "integration.request.{querystring|header|path}.name" to a source
+// ("method.request.….name", "stageVariables.x" or a 'literal'). JSON shape
+// of AWS's Integration.
+type Integration struct {
+	Type                string            `json:"type"`
+	HTTPMethod          string            `json:"httpMethod,omitempty"`
+	URI                 string            `json:"uri,omitempty"`
+	TimeoutInMillis     int32             `json:"timeoutInMillis"`
+	CacheKeyParameters  []string          `json:"cacheKeyParameters"`
+	CacheNamespace      string            `json:"cacheNamespace,omitempty"`
+	RequestParameters   map[string]string `json:"requestParameters,omitempty"`
+	PassthroughBehavior string            `json:"passthroughBehavior,omitempty"`
+	ConnectionType      string            `json:"connectionType,omitempty"`
+}
+
+// Validate checks type, uri, httpMethod, timeout and parameter names, and
+// fills defaults (timeout 29000 ms, httpMethod ANY for HTTP_PROXY, empty
+// cacheKeyParameters, connectionType INTERNET). HTTP, AWS and AWS_PROXY are
+// refused naming the type.
+func (in *Integration) Validate() error {
+	switch in.Type {
+	case IntegrationHTTPProxy:
+		if in.HTTPMethod == "" {
+			in.HTTPMethod = "ANY"
+		}
+		if !ValidHTTPMethod(in.HTTPMethod) {
+			return Invalid("httpMethod", "integration httpMethod %q is not valid", in.HTTPMethod)
+		}
+		if err := validateIntegrationURI(in.URI); err != nil {
+			return err
+		}
+	case IntegrationMock:
+	case "":
+		return Invalid("type", "type is required: HTTP_PROXY or MOCK")
+	default:
+		return Invalid("type", "integration type %q is not supported: use HTTP_PROXY or MOCK", in.Type)
+	}
+	if in.TimeoutInMillis == 0 {
+		in.TimeoutInMillis = DefaultTimeoutMillis
+	}
+	if in.TimeoutInMillis < MinTimeoutMillis || in.TimeoutInMillis > MaxTimeoutMillis {
+		return Invalid("timeoutInMillis", "timeoutInMillis must be between %d and %d", MinTimeoutMillis, MaxTimeoutMillis)
+	}
+	if in.CacheKeyParameters == nil {
+		in.CacheKeyParameters = []string{}
+	}
+	for _, p := range in.CacheKeyParameters {
+		if _, _, ok := ParseRequestParameter("method.request.", p); !ok {
+			return Invalid("cacheKeyParameters", "cache key parameter %q must be method.request.{querystring|header|path}.name", p)
+		}
+	}
+	for k, v := range in.RequestParameters {
+		loc, name, ok := ParseRequestParameter("integration.request.", k)
+		if !ok {
+			return Invalid("requestParameters", "request parameter %q must be integration.request.{querystring|header|path}.name", k)
+		}
+		if loc == "header" && strings.EqualFold(name, "host") {
+			return Invalid("requestParameters", "request parameter %q may not set the Host header", k)
+		}
+		if v == "" {
+			return Invalid("requestParameters", "request parameter %q needs a source", k)
+		}
+	}
+	if in.ConnectionType == "" {
+		in.ConnectionType = "INTERNET"
+	}
+	if in.ConnectionType != "INTERNET" {
+		return Invalid("connectionType", "connectionType %q is not supported: only INTERNET", in.ConnectionType)
+	}
+	return nil
+}
+
+func validateIntegrationURI(uri string) error {
+	if uri == "" {
+		return Invalid("uri", "uri is required for HTTP_PROXY integrations")
+	}
+	// A stage variable may supply the host; check the shape after
+	// substituting a placeholder.
+	probe := strings.NewReplacer("${stageVariables.", "x", "}", "x").Replace(uri)
+	u, err := url.Parse(probe)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Invalid("uri", "uri %q must be an absolute http or https URL", uri)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package plans
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Resource is one node of an API's path tree. Path is the full path
+// ("/pets/{petId}"); the root resource has Path "/" and no PathPart.
+// ResourceMethods maps an HTTP method (GET, ..., ANY) to its Method. JSON
+// shape of AWS's Resource.
+type Resource struct {
+	ID              string             `json:"id"`
+	ParentID        string             `json:"parentId,omitempty"`
+	PathPart        string             `json:"pathPart,omitempty"`
+	Path            string             `json:"path"`
+	ResourceMethods map[string]*Method `json:"resourceMethods,omitempty"`
+}
+
+var (
+	literalPart = regexp.MustCompile(`^[A-Za-z0-9._\-:@~!$&'()*,;=]+$`)
+	paramPart   = regexp.MustCompile(`^\{[A-Za-z0-9._\-]+\+?\}$`)
+)
+
+// ValidatePathPart checks one path segment: a literal, "{name}" (one
+// segment) or "{name+}" (greedy, the rest of the path, at least one segment).
+func ValidatePathPart(p string) error {
+	if p == "" {
+		return Invalid("pathPart", "pathPart is required")
+	}
+	if len(p) > MaxNameLen {
+		return Invalid("pathPart", "pathPart must be at most %d characters", MaxNameLen)
+	}
+	if !literalPart.MatchString(p) && !paramPart.MatchString(p) {
+		return Invalid("pathPart", "pathPart %q must be a literal segment, {name} or {name+}", p)
+	}
+	if strings.ContainsAny(p, "{}") && !paramPart.MatchString(p) {
+		return Invalid("pathPart", "pathPart %q must be a literal segment, {name} or {name+}", p)
+	}
+	return nil
+}
+
+// IsGreedy reports whether a path part is "{name+}".
+func IsGreedy(pathPart string) bool { return strings.HasSuffix(pathPart, "+}") }
+
+// IsParam reports whether a path part is "{name}" or "{name+}".
+func IsParam(pathPart string) bool { return strings.HasPrefix(pathPart, "{") }
+
+// ParamName returns "name" for "{name}" and "{name+}", "" for a literal.
+func ParamName(pathPart string) string {
+	if !IsParam(pathPart) {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(pathPart, "{"), "}"), "+")
+}
+
+// JoinPath returns the path of a child with pathPart under parentPath.
+func JoinPath(parentPath, pathPart string) string {
+	if parentPath == "/" {
+		return "/" + pathPart
+	}
+	return parentPath + "/" + pathPart
+}
+
+// HTTP methods a Method may be put on; ANY matches every method.
+var httpMethods = map[string]bool{
+	"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true,
+	"DELETE": true, "OPTIONS": true, "ANY": true,
+}
+
+// ValidHTTPMethod reports whether m is GET, HEAD, POST, PUT, PATCH, DELETE,
+// OPTIONS or ANY (upper case).
+func ValidHTTPMethod(m string) bool { return httpMethods[m] }
+
+// Method is an HTTP method on a resource. AuthorizationType is always NONE
+// (API keys are the only authorization tollgate has). APIKeyRequired
+// defaults to false, as AWS. RequestParameters maps
+// "method.request.{querystring|header|path}.name" to whether it is required.
+type Method struct {
+	HTTPMethod        string          `json:"httpMethod"`
+	AuthorizationType string          `json:"authorizationType"`
+	APIKeyRequired    bool            `json:"apiKeyRequired"`
+	RequestParameters map[string]bool `json:"requestParameters,omitempty"`
+	MethodIntegration *Integration    `json:"methodIntegration,omitempty"`
+}
+
+// Validate checks the method name, authorizationType and parameter names.
+func (m *Method) Validate() error {
+	if !ValidHTTPMethod(m.HTTPMethod) {
+		return Invalid("httpMethod", "httpMethod %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, ANY", m.HTTPMethod)
+	}
+	if m.AuthorizationType == "" {
+		m.AuthorizationType = "NONE"
+	}
+	if m.AuthorizationType != "NONE" {
+		return Invalid("authorizationType", "authorizationType %q is not supported: only NONE", m.AuthorizationType)
+	}
+	for p := range m.RequestParameters {
+		if _, _, ok := ParseRequestParameter("method.request.", p); !ok {
+			return Invalid("requestParameters", "request parameter %q must be method.request.{querystring|header|path}.name", p)
+		}
+	}
+	return nil
+}
+
+// ParseRequestParameter splits "<prefix>{querystring|header|path}.name" into
+// its location and name.
+func ParseRequestParameter(prefix, p string) (location, name string, ok bool) {
+	rest, found := strings.CutPrefix(p, prefix)
+	if !found {
+		return "", "", false
+	}
+	location, name, found = strings.Cut(rest, ".")
+	if !found || name == "" {
+		return "", "", false
+	}
+	switch location {
+	case "querystring", "header", "path":
+		return location, name, true
+	}
+	return "", "", false
+}

@@ -1,0 +1,182 @@
+package plans
+
+import (
+	"math"
+	"strings"
+)
+
+// Throttle is a token bucket: BurstLimit is its capacity in requests,
+// RateLimit its refill in requests per second (fractional allowed). Inside a
+// usage plan a missing field means 0, so Throttle{} refuses everything.
+// Rate 0 with burst N > 0 admits N requests and then none until the limit
+// changes; burst 0 with rate > 0 is invalid.
+type Throttle struct {
+	BurstLimit int32   `json:"burstLimit"`
+	RateLimit  float64 `json:"rateLimit"`
+}
+
+// Validate checks a throttle named field ("throttle", "account.throttleSettings", ...).
+func (t Throttle) Validate(field string) error {
+	if t.RateLimit < 0 || math.IsNaN(t.RateLimit) || math.IsInf(t.RateLimit, 0) {
+		return Invalid(field+".rateLimit", "rateLimit must be a finite number of at least 0")
+	}
+	if t.BurstLimit < 0 {
+		return Invalid(field+".burstLimit", "burstLimit must be at least 0")
+	}
+	if t.BurstLimit == 0 && t.RateLimit > 0 {
+		return Invalid(field+".burstLimit", "burstLimit 0 with a rateLimit above 0 would refuse every request; set a burstLimit of at least 1")
+	}
+	return nil
+}
+
+// Quota periods.
+const (
+	PeriodDay   = "DAY"
+	PeriodWeek  = "WEEK"
+	PeriodMonth = "MONTH"
+)
+
+// Quota is the number of requests (Limit) a key may make per UTC calendar
+// period, shifted by Offset days: DAY (offset 0 only), WEEK (offset 0..6,
+// 0 = Sunday), MONTH (offset 0..27, 0 = the 1st).
+type Quota struct {
+	Limit  int32  `json:"limit"`
+	Offset int32  `json:"offset"`
+	Period string `json:"period"`
+}
+
+// Validate checks limit (≥ 0), period and the offset range of the period.
+func (q Quota) Validate() error {
+	if q.Limit < 0 {
+		return Invalid("quota.limit", "quota limit must be at least 0")
+	}
+	max := int32(0)
+	switch q.Period {
+	case PeriodDay:
+	case PeriodWeek:
+		max = 6
+	case PeriodMonth:
+		max = 27
+	case "":
+		return Invalid("quota.period", "quota period is required: DAY, WEEK or MONTH")
+	default:
+		return Invalid("quota.period", "quota period %q must be DAY, WEEK or MONTH", q.Period)
+	}
+	if q.Offset < 0 || q.Offset > max {
+		return Invalid("quota.offset", "quota offset for period %s must be between 0 and %d", q.Period, max)
+	}
+	return nil
+}
+
+// ApiStage is one (API, stage) a usage plan covers, with optional per-method
+// throttles keyed by raw path and method ("/pets/GET"; the root is "//GET").
+type ApiStage struct {
+	ApiID    string              `json:"apiId"`
+	Stage    string              `json:"stage"`
+	Throttle map[string]Throttle `json:"throttle,omitempty"`
+}
+
+// UsagePlan is a set of limits applied per API key. A nil Throttle or Quota
+// means no limit in that dimension. JSON shape of AWS's UsagePlan.
+type UsagePlan struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	ApiStages   []ApiStage        `json:"apiStages"`
+	Throttle    *Throttle         `json:"throttle,omitempty"`
+	Quota       *Quota            `json:"quota,omitempty"`
+	Tags        map[string]string `json:"tags,omitempty"`
+}
+
+// Validate checks name, description, throttle, quota, api stages and their
+// per-method throttle keys (normalising "~1"-escaped keys to raw paths).
+// Whether the APIs and stages exist is checked by the store.
+func (p *UsagePlan) Validate() error {
+	if err := ValidateName("name", p.Name); err != nil {
+		return err
+	}
+	if err := ValidateDescription("description", p.Description); err != nil {
+		return err
+	}
+	if p.Throttle != nil {
+		if err := p.Throttle.Validate("throttle"); err != nil {
+			return err
+		}
+	}
+	if p.Quota != nil {
+		if err := p.Quota.Validate(); err != nil {
+			return err
+		}
+	}
+	if p.ApiStages == nil {
+		p.ApiStages = []ApiStage{}
+	}
+	seen := map[string]bool{}
+	for i := range p.ApiStages {
+		as := &p.ApiStages[i]
+		if as.ApiID == "" || as.Stage == "" {
+			return Invalid("apiStages", "each api stage needs apiId and stage")
+		}
+		if seen[as.ApiID+":"+as.Stage] {
+			return Invalid("apiStages", "api stage %s:%s is listed twice", as.ApiID, as.Stage)
+		}
+		seen[as.ApiID+":"+as.Stage] = true
+		norm := make(map[string]Throttle, len(as.Throttle))
+		for key, t := range as.Throttle {
+			path, method, err := ParseMethodThrottleKey(key)
+			if err != nil {
+				return err
+			}
+			if err := t.Validate("apiStages.throttle." + key); err != nil {
+				return err
+			}
+			norm[path+"/"+method] = t
+		}
+		if len(norm) > 0 {
+			as.Throttle = norm
+		} else {
+			as.Throttle = nil
+		}
+	}
+	return ValidateTags(p.Tags)
+}
+
+// ParseMethodThrottleKey splits a per-method throttle key of a usage plan
+// api stage, raw ("/pets/GET", root "//GET") or "~1"-escaped
+// ("~1pets/GET"), into the resource path and method.
+func ParseMethodThrottleKey(key string) (path, method string, err error) {
+	key = UnescapeResourcePath(key)
+	i := strings.LastIndexByte(key, '/')
+	if i < 1 || !strings.HasPrefix(key, "/") || !ValidHTTPMethod(key[i+1:]) {
+		return "", "", Invalid("apiStages.throttle", "method throttle key %q must be <resource path>/<METHOD>, e.g. /pets/GET", key)
+	}
+	path = key[:i]
+	if path == "/" || path == "" {
+		path = "/"
+	} else if strings.HasSuffix(path, "/") {
+		return "", "", Invalid("apiStages.throttle", "method throttle key %q must be <resource path>/<METHOD>, e.g. /pets/GET", key)
+	}
+	return path, key[i+1:], nil
+}
+
+// MethodThrottle returns the plan's per-method throttle for a method on a
+// resource path of (apiID, stage), if the plan sets one.
+func (p *UsagePlan) MethodThrottle(apiID, stage, path, method string) (Throttle, bool) {
+	for _, as := range p.ApiStages {
+		if as.ApiID == apiID && as.Stage == stage {
+			t, ok := as.Throttle[path+"/"+method]
+			return t, ok
+		}
+	}
+	return Throttle{}, false
+}
+
+// Covers reports whether the plan includes (apiID, stage).
+func (p *UsagePlan) Covers(apiID, stage string) bool {
+	for _, as := range p.ApiStages {
+		if as.ApiID == apiID && as.Stage == stage {
+			return true
+		}
+	}
+	return false
+}
