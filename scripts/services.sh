@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# services.sh: make sure PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379)
+# answer, starting them from local Debian/Ubuntu packages when they do not
+# (installing the packages first if they are missing and we are root).
+# Used by `make demo`, `make services` and .ci/run.
+set -euo pipefail
+
+log() { printf 'services: %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
+redis_up() { [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = PONG ]; }
+
+install_pkgs() {
+  log "installing $*"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_postgres() {
+  pg_up && return 0
+  command -v pg_ctlcluster >/dev/null || install_pkgs postgresql postgresql-client
+  local ver
+  ver=$(ls /etc/postgresql | sort -V | tail -n1)
+  log "starting PostgreSQL $ver"
+  as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+  for _ in $(seq 1 60); do pg_up && break; sleep 0.5; done
+  pg_up || { log "PostgreSQL does not answer on 127.0.0.1:5432"; exit 1; }
+  # Local trust for the postgres user over TCP, as the README assumes.
+  if ! psql -h 127.0.0.1 -U postgres -c 'select 1' >/dev/null 2>&1; then
+    local hba
+    hba=$(as_root -u postgres psql -tAc 'show hba_file' 2>/dev/null || as_root su postgres -c "psql -tAc 'show hba_file'")
+    log "allowing trust auth for postgres on 127.0.0.1 in $hba"
+    as_root sed -i '1i host all postgres 127.0.0.1/32 trust\nhost all postgres ::1/128 trust' "$hba"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main reload
+  fi
+}
+
+ensure_redis() {
+  redis_up && return 0
+  command -v redis-server >/dev/null || install_pkgs redis-server redis-tools
+  log "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --maxmemory-policy noeviction --dir /var/lib/redis --logfile /var/log/redis/tollgate.log \
+    || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction
+  for _ in $(seq 1 40); do redis_up && break; sleep 0.25; done
+  redis_up || { log "Redis does not answer on 127.0.0.1:6379"; exit 1; }
+}
+
+ensure_database() {
+  local db=${1:-tollgate}
+  psql -h 127.0.0.1 -U postgres -tAc "select 1 from pg_database where datname='$db'" | grep -q 1 \
+    || psql -h 127.0.0.1 -U postgres -qc "create database $db" >/dev/null
+}
+
+ensure_postgres
+ensure_redis
+ensure_database "${TOLLGATE_DB_NAME:-tollgate}"
+log "PostgreSQL and Redis answer"
