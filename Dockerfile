@@ -1,0 +1,13 @@
+# tollgate image: the tollgate binary, the echo upstream and the demo setup.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/tollgate ./cmd/echo ./cmd/demo
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/ /usr/local/bin/
+EXPOSE 8000 8001
+ENTRYPOINT ["/usr/local/bin/tollgate"]
+CMD ["serve"]
