@@ -1,0 +1,173 @@
+package plans
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestThrottleValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		t     Throttle
+		field string // "" means valid
+	}{
+		{"ordinary", Throttle{RateLimit: 10, BurstLimit: 20}, ""},
+		{"fractional rate", Throttle{RateLimit: 0.7692307692307693, BurstLimit: 1}, ""},
+		{"zero zero blocks", Throttle{}, ""},
+		{"rate zero burst n", Throttle{BurstLimit: 5}, ""},
+		{"burst zero rate positive", Throttle{RateLimit: 1}, "throttle.burstLimit"},
+		{"negative rate", Throttle{RateLimit: -1, BurstLimit: 1}, "throttle.rateLimit"},
+		{"negative burst", Throttle{RateLimit: 1, BurstLimit: -1}, "throttle.burstLimit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertField(t, tt.t.Validate("throttle"), tt.field)
+		})
+	}
+}
+
+func TestQuotaValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		q     Quota
+		field string
+	}{
+		{"day", Quota{Limit: 5, Period: PeriodDay}, ""},
+		{"day offset", Quota{Limit: 5, Period: PeriodDay, Offset: 1}, "quota.offset"},
+		{"week offset 6", Quota{Limit: 5, Period: PeriodWeek, Offset: 6}, ""},
+		{"week offset 7", Quota{Limit: 5, Period: PeriodWeek, Offset: 7}, "quota.offset"},
+		{"month offset 27", Quota{Limit: 5, Period: PeriodMonth, Offset: 27}, ""},
+		{"month offset 28", Quota{Limit: 5, Period: PeriodMonth, Offset: 28}, "quota.offset"},
+		{"no period", Quota{Limit: 5}, "quota.period"},
+		{"bad period", Quota{Limit: 5, Period: "YEAR"}, "quota.period"},
+		{"negative limit", Quota{Limit: -1, Period: PeriodDay}, "quota.limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertField(t, tt.q.Validate(), tt.field)
+		})
+	}
+}
+
+func TestParseMethodThrottleKey(t *testing.T) {
+	tests := []struct {
+		key, path, method string
+		ok                bool
+	}{
+		{"/pets/GET", "/pets", "GET", true},
+		{"//GET", "/", "GET", true},
+		{"~1pets~1{petId}/PUT", "/pets/{petId}", "PUT", true},
+		{"/pets/{petId}/ANY", "/pets/{petId}", "ANY", true},
+		{"/pets/FETCH", "", "", false},
+		{"pets/GET", "", "", false},
+		{"GET", "", "", false},
+		{"/pets//GET", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			path, method, err := ParseMethodThrottleKey(tt.key)
+			if (err == nil) != tt.ok || path != tt.path || method != tt.method {
+				t.Errorf("ParseMethodThrottleKey(%q) = %q, %q, %v; want %q, %q, ok=%v", tt.key, path, method, err, tt.path, tt.method, tt.ok)
+			}
+		})
+	}
+}
+
+func TestStageThrottleInheritance(t *testing.T) {
+	account := Throttle{RateLimit: 10000, BurstLimit: 5000}
+	method := MethodSettingKey("/pets", "GET")
+	tests := []struct {
+		name     string
+		settings map[string]MethodSetting
+		want     Throttle
+		ok       bool
+	}{
+		{"no settings: no stage bucket", nil, Throttle{}, false},
+		{"all inherit: no stage bucket", map[string]MethodSetting{AllMethods: DefaultMethodSetting()}, Throttle{}, false},
+		{"star sets both", map[string]MethodSetting{AllMethods: {ThrottlingRateLimit: 100, ThrottlingBurstLimit: 50}}, Throttle{RateLimit: 100, BurstLimit: 50}, true},
+		{"method rate, star burst", map[string]MethodSetting{
+			AllMethods: {ThrottlingRateLimit: 100, ThrottlingBurstLimit: 50},
+			method:     {ThrottlingRateLimit: 5, ThrottlingBurstLimit: Inherit},
+		}, Throttle{RateLimit: 5, BurstLimit: 50}, true},
+		{"method rate only, burst from account", map[string]MethodSetting{
+			method: {ThrottlingRateLimit: 5, ThrottlingBurstLimit: Inherit},
+		}, Throttle{RateLimit: 5, BurstLimit: 5000}, true},
+		{"zero is a real value", map[string]MethodSetting{
+			AllMethods: {ThrottlingRateLimit: 0, ThrottlingBurstLimit: 0},
+		}, Throttle{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Stage{StageName: "prod", MethodSettings: tt.settings}
+			got, ok := s.StageThrottle("/pets", "GET", account)
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("got %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestNewMethodSettingCopiesStarCaching(t *testing.T) {
+	s := Stage{MethodSettings: map[string]MethodSetting{AllMethods: {
+		CachingEnabled: true, CacheTTLInSeconds: 60, ThrottlingRateLimit: 9, ThrottlingBurstLimit: 9,
+		UnauthorizedCacheControlHeaderStrategy: FailWith403, LoggingLevel: "INFO",
+	}}}
+	ms := s.NewMethodSetting()
+	if !ms.CachingEnabled || ms.CacheTTLInSeconds != 60 || ms.UnauthorizedCacheControlHeaderStrategy != FailWith403 {
+		t.Errorf("caching fields not copied from */*: got %+v", ms)
+	}
+	if ms.ThrottlingRateLimit != Inherit || ms.ThrottlingBurstLimit != Inherit {
+		t.Errorf("throttle fields: got %v/%v, want -1/-1", ms.ThrottlingRateLimit, ms.ThrottlingBurstLimit)
+	}
+}
+
+func TestHashKey(t *testing.T) {
+	// SHA-256("abc") from FIPS 180-2 appendix B.1.
+	if got := HashKey("abc", nil); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Errorf("HashKey(abc) = %s", got)
+	}
+	if HashKey("abc", []byte("pepper")) == HashKey("abc", nil) {
+		t.Error("a pepper must change the hash")
+	}
+}
+
+func TestNewKeyValueAndID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		v := NewKeyValue()
+		if !ValidKeyValue(v) || len(v) != 40 || seen[v] {
+			t.Fatalf("NewKeyValue() = %q: want 40 unique base62 characters", v)
+		}
+		seen[v] = true
+		if id := NewID(LongIDLen); !ValidID(id) || len(id) != LongIDLen {
+			t.Fatalf("NewID(10) = %q", id)
+		}
+	}
+}
+
+func TestUsagePlanValidateNormalisesMethodKeys(t *testing.T) {
+	p := UsagePlan{Name: "gold", ApiStages: []ApiStage{{ApiID: "a", Stage: "prod",
+		Throttle: map[string]Throttle{"~1pets/GET": {RateLimit: 1, BurstLimit: 1}}}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.ApiStages[0].Throttle["/pets/GET"]; !ok {
+		t.Errorf("got keys %v, want /pets/GET", p.ApiStages[0].Throttle)
+	}
+	dup := UsagePlan{Name: "x", ApiStages: []ApiStage{{ApiID: "a", Stage: "p"}, {ApiID: "a", Stage: "p"}}}
+	assertField(t, dup.Validate(), "apiStages")
+}
+
+func assertField(t *testing.T, err error, field string) {
+	t.Helper()
+	if field == "" {
+		if err != nil {
+			t.Errorf("got error %v, want none", err)
+		}
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindInvalid || e.Field != field {
+		t.Errorf("got %v, want an invalid error naming %s", err, field)
+	}
+}
