@@ -1,0 +1,44 @@
+package limiter
+
+// Level names the limit that refused a request. The order of the constants
+// after LevelNone is not the check order; the check order is the order of
+// Request.Buckets followed by the quota (DESIGN.md 4.3: plan or plan-method,
+// stage, account, quota).
+type Level uint8
+
+// Levels of limits.
+const (
+	// LevelNone means nothing refused (the request was admitted).
+	LevelNone Level = iota
+	// LevelPlan is the usage plan's bucket of one API key.
+	LevelPlan
+	// LevelPlanMethod is the plan's per-key bucket for one method on one
+	// stage; it replaces LevelPlan for that method.
+	LevelPlanMethod
+	// LevelStage is the stage's bucket for one method, shared by all callers.
+	LevelStage
+	// LevelAccount is the account bucket, shared by all traffic.
+	LevelAccount
+	// LevelQuota is the usage plan's quota of one API key.
+	LevelQuota
+)
+
+// String returns the metric label value of l (tollgate_throttled_total's
+// "level", DESIGN.md 8): "plan", "method", "stage", "account", "quota", and
+// "none" for LevelNone or an unknown value.
+func (l Level) String() string {
+	switch l {
+	case LevelPlan:
+		return "plan"
+	case LevelPlanMethod:
+		return "method"
+	case LevelStage:
+		return "stage"
+	case LevelAccount:
+		return "account"
+	case LevelQuota:
+		return "quota"
+	default:
+		return "none"
+	}
+}
