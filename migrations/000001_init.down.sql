@@ -1,0 +1,16 @@
+DROP TABLE IF EXISTS key_stage_claims;
+DROP TABLE IF EXISTS usage_plan_keys;
+DROP TABLE IF EXISTS api_keys;
+DROP TABLE IF EXISTS usage_plan_stages;
+DROP TABLE IF EXISTS usage_plans;
+DROP TABLE IF EXISTS stages;
+DROP TABLE IF EXISTS deployments;
+DROP TABLE IF EXISTS integrations;
+DROP TABLE IF EXISTS methods;
+DROP TABLE IF EXISTS resources;
+DROP TABLE IF EXISTS rest_apis;
+DROP TABLE IF EXISTS account;
+DROP TABLE IF EXISTS config_changes;
+DROP TABLE IF EXISTS config_version;
+DROP FUNCTION IF EXISTS claim_plan_key();
+DROP FUNCTION IF EXISTS claim_plan_stage();

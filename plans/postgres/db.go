@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tollgate/plans"
+)
+
+// Options configure a DB. The zero value is the default.
+type Options struct {
+	// Now is the clock; default time.Now. Called once per transaction.
+	Now func() time.Time
+	// AccountDefault seeds the account throttle when the database has
+	// none yet (first start); the zero value means
+	// plans.DefaultAccountThrottle (10000 requests/s, burst 5000). Once
+	// set, the stored value (changed by UpdateAccount) is authoritative.
+	AccountDefault plans.Throttle
+}
+
+// DB is the PostgreSQL store. It is safe for concurrent use.
+type DB struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value
+// DSN, as pgxpool.ParseConfig accepts), checks that it answers and seeds
+// the account throttle if it is not yet set (that first write is config
+// version 1). The schema must be migrated already (package migrations).
+// Errors: KindUnavailable when the database does not answer.
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", translate(err))
+	}
+	db := &DB{pool: pool, now: opts.Now}
+	if db.now == nil {
+		db.now = time.Now
+	}
+	if err := db.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	acct := opts.AccountDefault
+	if acct == (plans.Throttle{}) {
+		acct = plans.DefaultAccountThrottle
+	}
+	if err := db.seedAccount(ctx, acct); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes every connection of the pool; it waits for connections in
+// use to be returned.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping checks that the database answers. Errors: KindUnavailable.
+func (db *DB) Ping(ctx context.Context) error {
+	return translate(db.pool.Ping(ctx))
+}
+
+// txFunc is the body of one transaction; now is the transaction's clock
+// reading (UTC, microsecond precision, as PostgreSQL stores it).
+type txFunc func(ctx context.Context, tx pgx.Tx, now time.Time) error
+
+// write runs fn in a READ COMMITTED read-write transaction.
+func (db *DB) write(ctx context.Context, fn txFunc) error {
+	return db.inTx(ctx, pgx.TxOptions{}, fn)
+}
+
+// read runs fn in a REPEATABLE READ read-only transaction, so every query
+// of fn sees the same committed state.
+func (db *DB) read(ctx context.Context, fn txFunc) error {
+	return db.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// maxAttempts bounds the retries of a transaction that failed with a
+// serialization failure or deadlock (both safe to run again).
+const maxAttempts = 3
+
+func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn txFunc) error {
+	var err error
+	for range maxAttempts {
+		now := db.now().UTC().Truncate(time.Microsecond)
+		err = pgx.BeginTxFunc(ctx, db.pool, opts, func(tx pgx.Tx) error {
+			return fn(ctx, tx, now)
+		})
+		if !retryable(err) {
+			break
+		}
+	}
+	return translate(err)
+}
+
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+}
+
+// seedAccount inserts the account row unless it exists, as config change
+// with snapshot=true (the account throttle is part of the snapshot).
+func (db *DB) seedAccount(ctx context.Context, t plans.Throttle) error {
+	if err := t.Validate("accountDefault"); err != nil {
+		return err
+	}
+	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO account (id, rate_limit, burst_limit, updated_at)
+			VALUES (true, $1, $2, $3) ON CONFLICT (id) DO NOTHING`, t.RateLimit, t.BurstLimit, now)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return record(ctx, tx, now, &change{snapshot: true})
+	})
+}

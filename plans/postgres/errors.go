@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"tollgate/plans"
+)
+
+// AWS's not-found messages, by resource.
+const (
+	msgNoAPI         = "Invalid API identifier specified"
+	msgNoPlan        = "Invalid Usage Plan ID specified"
+	msgNoKey         = "Invalid API Key identifier specified"
+	msgNoStage       = "Invalid Stage identifier specified"
+	msgNoResource    = "Invalid Resource identifier specified"
+	msgNoMethod      = "Invalid Method identifier specified"
+	msgNoIntegration = "No integration defined for method"
+	msgNoDeployment  = "Invalid Deployment identifier specified"
+)
+
+// notFound turns pgx.ErrNoRows into a KindNotFound error with msg and
+// returns other errors unchanged (translate handles them later).
+func notFound(err error, msg string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return plans.NotFound("%s", msg)
+	}
+	return err
+}
+
+// conflicts names the unique constraints a caller can violate, with the
+// message of the 409.
+var conflicts = map[string]string{
+	"resources_sibling_key":  "Another resource with the same parent already has this name",
+	"stages_pkey":            "Stage already exists",
+	"api_keys_key_hash_key":  "API Key already exists",
+	"usage_plan_keys_pkey":   "Usage Plan Key already exists",
+	"key_stage_claims_pkey":  "An API key can be in only one usage plan per API stage",
+	"resources_one_root":     "The API already has a root resource",
+	"rest_apis_pkey":         "Identifier collision, please retry",
+	"usage_plans_pkey":       "Identifier collision, please retry",
+	"api_keys_pkey":          "Identifier collision, please retry",
+	"deployments_pkey":       "Identifier collision, please retry",
+	"resources_pkey":         "Identifier collision, please retry",
+	"config_changes_pkey":    "Concurrent configuration change, please retry",
+	"usage_plan_stages_pkey": "api stage is listed twice",
+}
+
+// reference is a foreign key a caller can break: the field it names, the
+// message when the referenced row is missing (insert or update) and the
+// message when the row is still referenced (delete).
+type reference struct {
+	field, missing, inUse string
+}
+
+var references = map[string]reference{
+	"stages_deployment_fkey": {"deploymentId", msgNoDeployment,
+		"Active stages pointing to this deployment must be moved or deleted"},
+	"usage_plan_stages_stage_fkey": {"apiStages", "API Stage not found",
+		"The stage is included in a usage plan; remove it from the plan first"},
+}
+
+// translate maps a driver error to a *plans.Error, once, by type:
+// *plans.Error passes through; pgx.ErrNoRows → KindNotFound; SQLSTATE
+// 23505 → KindConflict; 23503 → KindInvalid naming the reference; 23514
+// and 22xxx → KindInvalid; connection failures, timeouts, cancellations
+// and server shutdowns → KindUnavailable ("database unavailable"). Anything
+// else is returned wrapped (an internal error).
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *plans.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return plans.NotFound("Not found")
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return translatePg(pg, err)
+	}
+	if unavailable(err) {
+		return plans.Unavailable(err, "database unavailable")
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+func translatePg(pg *pgconn.PgError, err error) error {
+	switch {
+	case pg.Code == "23505":
+		msg, ok := conflicts[pg.ConstraintName]
+		if !ok {
+			msg = "Conflict"
+		}
+		if pg.ConstraintName == "key_stage_claims_pkey" {
+			msg += claimDetail(pg.Detail)
+		}
+		return &plans.Error{Kind: plans.KindConflict, Message: msg, Err: err}
+	case pg.Code == "23503":
+		ref, ok := references[pg.ConstraintName]
+		if !ok {
+			ref = reference{pg.ConstraintName, "Invalid reference", "The resource is still referenced"}
+		}
+		msg := ref.missing
+		if strings.Contains(pg.Detail, "still referenced") {
+			msg = ref.inUse
+		}
+		return &plans.Error{Kind: plans.KindInvalid, Field: ref.field, Message: msg, Err: err}
+	case pg.Code == "23514", strings.HasPrefix(pg.Code, "22"):
+		return &plans.Error{Kind: plans.KindInvalid, Field: pg.ConstraintName, Message: "Invalid value", Err: err}
+	case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "53"),
+		strings.HasPrefix(pg.Code, "57"), pg.Code == "40001", pg.Code == "40P01":
+		return plans.Unavailable(err, "database unavailable")
+	}
+	return fmt.Errorf("postgres: %w", err)
+}
+
+// claimDetail turns the detail of a key_stage_claims violation, "Key
+// (key_id, api_id, stage)=(k, a, s) already exists.", into
+// ": key k, stage a:s".
+func claimDetail(detail string) string {
+	_, vals, ok := strings.Cut(detail, ")=(")
+	vals, _, ok2 := strings.Cut(vals, ")")
+	parts := strings.Split(vals, ", ")
+	if !ok || !ok2 || len(parts) != 3 {
+		return ""
+	}
+	return fmt.Sprintf(": key %s, stage %s:%s", parts[0], parts[1], parts[2])
+}
+
+func unavailable(err error) bool {
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.As(err, &ne) ||
+		errors.As(err, &ce) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed)
+}
