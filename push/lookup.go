@@ -1,0 +1,82 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/plans"
+)
+
+// ErrNotPublished is the cause (errors.Is) of the KindUnavailable error
+// Lookup returns for a key Redis does not have while the watermark is
+// absent: Redis lost its data and the admin has not republished yet, so an
+// unknown key may well exist (503, never 403).
+var ErrNotPublished = errors.New("push: no config published in redis (watermark absent)")
+
+// Lookup returns the record of the API key whose hash (plans.HashKey) is
+// hash, or (nil, nil) when no such key exists (unknown or deleted). The
+// record is shared: callers must not modify it.
+//
+// Order: the local cache; the memory of unknown hashes (NegativeTTL); then
+// one Redis round trip (GET of the record and the watermark's existence),
+// coalesced per hash across goroutines. A found record is cached until a
+// stream event names its hash or a full reload; a missing one is remembered
+// for NegativeTTL. Errors are *plans.Error of KindUnavailable: Redis failed,
+// the stored record is unreadable, or the record is missing while the
+// watermark is absent (cause ErrNotPublished).
+func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, error) {
+	if rec, ok := r.pos.get(hash); ok {
+		return rec, nil
+	}
+	if exp, ok := r.neg.get(hash); ok {
+		if time.Now().Before(exp) {
+			return nil, nil
+		}
+		r.neg.del(hash)
+	}
+	ch := r.sf.DoChan(hash, func() (any, error) { return r.fetch(ctx, hash) })
+	select {
+	case <-ctx.Done():
+		return nil, plans.Unavailable(ctx.Err(), "API key lookup timed out")
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		rec, _ := res.Val.(*plans.KeyRecord)
+		return rec, nil
+	}
+}
+
+// fetch reads one key record from Redis and caches the answer.
+func (r *Reader) fetch(ctx context.Context, hash string) (*plans.KeyRecord, error) {
+	e0 := r.epoch.Load()
+	pipe := r.rdb.Pipeline()
+	get := pipe.Get(ctx, KeyRecordKey(r.prefix, hash))
+	wm := pipe.Exists(ctx, VersionKey(r.prefix))
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	if err := wm.Err(); err != nil {
+		return nil, plans.Unavailable(err, "API key store unavailable")
+	}
+	b, err := get.Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, plans.Unavailable(err, "API key store unavailable")
+	}
+	r.markOK()
+	if err == nil {
+		rec, derr := decodeRecord(b)
+		if derr != nil {
+			return nil, plans.Unavailable(derr, "API key record unreadable")
+		}
+		if rec != nil {
+			r.pos.putIf(hash, rec, e0)
+			return rec, nil
+		}
+	} else if wm.Val() == 0 {
+		return nil, plans.Unavailable(ErrNotPublished, "API key store not yet published")
+	}
+	r.neg.putIf(hash, time.Now().Add(r.opts.NegativeTTL), e0)
+	return nil, nil
+}

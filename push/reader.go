@@ -1,0 +1,351 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"tollgate/plans"
+)
+
+// ReaderOptions configure a Reader. The zero value is usable (though a
+// gateway wants OnSnapshot).
+type ReaderOptions struct {
+	// Prefix starts every Redis key name; default DefaultPrefix ("tg").
+	Prefix string
+	// OnSnapshot is called with each valid snapshot newer than the current
+	// one, from the goroutine running Start or Run. An error rejects it: the
+	// old one keeps serving and Ready reports the error until a newer
+	// snapshot is accepted. The snapshot must not be modified afterwards by
+	// the Reader; the callee owns it.
+	OnSnapshot func(*plans.Snapshot) error
+	// OnFlush, optional, is called for each stage cache flush announced on
+	// the stream (the generation itself is read from Redis per request).
+	OnFlush func(apiID, stage string)
+	// OnEvent, optional, is called for each config change read from the
+	// stream (after its key records were dropped from the local cache and
+	// the snapshot, if it changed, was loaded): the plans, stages and key
+	// hashes it touched, e.g. to clear local refusal memory.
+	OnEvent func(plans.Change)
+	// OnReload, optional, is called after every full reload (start, error
+	// gap, trimmed stream, republish by the admin): any local memory
+	// derived from config should be dropped, as events may have been missed.
+	OnReload func()
+	// Logger receives warnings; default slog.Default().
+	Logger *slog.Logger
+	// Block is how long one XREAD waits for entries; default 1s.
+	Block time.Duration
+	// NegativeTTL is how long an unknown key hash is remembered; default 5s.
+	NegativeTTL time.Duration
+	// CacheSize bounds the local key record cache and, separately, the
+	// unknown-hash memory (entries each); default 100000.
+	CacheSize int
+}
+
+// Reader defaults.
+const (
+	DefaultBlock       = time.Second
+	DefaultNegativeTTL = 5 * time.Second
+	DefaultCacheSize   = 100000
+)
+
+// readCount is the most stream entries one XREAD returns.
+const readCount = 1000
+
+// Reader is the gateway end of the push protocol: it follows the change
+// stream, hands newer snapshots to OnSnapshot and answers key lookups from
+// a local bounded cache backed by Redis. Call Start once, then Run in its
+// own goroutine; Lookup, Ready and Version are safe from any goroutine.
+type Reader struct {
+	rdb    redis.UniversalClient
+	prefix string
+	opts   ReaderOptions
+	log    *slog.Logger
+
+	epoch atomic.Uint64
+	pos   *boundedMap[*plans.KeyRecord]
+	neg   *boundedMap[time.Time] // expiry of the memory of an unknown hash
+	sf    singleflight.Group
+
+	version atomic.Int64 // of the loaded snapshot; -1 before the first
+	lastOK  atomic.Int64 // unix nanoseconds of Redis's last answer
+
+	snapMu   sync.Mutex // serializes snapshot loads
+	rejectMu sync.Mutex
+	rejected error // why the newest snapshot was refused; nil once one is accepted
+
+	streamMu    sync.Mutex // owns the stream position below
+	lastID      string
+	lastVersion int64 // highest config version seen on the stream; 0: unknown
+	needReload  bool
+}
+
+// NewReader returns a Reader of rdb; nothing is read until Start.
+func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
+	opts.Prefix = prefixOr(opts.Prefix)
+	if opts.Block <= 0 {
+		opts.Block = DefaultBlock
+	}
+	if opts.NegativeTTL <= 0 {
+		opts.NegativeTTL = DefaultNegativeTTL
+	}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	r := &Reader{rdb: rdb, prefix: opts.Prefix, opts: opts, log: opts.Logger, needReload: true}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	r.pos = newBoundedMap[*plans.KeyRecord](opts.CacheSize, &r.epoch)
+	r.neg = newBoundedMap[time.Time](opts.CacheSize, &r.epoch)
+	r.version.Store(-1)
+	return r
+}
+
+// Start makes the initial full load (snapshot, stream position). When
+// Redis is down or no snapshot is published yet it logs, returns nil and
+// leaves the rest to Run, which keeps trying; Ready reports the state. It
+// returns only ctx's error.
+func (r *Reader) Start(ctx context.Context) error {
+	r.streamMu.Lock()
+	defer r.streamMu.Unlock()
+	if err := r.reload(ctx); err != nil {
+		r.needReload = true
+		r.log.Warn("push: initial config load failed; will retry", "err", err)
+	}
+	return ctx.Err()
+}
+
+// Run follows the change stream until ctx is done: a blocking XREAD from
+// the last entry read, then for each entry drop the key records it names
+// from the local cache, reload the snapshot when it changed, call the
+// callbacks. It reloads everything on start (unless Start did), after a
+// Redis error (retrying with backoff up to 1s), on a reload entry, and on a
+// version gap (the stream was trimmed past its position).
+func (r *Reader) Run(ctx context.Context) {
+	const maxBackoff = time.Second
+	delay := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		err := r.step(ctx)
+		if err == nil {
+			delay = 50 * time.Millisecond
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("push: change stream read failed; will reload", "err", err, "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxBackoff)
+	}
+}
+
+func (r *Reader) step(ctx context.Context) error {
+	r.streamMu.Lock()
+	defer r.streamMu.Unlock()
+	var err error
+	if r.needReload {
+		err = r.reload(ctx)
+	} else {
+		err = r.readOnce(ctx)
+	}
+	if err != nil {
+		r.needReload = true
+	}
+	return err
+}
+
+// Ready returns nil once a snapshot is loaded, the newest published one was
+// not rejected, and Redis answered within the last 3×Block (at least 3s).
+func (r *Reader) Ready() error {
+	if r.version.Load() < 0 {
+		return errors.New("push: no config snapshot loaded yet")
+	}
+	r.rejectMu.Lock()
+	rej := r.rejected
+	r.rejectMu.Unlock()
+	if rej != nil {
+		return rej
+	}
+	stale := max(3*r.opts.Block, 3*time.Second)
+	if since := time.Since(time.Unix(0, r.lastOK.Load())); since > stale {
+		return fmt.Errorf("push: redis has not answered for %s", since.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// Version returns the version of the loaded snapshot, or -1 before the
+// first one is loaded.
+func (r *Reader) Version() int64 { return r.version.Load() }
+
+func (r *Reader) markOK() { r.lastOK.Store(time.Now().UnixNano()) }
+
+// reload reads the watermark and the stream's last id, loads the snapshot,
+// and drops every cached key record, so that everything before that id is
+// reflected and everything after it will be read. Caller holds streamMu.
+func (r *Reader) reload(ctx context.Context) error {
+	w, err := r.rdb.Get(ctx, VersionKey(r.prefix)).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("push: read watermark: %w", err)
+	}
+	last, err := r.rdb.XRevRangeN(ctx, StreamKey(r.prefix), "+", "-", 1).Result()
+	if err != nil {
+		return fmt.Errorf("push: read change stream end: %w", err)
+	}
+	id := "0-0"
+	if len(last) > 0 {
+		id = last[0].ID
+	}
+	if err := r.loadSnapshot(ctx); err != nil {
+		return err
+	}
+	r.pos.clear()
+	r.neg.clear()
+	r.lastID, r.lastVersion, r.needReload = id, w, false
+	r.markOK()
+	if r.opts.OnReload != nil {
+		r.opts.OnReload()
+	}
+	return nil
+}
+
+// readOnce waits up to Block for entries after lastID and applies them.
+// Caller holds streamMu.
+func (r *Reader) readOnce(ctx context.Context) error {
+	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{StreamKey(r.prefix), r.lastID},
+		Count: readCount, Block: r.opts.Block}).Result()
+	if errors.Is(err, redis.Nil) {
+		r.markOK()
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("push: read change stream: %w", err)
+	}
+	r.markOK()
+	for _, s := range res {
+		if err := r.apply(ctx, s.Messages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply handles a batch of entries in order: key records are dropped per
+// entry, the snapshot is loaded once for the batch, then OnEvent runs for
+// each change. A reload entry or a version gap turns into a full reload.
+func (r *Reader) apply(ctx context.Context, msgs []redis.XMessage) error {
+	var changes []plans.Change
+	snapshot := false
+	defer func() { r.emit(changes) }()
+	for _, m := range msgs {
+		e, err := decodeEntry(m.Values)
+		if err != nil {
+			r.log.Warn("push: skipping malformed stream entry", "id", m.ID, "err", err)
+			r.lastID = m.ID
+			continue
+		}
+		if e.reload || (e.isChange() && r.lastVersion > 0 && e.change.Version > r.lastVersion+1) {
+			r.log.Info("push: reloading config", "reload_entry", e.reload,
+				"seen_version", r.lastVersion, "entry_version", e.change.Version)
+			return r.reload(ctx)
+		}
+		r.lastID = m.ID
+		if e.flush != "" {
+			if r.opts.OnFlush != nil {
+				r.opts.OnFlush(splitStage(e.flush))
+			}
+			continue
+		}
+		r.dropKeys(e.change.KeyHashes)
+		snapshot = snapshot || e.change.Snapshot
+		changes = append(changes, e.change)
+		r.lastVersion = max(r.lastVersion, e.change.Version)
+	}
+	if snapshot {
+		return r.loadSnapshot(ctx)
+	}
+	return nil
+}
+
+func (r *Reader) emit(changes []plans.Change) {
+	if r.opts.OnEvent == nil {
+		return
+	}
+	for _, c := range changes {
+		r.opts.OnEvent(c)
+	}
+}
+
+// dropKeys forgets what the local caches know of these hashes.
+func (r *Reader) dropKeys(hashes []string) {
+	for _, h := range hashes {
+		r.pos.invalidate(h)
+		r.neg.invalidate(h)
+	}
+}
+
+// loadSnapshot reads <prefix>:config:snapshot and, when it is newer than
+// the loaded one, validates it and hands it to OnSnapshot. It returns an
+// error only when Redis fails; a snapshot that is missing leaves the state
+// as it is, one that is unusable is recorded for Ready.
+func (r *Reader) loadSnapshot(ctx context.Context) error {
+	r.snapMu.Lock()
+	defer r.snapMu.Unlock()
+	b, err := r.rdb.Get(ctx, SnapshotKey(r.prefix)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("push: read snapshot: %w", err)
+	}
+	if v, ok := leadingVersion(b); ok && v <= r.version.Load() {
+		return nil
+	}
+	s := new(plans.Snapshot)
+	if err := json.Unmarshal(b, s); err != nil {
+		r.reject(fmt.Errorf("push: published snapshot is not valid JSON: %w", err))
+		return nil
+	}
+	if s.Version <= r.version.Load() {
+		return nil
+	}
+	if err := r.accept(s); err != nil {
+		r.reject(fmt.Errorf("push: snapshot version %d rejected: %w", s.Version, err))
+	}
+	return nil
+}
+
+func (r *Reader) accept(s *plans.Snapshot) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if r.opts.OnSnapshot != nil {
+		if err := r.opts.OnSnapshot(s); err != nil {
+			return err
+		}
+	}
+	r.version.Store(s.Version)
+	r.rejectMu.Lock()
+	r.rejected = nil
+	r.rejectMu.Unlock()
+	return nil
+}
+
+func (r *Reader) reject(err error) {
+	r.log.Error("push: keeping the old config", "err", err, "version", r.version.Load())
+	r.rejectMu.Lock()
+	r.rejected = err
+	r.rejectMu.Unlock()
+}

@@ -1,0 +1,181 @@
+package push
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"tollgate/plans"
+)
+
+// TombstoneTTL is how long the tombstone of a deleted API key stays in
+// Redis. It only has to outlive any publisher still holding an older
+// record of that key; after it expires the key is simply unknown.
+const TombstoneTTL = 24 * time.Hour
+
+// Stream entry field names (see the package documentation).
+const (
+	fieldVersion  = "version"
+	fieldSnapshot = "snapshot"
+	fieldKeys     = "keys"
+	fieldPlans    = "plans"
+	fieldStages   = "stages"
+	fieldFlush    = "flush"
+	fieldReload   = "reload"
+)
+
+// entry is one decoded stream entry: a config change, a cache flush of one
+// stage ("apiId:stage" in flush) or a reload order.
+type entry struct {
+	change plans.Change
+	flush  string
+	reload bool
+}
+
+// isChange reports whether e announces a config version.
+func (e entry) isChange() bool { return e.flush == "" && e.change.Version > 0 }
+
+// changeValues returns the XADD field/value list of a change entry.
+func changeValues(c plans.Change) []any {
+	return []any{
+		fieldVersion, strconv.FormatInt(c.Version, 10),
+		fieldSnapshot, boolField(c.Snapshot),
+		fieldKeys, strings.Join(c.KeyHashes, ","),
+		fieldPlans, strings.Join(c.Plans, ","),
+		fieldStages, strings.Join(c.Stages, ","),
+	}
+}
+
+// reloadValues returns the XADD field/value list of a reload entry for
+// config version v.
+func reloadValues(v int64) []any {
+	return []any{fieldVersion, strconv.FormatInt(v, 10), fieldSnapshot, "1", fieldReload, "1"}
+}
+
+// flushValues returns the XADD field/value list of a flush entry.
+func flushValues(apiID, stage string) []any {
+	return []any{fieldFlush, apiID + ":" + stage}
+}
+
+func boolField(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// decodeEntry parses the fields of one stream entry. Unknown fields are
+// ignored, so newer publishers may add some.
+func decodeEntry(values map[string]any) (entry, error) {
+	str := func(name string) string { s, _ := values[name].(string); return s }
+	var e entry
+	if f := str(fieldFlush); f != "" {
+		if i := strings.IndexByte(f, ':'); i <= 0 || i == len(f)-1 {
+			return e, fmt.Errorf("push: flush entry %q is not apiId:stage", f)
+		}
+		e.flush = f
+		return e, nil
+	}
+	v, err := strconv.ParseInt(str(fieldVersion), 10, 64)
+	if err != nil || v < 0 {
+		return e, fmt.Errorf("push: stream entry version %q is not a version", str(fieldVersion))
+	}
+	e.change = plans.Change{
+		Version:   v,
+		Snapshot:  str(fieldSnapshot) == "1",
+		KeyHashes: splitList(str(fieldKeys)),
+		Plans:     splitList(str(fieldPlans)),
+		Stages:    splitList(str(fieldStages)),
+	}
+	e.reload = str(fieldReload) == "1"
+	return e, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// splitStage splits "apiId:stage" of a flush entry.
+func splitStage(s string) (apiID, stage string) {
+	i := strings.IndexByte(s, ':')
+	return s[:i], s[i+1:]
+}
+
+// wireRecord is a key record as stored in Redis: plans.KeyRecord with the
+// version first (cas.lua reads it from the text's start) and the tombstone
+// flag.
+type wireRecord struct {
+	Version         int64    `json:"version"`
+	Deleted         bool     `json:"deleted,omitempty"`
+	KeyID           string   `json:"keyId,omitempty"`
+	Enabled         bool     `json:"enabled,omitempty"`
+	PlanIDs         []string `json:"planIds,omitempty"`
+	InvalidateCache bool     `json:"invalidateCache,omitempty"`
+}
+
+// versionPrefix is how every versioned document published starts.
+var versionPrefix = []byte(`{"version":`)
+
+// encodeRecord returns the stored JSON of rec, or of a tombstone at version
+// when rec is nil.
+func encodeRecord(rec *plans.KeyRecord, version int64) ([]byte, int64) {
+	w := wireRecord{Version: version, Deleted: true}
+	if rec != nil {
+		w = wireRecord{Version: rec.Version, KeyID: rec.KeyID, Enabled: rec.Enabled,
+			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache}
+	}
+	b, _ := json.Marshal(w) // cannot fail: strings, bools and integers only
+	return b, w.Version
+}
+
+// decodeRecord parses a stored key record; it returns nil for a tombstone.
+func decodeRecord(b []byte) (*plans.KeyRecord, error) {
+	var w wireRecord
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, fmt.Errorf("push: key record: %w", err)
+	}
+	if w.Deleted {
+		return nil, nil
+	}
+	planIDs := w.PlanIDs
+	if planIDs == nil {
+		planIDs = []string{}
+	}
+	return &plans.KeyRecord{KeyID: w.KeyID, Enabled: w.Enabled, PlanIDs: planIDs,
+		InvalidateCache: w.InvalidateCache, Version: w.Version}, nil
+}
+
+// encodeSnapshot returns the stored JSON of s. It fails if the encoding
+// does not start with the version (cas.lua relies on it), which would mean
+// plans.Snapshot's fields were reordered.
+func encodeSnapshot(s *plans.Snapshot) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("push: encode snapshot: %w", err)
+	}
+	if !bytes.HasPrefix(b, versionPrefix) {
+		return nil, fmt.Errorf("push: snapshot JSON must start with %s, got %.20s", versionPrefix, b)
+	}
+	return b, nil
+}
+
+// leadingVersion reads N from a document starting with {"version":N,
+// without decoding the rest; ok is false when b does not start so.
+func leadingVersion(b []byte) (v int64, ok bool) {
+	if !bytes.HasPrefix(b, versionPrefix) {
+		return 0, false
+	}
+	rest := b[len(versionPrefix):]
+	end := bytes.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return v, err == nil
+}
