@@ -1,0 +1,60 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"tollgate/plans"
+)
+
+// accountFeatures are the features GetAccount reports.
+var accountFeatures = []string{"UsagePlans"}
+
+func (s *Server) accountRoutes(r chi.Router) {
+	r.Get("/account", s.handle(s.getAccount))
+	r.Patch("/account", s.handle(s.updateAccount))
+}
+
+// getAccount: GET /account → 200 {throttleSettings, features: ["UsagePlans"]}.
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.store.GetAccount(r.Context())
+	if err != nil {
+		return err
+	}
+	a.Features = accountFeatures
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// updateAccount: PATCH /account → 200; paths /throttleSettings/rateLimit
+// and /throttleSettings/burstLimit (replace). Other AWS account paths
+// (e.g. /cloudwatchRoleArn) are 400 naming the path.
+func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
+	ops, err := decodePatch(r)
+	if err != nil {
+		return err
+	}
+	a, err := s.store.UpdateAccount(r.Context(), func(a *plans.Account) error {
+		err := applyAll(ops, func(op patchOp) error {
+			switch op.Path {
+			case "/throttleSettings/rateLimit":
+				return setDouble(op, &a.ThrottleSettings.RateLimit)
+			case "/throttleSettings/burstLimit":
+				return setInt32(op, &a.ThrottleSettings.BurstLimit)
+			}
+			return badPath(op)
+		})
+		if err != nil {
+			return err
+		}
+		return a.ThrottleSettings.Validate("throttleSettings")
+	})
+	if err != nil {
+		return err
+	}
+	s.published(r.Context(), "UpdateAccount")
+	a.Features = accountFeatures
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}

@@ -1,0 +1,166 @@
+package admin
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"tollgate/plans"
+)
+
+func (s *Server) apiKeyRoutes(r chi.Router) {
+	r.Post("/apikeys", s.handle(s.createApiKey))
+	r.Get("/apikeys", s.handle(s.getApiKeys))
+	r.Get("/apikeys/{apiKey}", s.handle(s.getApiKey))
+	r.Patch("/apikeys/{apiKey}", s.handle(s.updateApiKey))
+	r.Delete("/apikeys/{apiKey}", s.handle(s.deleteApiKey))
+}
+
+// createApiKeyInput is CreateApiKey's body. enabled defaults to false, as
+// AWS; generateDistinctId is accepted and has no effect (ids are always
+// distinct from values); stageKeys are "restApiId/stageName".
+type createApiKeyInput struct {
+	Name               string            `json:"name"`
+	Description        string            `json:"description"`
+	Enabled            bool              `json:"enabled"`
+	GenerateDistinctID bool              `json:"generateDistinctId"`
+	Value              string            `json:"value"`
+	CustomerID         string            `json:"customerId"`
+	StageKeys          []string          `json:"stageKeys"`
+	Tags               map[string]string `json:"tags"`
+}
+
+// createApiKey: POST /apikeys → 201 ApiKey, the only response that carries
+// the value (generated with plans.NewKeyValue when not given). Only the
+// value's hash (plans.HashKey under the pepper) reaches the store; a
+// duplicate value is 409. ?mode=import is ImportApiKeys.
+func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Get("mode") != "" {
+		return unsupportedOp("ImportApiKeys")
+	}
+	var in createApiKeyInput
+	if err := decode(r, &in); err != nil {
+		return err
+	}
+	value := in.Value
+	if value == "" {
+		value = plans.NewKeyValue()
+	}
+	k := &plans.ApiKey{Name: in.Name, Description: in.Description, Enabled: in.Enabled, Value: value,
+		CustomerID: in.CustomerID, StageKeys: in.StageKeys, Tags: in.Tags}
+	if err := validateNewKey(k); err != nil {
+		return err
+	}
+	k.Value = "" // the store never sees the plaintext
+	if err := s.store.CreateApiKey(r.Context(), k, plans.HashKey(value, s.pepper)); err != nil {
+		return err
+	}
+	s.published(r.Context(), "CreateApiKey")
+	k.Value = value
+	writeJSON(w, http.StatusCreated, k)
+	return nil
+}
+
+// validateNewKey checks k and its stage keys ("restApiId/stageName").
+func validateNewKey(k *plans.ApiKey) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	if k.StageKeys == nil {
+		k.StageKeys = []string{}
+	}
+	for _, sk := range k.StageKeys {
+		api, stage, ok := strings.Cut(sk, "/")
+		if !ok || !plans.ValidID(api) || plans.ValidateStageName(stage) != nil {
+			return plans.Invalid("stageKeys", "stage key %q must be restApiId/stageName", sk)
+		}
+	}
+	return nil
+}
+
+// getApiKeys: GET /apikeys[?name=prefix&customerId=&includeValues=] → 200
+// list. Values are never returned (DESIGN.md 10.3), includeValues or not.
+func (s *Server) getApiKeys(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	if _, err := boolQuery(r, "includeValues"); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	keys, next, err := s.store.ListApiKeys(r.Context(), q.Get("name"), q.Get("customerId"), p)
+	if err != nil {
+		return err
+	}
+	for i := range keys {
+		keys[i].Value = ""
+	}
+	writeList(w, keys, next)
+	return nil
+}
+
+// getApiKey: GET /apikeys/{id}[?includeValue=] → 200 ApiKey without value.
+func (s *Server) getApiKey(w http.ResponseWriter, r *http.Request) error {
+	if _, err := boolQuery(r, "includeValue"); err != nil {
+		return err
+	}
+	k, err := s.store.GetApiKey(r.Context(), param(r, "apiKey"))
+	if err != nil {
+		return err
+	}
+	k.Value = ""
+	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+// updateApiKey: PATCH /apikeys/{id} → 200; paths /enabled, /name,
+// /description, /customerId.
+func (s *Server) updateApiKey(w http.ResponseWriter, r *http.Request) error {
+	ops, err := decodePatch(r)
+	if err != nil {
+		return err
+	}
+	k, err := s.store.UpdateApiKey(r.Context(), param(r, "apiKey"), func(k *plans.ApiKey) error {
+		if err := applyAll(ops, func(op patchOp) error { return patchApiKey(k, op) }); err != nil {
+			return err
+		}
+		return k.Validate()
+	})
+	if err != nil {
+		return err
+	}
+	s.published(r.Context(), "UpdateApiKey")
+	k.Value = ""
+	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+// patchApiKey applies one operation to k.
+func patchApiKey(k *plans.ApiKey, op patchOp) error {
+	switch op.Path {
+	case "/enabled":
+		return setBool(op, &k.Enabled)
+	case "/name":
+		if err := needOp(op, opReplace); err != nil {
+			return err
+		}
+		return setString(op, &k.Name)
+	case "/description":
+		return setString(op, &k.Description)
+	case "/customerId":
+		return setString(op, &k.CustomerID)
+	}
+	return badPath(op)
+}
+
+// deleteApiKey: DELETE /apikeys/{id} → 202.
+func (s *Server) deleteApiKey(w http.ResponseWriter, r *http.Request) error {
+	if err := s.store.DeleteApiKey(r.Context(), param(r, "apiKey")); err != nil {
+		return err
+	}
+	s.published(r.Context(), "DeleteApiKey")
+	writeAccepted(w)
+	return nil
+}

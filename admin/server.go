@@ -1,0 +1,178 @@
+package admin
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Publisher pushes committed config to the data plane (implemented by
+// push.Publisher).
+type Publisher interface {
+	// Publish publishes every change committed so far. The admin calls it
+	// after each successful write; a failure is logged, not returned to the
+	// caller (the write is committed and the reconciler retries).
+	Publish(ctx context.Context) error
+	// FlushStageCache bumps the cache generation of stage on API apiID, so
+	// every later request misses the response cache.
+	FlushStageCache(ctx context.Context, apiID, stage string) error
+}
+
+// Credentials are the admin API's accepted credentials. Requests are
+// accepted when signed with AWS Signature Version 4 (service "apigateway",
+// any region) by AccessKeyID/SecretAccessKey, or when they carry
+// "Authorization: Bearer <BearerToken>". An empty AccessKeyID or
+// SecretAccessKey disables SigV4; a BearerToken shorter than
+// MinBearerTokenLen disables bearer authentication (New logs an error).
+type Credentials struct {
+	AccessKeyID     string
+	SecretAccessKey string
+	BearerToken     string
+}
+
+// MinBearerTokenLen is the shortest bearer token accepted, in characters.
+const MinBearerTokenLen = 32
+
+// MaxBodyBytes bounds an admin request body: 6 MiB, as AWS.
+const MaxBodyBytes = 6 << 20
+
+// Options configure a Server. Store is required; every other field has a
+// usable zero value.
+type Options struct {
+	// Store is the source of truth (plans/postgres.DB).
+	Store Store
+	// Publisher carries committed writes to the data plane; nil publishes
+	// nothing (and FlushStageCache then answers 503).
+	Publisher Publisher
+	// Credentials accepted on every route but /healthz, /readyz, /metrics
+	// and /console/. With none configured every request is refused: cmd
+	// decides whether an insecure admin may start at all.
+	Credentials Credentials
+	// KeyPepper, when not empty, makes API key hashes HMAC-SHA-256 under it
+	// (see plans.HashKey). It must match the gateway's.
+	KeyPepper []byte
+	// Logger receives internal errors and publish failures; nil discards.
+	Logger *slog.Logger
+	// Now is the clock used to check X-Amz-Date; nil means time.Now.
+	Now func() time.Time
+	// Web, when set, is the operator console served at /console/ without
+	// authentication (static files only; the console calls this API with
+	// credentials the operator types in).
+	Web fs.FS
+	// Ready reports readiness for /readyz (PostgreSQL and Redis reachable);
+	// nil means always ready.
+	Ready func(ctx context.Context) error
+	// Metrics, when set, is served at /metrics without authentication.
+	Metrics http.Handler
+}
+
+// Server is the admin API, an http.Handler. Create it with New.
+type Server struct {
+	store   Store
+	pub     Publisher
+	log     *slog.Logger
+	now     func() time.Time
+	pepper  []byte
+	auth    *authenticator
+	ready   func(ctx context.Context) error
+	handler http.Handler
+}
+
+// New returns the admin API server for opts. It panics when opts.Store is
+// nil (a wiring bug).
+func New(opts Options) *Server {
+	if opts.Store == nil {
+		panic("admin: Options.Store is nil")
+	}
+	s := &Server{
+		store:  opts.Store,
+		pub:    opts.Publisher,
+		log:    opts.Logger,
+		now:    opts.Now,
+		pepper: opts.KeyPepper,
+		ready:  opts.Ready,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if t := opts.Credentials.BearerToken; t != "" && len(t) < MinBearerTokenLen {
+		s.log.Error("admin: bearer token shorter than 32 characters ignored")
+		opts.Credentials.BearerToken = ""
+	}
+	s.auth = newAuthenticator(opts.Credentials, s.now)
+	s.handler = s.routes(opts)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// routes builds the router: public probes, the console and metrics, then
+// every API operation behind authentication.
+func (s *Server) routes(opts Options) http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.limitBody, s.authenticate)
+	r.NotFound(s.handle(unsupported))
+	r.MethodNotAllowed(s.handle(unsupported))
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.readyz)
+	if opts.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", opts.Metrics)
+	}
+	if opts.Web != nil {
+		r.Handle("/console/*", http.StripPrefix("/console/", http.FileServerFS(opts.Web)))
+		r.Get("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently).ServeHTTP)
+	}
+	s.restApiRoutes(r)
+	s.resourceRoutes(r)
+	s.deploymentRoutes(r)
+	s.stageRoutes(r)
+	s.usagePlanRoutes(r)
+	s.apiKeyRoutes(r)
+	s.accountRoutes(r)
+	return r
+}
+
+// publicPath reports whether path is served without authentication.
+func publicPath(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/metrics", "/console":
+		return true
+	}
+	return strings.HasPrefix(path, "/console/")
+}
+
+// readyz answers 200 when Options.Ready succeeds, else 503 naming the cause.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		if err := s.ready(r.Context()); err != nil {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"message": "not ready: " + err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// published calls the Publisher after a committed write. A failure is
+// logged, not returned: the write is committed and the reconciler retries.
+func (s *Server) published(ctx context.Context, op string) {
+	if s.pub == nil {
+		return
+	}
+	if err := s.pub.Publish(context.WithoutCancel(ctx)); err != nil {
+		s.log.Warn("admin: publish failed; the reconciler will retry", "op", op, "err", err)
+	}
+}
