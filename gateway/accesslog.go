@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// statusWriter records the status a handler writes, for the access log and
+// metrics. Unwrap lets http.ResponseController (and ReverseProxy's
+// flushing) reach the underlying writer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap returns the underlying ResponseWriter.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// newRequestID returns 32 random hex characters.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// finish records the request's metrics and writes its access-log line
+// (DESIGN.md 8). The key id is logged, never the key.
+func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	elapsed := time.Since(ex.start)
+	api, stage := ex.api, ex.stage
+	if stage == "" {
+		api = "" // unknown APIs and stages are not metric labels
+	}
+	s.metrics.Requests.WithLabelValues(api, stage, ex.method, statusClass(status)).Inc()
+	s.metrics.Latency.WithLabelValues(api, stage).Observe(elapsed.Seconds())
+	attrs := make([]slog.Attr, 0, 16)
+	attrs = append(attrs,
+		slog.String("request_id", ex.id),
+		slog.String("client", ex.client.String()),
+		slog.String("api", ex.api),
+		slog.String("stage", ex.stage),
+		slog.String("resource", ex.resource),
+		slog.String("method", ex.method),
+		slog.Int("status", status),
+		slog.Int64("bytes", sw.bytes),
+		slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
+	)
+	attrs = appendIf(attrs, "key_id", ex.keyID)
+	attrs = appendIf(attrs, "plan_id", ex.planID)
+	attrs = appendIf(attrs, "error_type", ex.errType)
+	attrs = appendIf(attrs, "reason", ex.reason)
+	if ex.integrationCalled {
+		attrs = append(attrs, slog.Float64("integration_latency_ms", float64(ex.integrationTime.Microseconds())/1000))
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+func appendIf(attrs []slog.Attr, key, value string) []slog.Attr {
+	if value == "" {
+		return attrs
+	}
+	return append(attrs, slog.String(key, value))
+}
+
+// statusClass returns "2xx", "4xx", ... for a status code.
+func statusClass(code int) string {
+	if code < 100 || code > 999 {
+		return "other"
+	}
+	return strconv.Itoa(code/100) + "xx"
+}
+
+// debug logs at debug level, building attributes only when enabled.
+func (s *Server) debug(msg string, attrs func() []slog.Attr) {
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.LogAttrs(context.Background(), slog.LevelDebug, msg, attrs()...)
+	}
+}

@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+
+	"tollgate/gateway/limiter"
+	"tollgate/plans"
+)
+
+// config is the compiled, immutable form of one *plans.Snapshot: what a
+// request reads after loading it once from Server.cfg.
+type config struct {
+	version int64
+	apis    map[string]*apiConfig
+}
+
+// apiConfig is one RestApi: its compiled stages by name.
+type apiConfig struct {
+	stages map[string]*stageConfig
+}
+
+// stageConfig is one stage: its path tree, variables and the usage plans
+// that cover it, by plan id.
+type stageConfig struct {
+	apiID, name string
+	root        *node
+	vars        map[string]string
+	plans       map[string]*stagePlan
+}
+
+// stagePlan is a usage plan as one stage sees it. throttle is nil when the
+// plan has no plan-level throttle; quota is nil without a quota (its Key is
+// filled per request).
+type stagePlan struct {
+	id       string
+	throttle *plans.Throttle
+	quota    *limiter.Quota
+}
+
+// method is a compiled method of a resource: everything a request needs
+// that does not depend on the caller. shared holds the stage method bucket
+// (when the stage has one for this method) and the account bucket, keys
+// included. planThrottles holds the per-method throttles plans set for
+// this method, by plan id.
+type method struct {
+	stage         *stageConfig
+	path, verb    string
+	keyRequired   bool
+	integ         integration
+	shared        []limiter.Bucket
+	planThrottles map[string]plans.Throttle
+}
+
+// compile validates snap and builds its compiled form. Redis key names come
+// from keys. An error means the snapshot cannot be used.
+func compile(snap *plans.Snapshot, keys limiter.Keys) (*config, error) {
+	if snap == nil {
+		return nil, errors.New("gateway: nil snapshot")
+	}
+	if err := snap.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: invalid snapshot version %d: %w", snap.Version, err)
+	}
+	account := limiter.Bucket{
+		Key:        keys.AccountBucket(),
+		RateLimit:  snap.Account.RateLimit,
+		BurstLimit: snap.Account.BurstLimit,
+		Level:      limiter.LevelAccount,
+	}
+	covering := plansByStage(snap.Plans)
+	cfg := &config{version: snap.Version, apis: make(map[string]*apiConfig, len(snap.Apis))}
+	for apiID, api := range snap.Apis {
+		ac := &apiConfig{stages: make(map[string]*stageConfig, len(api.Stages))}
+		for name, st := range api.Stages {
+			sc, err := compileStage(apiID, st, covering[stageRef{apiID, name}], snap.Account, account, keys)
+			if err != nil {
+				return nil, fmt.Errorf("gateway: snapshot version %d: api %s stage %s: %w", snap.Version, apiID, name, err)
+			}
+			ac.stages[name] = sc
+		}
+		cfg.apis[apiID] = ac
+	}
+	return cfg, nil
+}
+
+// stageRef names one (api, stage).
+type stageRef struct{ api, stage string }
+
+// plansByStage indexes usage plans by the (api, stage) pairs they cover.
+func plansByStage(all map[string]*plans.UsagePlan) map[stageRef][]*plans.UsagePlan {
+	out := map[stageRef][]*plans.UsagePlan{}
+	for _, p := range all {
+		for _, as := range p.ApiStages {
+			ref := stageRef{as.ApiID, as.Stage}
+			out[ref] = append(out[ref], p)
+		}
+	}
+	return out
+}
+
+// compileStage builds one stage's tree and the plan view of it.
+func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) (*stageConfig, error) {
+	sc := &stageConfig{
+		apiID: apiID,
+		name:  st.Stage.StageName,
+		root:  &node{},
+		vars:  st.Stage.Variables,
+		plans: make(map[string]*stagePlan, len(covering)),
+	}
+	for _, p := range covering {
+		sc.plans[p.ID] = newStagePlan(p)
+	}
+	for i := range st.Resources {
+		res := &st.Resources[i]
+		methods := make(map[string]*method, len(res.ResourceMethods))
+		for verb, m := range res.ResourceMethods {
+			if m == nil {
+				continue
+			}
+			methods[verb] = compileMethod(sc, &st.Stage, res.Path, verb, m, covering, acct, account, keys)
+		}
+		if err := addResource(sc.root, res.Path, methods); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+// newStagePlan copies the plan-level limits of p.
+func newStagePlan(p *plans.UsagePlan) *stagePlan {
+	sp := &stagePlan{id: p.ID}
+	if p.Throttle != nil {
+		t := *p.Throttle
+		sp.throttle = &t
+	}
+	if p.Quota != nil {
+		sp.quota = &limiter.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
+	}
+	return sp
+}
+
+// compileMethod resolves one method's integration and buckets. The stage
+// method bucket and the plans' per-method throttles are looked up by the
+// method as configured (ANY stays ANY), as the methodSettings keys are.
+func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *plans.Method, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) *method {
+	cm := &method{
+		stage:       sc,
+		path:        path,
+		verb:        verb,
+		keyRequired: m.APIKeyRequired,
+		integ:       compileIntegration(m.MethodIntegration, stage.Variables),
+		shared:      make([]limiter.Bucket, 0, 2),
+	}
+	if t, ok := stage.StageThrottle(path, verb, acct); ok {
+		cm.shared = append(cm.shared, limiter.Bucket{
+			Key:        keys.StageBucket(sc.apiID, sc.name, verb, path),
+			RateLimit:  t.RateLimit,
+			BurstLimit: t.BurstLimit,
+			Level:      limiter.LevelStage,
+		})
+	}
+	cm.shared = append(cm.shared, account)
+	for _, p := range covering {
+		if t, ok := p.MethodThrottle(sc.apiID, sc.name, path, verb); ok {
+			if cm.planThrottles == nil {
+				cm.planThrottles = map[string]plans.Throttle{}
+			}
+			cm.planThrottles[p.ID] = t
+		}
+	}
+	return cm
+}

@@ -1,0 +1,21 @@
+// Package gateway is tollgate's data plane (DESIGN.md section 4): an
+// http.Handler that routes `Host: {restApiId}.execute-api.<anything>` and
+// `/{stageName}/{resource path}` to a method of the deployment a stage
+// serves, checks the caller's API key, asks the limiter for one atomic
+// decision over the plan, stage and account buckets and the plan quota,
+// writes the caller's rate-limit headers and calls the integration
+// (HTTP_PROXY through httputil.ReverseProxy, or MOCK).
+//
+// The server runs on an immutable compiled form of a *plans.Snapshot (one
+// tree router per stage, every bucket resolved), built off the request path
+// by SetSnapshot and swapped in whole through an atomic pointer; a request
+// loads it once. Key records come from a KeyLookup (push.Reader in
+// production) and decisions from a Limiter (gateway/limiter over Redis);
+// the gateway never talks to PostgreSQL.
+//
+// Order of work for one request (DESIGN.md 4.2): input limits (414, 413),
+// route (404, 405), key check (403, 429 for repeated failures, 503), limits
+// (429, 503 when failing closed), integration (502, 504), then one access-log
+// line and the metrics. The response cache (DESIGN.md 6) will sit between
+// the limits and the integration: see Server.serveIntegration.
+package gateway

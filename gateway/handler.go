@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"tollgate/gateway/limiter"
+	"tollgate/plans"
+)
+
+// exchange is the state of one request: what the access log and metrics
+// report, and the limiter request built in place (arrays reused so the hot
+// path allocates little).
+type exchange struct {
+	id                string
+	start             time.Time
+	peer, client      netip.Addr
+	api, stage        string
+	resource, method  string
+	keyID, planID     string
+	errType, reason   string
+	integrationTime   time.Duration
+	integrationCalled bool
+	buckets           [3]limiter.Bucket
+	quota             limiter.Quota
+	lreq              limiter.Request
+}
+
+// ServeHTTP serves API requests on `{restApiId}.execute-api.*` hosts and
+// /healthz and /readyz on any other host.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	apiID, ok := apiIDFromHost(r.Host)
+	if !ok {
+		s.serveHealth(w, r)
+		return
+	}
+	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method}
+	ex.peer = peerAddr(r)
+	ex.client = clientAddr(r, ex.peer, s.trusted)
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header()[headerRequestID] = []string{ex.id}
+	s.serveAPI(sw, r, ex)
+	s.finish(r, sw, ex)
+}
+
+// serveAPI runs the order of work of DESIGN.md 4.2 for one request.
+func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
+	if !s.checkInput(w, r, ex) {
+		return
+	}
+	m, ps := s.route(w, r, ex)
+	if m == nil {
+		return
+	}
+	ex.resource = m.path
+	var (
+		rec *plans.KeyRecord
+		sp  *stagePlan
+		ok  bool
+	)
+	if m.keyRequired {
+		if rec, sp, ok = s.checkKey(w, r, ex, m); !ok {
+			return
+		}
+	}
+	if !s.limit(w, r, ex, m, rec, sp) {
+		return
+	}
+	s.serveIntegration(w, r, ex, m, ps)
+}
+
+// checkInput enforces the URL and body limits up front: 414 for a request
+// target over MaxURLBytes, 413 when Content-Length says the body is over
+// MaxBodyBytes; a body without a length is cut off at MaxBodyBytes (the
+// integration call then fails with 413).
+func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool {
+	if len(r.RequestURI) > MaxURLBytes || len(r.URL.RawQuery)+len(r.URL.EscapedPath()) > MaxURLBytes {
+		ex.errType = ErrorTypeBadRequest
+		writeError(w, errURITooLong)
+		return false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		ex.errType = ErrorTypeTooLarge
+		w.Header()["Connection"] = []string{"close"}
+		writeError(w, errTooLarge)
+		return false
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, MaxBodyBytes)
+	}
+	return true
+}
+
+// route resolves (stage, resource, method) from the snapshot, loaded once
+// for the whole request, or writes 404 / 405 / 503 (no snapshot yet).
+func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*method, *params) {
+	cfg := s.cfg.Load()
+	if cfg == nil {
+		ex.errType, ex.reason = ErrorTypeUnavailable, "no config snapshot loaded"
+		writeError(w, errUnavailable)
+		return nil, nil
+	}
+	api := cfg.apis[ex.api]
+	stageName, rest, ok := splitStagePath(r.URL.EscapedPath())
+	var st *stageConfig
+	if api != nil && ok {
+		st = api.stages[stageName]
+	}
+	if st == nil {
+		ex.errType, ex.reason = ErrorTypeNotFound, "unknown api or stage"
+		writeError(w, errNotFound)
+		return nil, nil
+	}
+	ex.stage = stageName
+	ps := new(params)
+	rt := st.root.match(rest, ps)
+	if rt == nil {
+		ex.errType, ex.reason = ErrorTypeNotFound, "no resource"
+		writeError(w, errNotFound)
+		return nil, nil
+	}
+	ex.resource = rt.path
+	m := rt.lookup(r.Method)
+	if m == nil {
+		ex.errType, ex.reason = ErrorTypeNotFound, "method not allowed"
+		w.Header()[headerAllow] = []string{rt.allow}
+		writeError(w, errMethodNotAllow)
+		return nil, nil
+	}
+	return m, ps
+}
+
+// apiIDFromHost returns the API id of a `{restApiId}.execute-api.<anything>`
+// host (port ignored, case-insensitive).
+func apiIDFromHost(host string) (string, bool) {
+	id, rest, ok := strings.Cut(host, ".")
+	if !ok || id == "" || len(rest) < len("execute-api.") || !strings.EqualFold(rest[:len("execute-api.")], "execute-api.") {
+		return "", false
+	}
+	return strings.ToLower(id), true
+}
+
+// serveHealth answers /healthz (the process is up) and /readyz (Ready);
+// everything else on a non-API host is 404.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz":
+		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
+	case "/readyz":
+		if err := s.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, `{"status":"unavailable"}`)
+			return
+		}
+		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
+	default:
+		writeError(w, errNotFound)
+	}
+}
+
+// writeJSON writes a small JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, body string) {
+	w.Header()[headerContentType] = jsonContentType
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}

@@ -1,0 +1,107 @@
+package gateway
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"tollgate/gateway/limiter"
+)
+
+// Rate-limit response headers (DESIGN.md 4.3; the IETF fields follow
+// draft-ietf-httpapi-ratelimit-headers-10).
+const (
+	HeaderLimit        = "X-RateLimit-Limit"
+	HeaderRemaining    = "X-RateLimit-Remaining"
+	HeaderReset        = "X-RateLimit-Reset"
+	HeaderRateLimit    = "RateLimit"
+	HeaderRatePolicy   = "RateLimit-Policy"
+	HeaderRetryAfter   = "Retry-After"
+	HeaderAPIKeyID     = "X-Tollgate-Api-Key-Id"
+	headerAPIKey       = "X-Api-Key"
+	headerXCache       = "X-Cache"
+	headerForwardedFor = "X-Forwarded-For"
+)
+
+// ownedHeaders are the response headers the gateway owns: any copy an
+// upstream sends is dropped so the gateway's (or none) reaches the client.
+var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRateLimit, HeaderRatePolicy, headerXCache}
+
+// writeRateLimitHeaders sets the caller's own rate-limit headers from a
+// decision: X-RateLimit-* from the quota when the plan has one, else from
+// the plan (or plan-method) bucket; RateLimit-Policy and RateLimit with a
+// "throttle" item for that bucket and a "quota" item. A bucket at rate 0
+// never refills, so its items are left out. Times are relative to d.Now,
+// the limiter's (Redis) clock.
+func writeRateLimitHeaders(h http.Header, d limiter.Decision, bucket *limiter.Bucket, hasQuota bool) {
+	var ts, qs *limiter.State
+	if bucket != nil && bucket.RateLimit > 0 {
+		ts = d.Plan
+	}
+	if hasQuota {
+		qs = d.Quota
+	}
+	if st := qs; st != nil || ts != nil {
+		if st == nil {
+			st = ts
+		}
+		h[HeaderLimit] = []string{strconv.FormatInt(st.Limit, 10)}
+		h[HeaderRemaining] = []string{strconv.FormatInt(max(st.Remaining, 0), 10)}
+		h[HeaderReset] = []string{strconv.FormatInt(ceilUnix(st.Reset), 10)}
+	}
+	var policy, current []byte
+	if ts != nil {
+		policy = appendItem(policy, "throttle", 'q', ts.Limit, ceilSeconds(ts.Window))
+		current = appendItem(current, "throttle", 'r', max(ts.Remaining, 0), ceilSeconds(ts.Reset.Sub(d.Now)))
+	}
+	if qs != nil {
+		policy = appendItem(policy, "quota", 'q', qs.Limit, ceilSeconds(qs.Window))
+		current = appendItem(current, "quota", 'r', max(qs.Remaining, 0), ceilSeconds(qs.Reset.Sub(d.Now)))
+	}
+	if policy != nil {
+		h[HeaderRatePolicy] = []string{string(policy)}
+		h[HeaderRateLimit] = []string{string(current)}
+	}
+}
+
+// appendItem appends one structured-field item `"name";<k>=<n>;<w|t>=<secs>`
+// to a list.
+func appendItem(b []byte, name string, k byte, n, secs int64) []byte {
+	if b != nil {
+		b = append(b, ", "...)
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, '"', ';', k, '=')
+	b = strconv.AppendInt(b, n, 10)
+	if k == 'q' {
+		b = append(b, ";w="...)
+	} else {
+		b = append(b, ";t="...)
+	}
+	return strconv.AppendInt(b, secs, 10)
+}
+
+// ceilSeconds rounds d up to whole seconds, never below 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// ceilUnix returns t in Unix epoch seconds, rounded up.
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// setRetryAfter sets Retry-After to d in whole seconds, rounded up, at
+// least 1.
+func setRetryAfter(h http.Header, d time.Duration) {
+	h[HeaderRetryAfter] = []string{strconv.FormatInt(max(ceilSeconds(d), 1), 10)}
+}

@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"tollgate/plans"
+)
+
+// Reasons a key check refuses a request, named in the access log
+// (error type INVALID_API_KEY) and never sent to the caller.
+const (
+	ReasonMissing   = "missing"
+	ReasonMalformed = "malformed"
+	ReasonUnknown   = "unknown"
+	ReasonDisabled  = "disabled"
+	ReasonNoPlan    = "no plan for this stage"
+)
+
+// Error types of the access log (DESIGN.md 8).
+const (
+	ErrorTypeInvalidKey   = "INVALID_API_KEY"
+	ErrorTypeThrottled    = "THROTTLED"
+	ErrorTypeQuota        = "QUOTA_EXCEEDED"
+	ErrorTypeUnavailable  = "UNAVAILABLE"
+	ErrorTypeNotFound     = "NOT_FOUND"
+	ErrorTypeBadRequest   = "BAD_REQUEST"
+	ErrorTypeIntegration  = "INTEGRATION_FAILURE"
+	ErrorTypeTimeout      = "INTEGRATION_TIMEOUT"
+	ErrorTypeTooLarge     = "REQUEST_TOO_LARGE"
+	ErrorTypeClientClosed = "CLIENT_CLOSED"
+	ErrorTypeInternal     = "INTERNAL"
+)
+
+// checkKey runs the key check of DESIGN.md 4.2 for a method that requires
+// an API key. It returns the key record and the plan that covers this
+// stage, or writes the refusal (403, 429 after too many failed attempts
+// from this client, 503 when the key cannot be verified) and returns ok
+// false. A refusal charges nothing.
+func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, m *method) (rec *plans.KeyRecord, sp *stagePlan, ok bool) {
+	if blocked, wait := s.attempts.blocked(ex.client); blocked {
+		ex.errType, ex.reason = ErrorTypeThrottled, "failed key attempts"
+		setRetryAfter(w.Header(), wait)
+		writeError(w, errThrottled)
+		return nil, nil, false
+	}
+	value, reason := apiKeyValue(r.Header)
+	if reason != "" {
+		s.refuseKey(w, ex, reason)
+		return nil, nil, false
+	}
+	rec, err := s.lookup.Lookup(r.Context(), plans.HashKey(value, s.pepper))
+	if err != nil {
+		ex.errType, ex.reason = ErrorTypeUnavailable, "key lookup: "+err.Error()
+		writeError(w, errUnavailable)
+		return nil, nil, false
+	}
+	switch {
+	case rec == nil:
+		reason = ReasonUnknown
+	case !rec.Enabled:
+		reason = ReasonDisabled
+	default:
+		if sp = planFor(rec, m.stage); sp == nil {
+			reason = ReasonNoPlan
+		}
+	}
+	if rec != nil {
+		ex.keyID = rec.KeyID
+	}
+	if reason != "" {
+		s.refuseKey(w, ex, reason)
+		return nil, nil, false
+	}
+	ex.planID = sp.id
+	return rec, sp, true
+}
+
+// refuseKey writes the 403 of a failed key check and counts the failure
+// against the client's address.
+func (s *Server) refuseKey(w http.ResponseWriter, ex *exchange, reason string) {
+	s.attempts.fail(ex.client)
+	ex.errType, ex.reason = ErrorTypeInvalidKey, reason
+	writeError(w, errForbidden)
+}
+
+// apiKeyValue returns the x-api-key value (the header name is matched
+// case-insensitively: net/http canonicalises it), trimmed, or the reason it
+// is refused: missing, or malformed (two headers, or not [A-Za-z0-9]{20,128}).
+func apiKeyValue(h http.Header) (value, reason string) {
+	vs := h["X-Api-Key"]
+	switch len(vs) {
+	case 0:
+		return "", ReasonMissing
+	case 1:
+	default:
+		return "", ReasonMalformed
+	}
+	v := strings.TrimSpace(vs[0])
+	if v == "" {
+		return "", ReasonMissing
+	}
+	if !plans.ValidKeyValue(v) {
+		return "", ReasonMalformed
+	}
+	return v, ""
+}
+
+// planFor returns the plan of rec that covers the stage: a key is in at
+// most one plan per (api, stage) (a database constraint), so the first
+// found is the one.
+func planFor(rec *plans.KeyRecord, st *stageConfig) *stagePlan {
+	for _, id := range rec.PlanIDs {
+		if sp := st.plans[id]; sp != nil {
+			return sp
+		}
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the gateway's Prometheus collectors (DESIGN.md 8). Label
+// values come only from the compiled snapshot (API ids, stage names,
+// method names, levels), never from unchecked request data: requests to
+// unknown APIs or stages are counted with empty api and stage labels.
+type Metrics struct {
+	// Requests counts requests by api, stage, method and status class ("2xx").
+	Requests *prometheus.CounterVec
+	// Throttled counts 429s by api, stage and the refusing level
+	// (plan, method, stage, account, quota).
+	Throttled *prometheus.CounterVec
+	// CacheHits and CacheMisses count response cache outcomes by api and
+	// stage (DESIGN.md 6; the cache is not wired yet).
+	CacheHits, CacheMisses *prometheus.CounterVec
+	// Latency is the time from request to response end, seconds, by api and stage.
+	Latency *prometheus.HistogramVec
+	// IntegrationLatency is the time spent calling the upstream, seconds,
+	// by api and stage.
+	IntegrationLatency *prometheus.HistogramVec
+	// ConfigVersion is the config version being served.
+	ConfigVersion prometheus.Gauge
+	// ConfigRejected counts snapshots SetSnapshot refused.
+	ConfigRejected prometheus.Counter
+	// LimiterErrors counts limiter decisions that failed or timed out.
+	LimiterErrors prometheus.Counter
+}
+
+// NewMetrics returns a fresh, unregistered set of collectors named
+// tollgate_*; register Collectors() with a prometheus.Registerer.
+func NewMetrics() *Metrics {
+	buckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	apiStage := []string{"api", "stage"}
+	return &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_requests_total", Help: "Gateway requests by API, stage, method and status class.",
+		}, []string{"api", "stage", "method", "status"}),
+		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota).",
+		}, []string{"api", "stage", "level"}),
+		CacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_cache_hits_total", Help: "Responses served from the stage cache.",
+		}, apiStage),
+		CacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_cache_misses_total", Help: "Cacheable requests that missed the stage cache.",
+		}, apiStage),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tollgate_latency_seconds", Help: "Gateway request latency in seconds.", Buckets: buckets,
+		}, apiStage),
+		IntegrationLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tollgate_integration_latency_seconds", Help: "Upstream call latency in seconds.", Buckets: buckets,
+		}, apiStage),
+		ConfigVersion: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_config_version", Help: "Config version this gateway node serves.",
+		}),
+		ConfigRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tollgate_config_rejected_total", Help: "Config snapshots this node could not use (the previous one kept serving).",
+		}),
+		LimiterErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tollgate_limiter_errors_total", Help: "Limiter decisions that failed or timed out.",
+		}),
+	}
+}
+
+// Collectors returns every collector, for prometheus.Registerer.MustRegister.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		m.Requests, m.Throttled, m.CacheHits, m.CacheMisses, m.Latency,
+		m.IntegrationLatency, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
+	}
+}

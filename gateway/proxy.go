@@ -1,0 +1,202 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// NewTransport returns the *http.Transport the gateway uses for upstreams
+// when Options.Transport is nil: keep-alive pools sized for a busy
+// gateway, bounded dial and TLS handshake times, no environment proxy (the
+// upstream is only ever the integration's host), and no transparent
+// decompression (bodies pass through with their Content-Encoding).
+// Per-integration timeouts come from the request context, not from here.
+func NewTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// outbound is what the proxy's Rewrite and ErrorHandler need to know of one
+// request; it travels in the outbound request's context.
+type outbound struct {
+	ex     *exchange
+	m      *method
+	ps     *params
+	target *url.URL
+	verb   string
+	proto  string
+}
+
+type outboundKey struct{}
+
+// newProxy builds the ReverseProxy shared by every HTTP_PROXY integration.
+func (s *Server) newProxy(t http.RoundTripper) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        s.rewrite,
+		Transport:      t,
+		ErrorHandler:   s.proxyError,
+		ModifyResponse: dropOwnedHeaders,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BufferPool:     bufferPool{},
+	}
+}
+
+// serveIntegration calls the method's integration: MOCK answers 200 {},
+// HTTP_PROXY forwards to the upstream, an unusable integration answers 500.
+// It is the response cache's seam (DESIGN.md 6): the cache will wrap this
+// call, serving hits and storing misses with X-Cache and Age.
+func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, ps *params) {
+	ig := &m.integ
+	switch {
+	case ig.err != nil:
+		ex.errType, ex.reason = ErrorTypeInternal, ig.err.Error()
+		writeError(w, errInternal)
+	case ig.kind == "MOCK":
+		w.Header()[headerContentType] = jsonContentType
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(mockBody)
+	default:
+		s.serveProxy(w, r, ex, m, ps)
+	}
+}
+
+// serveProxy forwards the request to the integration's upstream within its
+// timeout and records the integration latency.
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, ps *params) {
+	ig := &m.integ
+	target, err := ig.target(r, ps, m.stage.vars)
+	if err != nil {
+		ex.errType, ex.reason = ErrorTypeBadRequest, err.Error()
+		writeError(w, errBadRequest)
+		return
+	}
+	ob := &outbound{ex: ex, m: m, ps: ps, target: target, verb: upstreamVerb(ig.verb, r.Method), proto: s.forwardedProto(r, ex)}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), outboundKey{}, ob), ig.timeout)
+	defer cancel()
+	ex.integrationCalled = true
+	start := time.Now()
+	s.proxy.ServeHTTP(w, r.WithContext(ctx))
+	ex.integrationTime = time.Since(start)
+	s.metrics.IntegrationLatency.WithLabelValues(ex.api, ex.stage).Observe(ex.integrationTime.Seconds())
+}
+
+// upstreamVerb is the method sent upstream: the client's for an ANY
+// integration (and HEAD for a GET integration reached by HEAD), else the
+// integration's.
+func upstreamVerb(integration, client string) string {
+	if integration == "ANY" || integration == "GET" && client == "HEAD" {
+		return client
+	}
+	return integration
+}
+
+// forwardedProto is "https" for TLS connections, else "http"; a trusted
+// proxy's X-Forwarded-Proto of http or https is kept.
+func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
+	if isTrusted(ex.peer, s.trusted) {
+		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+			return p
+		}
+	}
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// rewrite builds the outbound request (ReverseProxy has already removed
+// hop-by-hop headers and the X-Forwarded-* and Forwarded headers): target
+// URL and method, the integration's Host, no x-api-key, the gateway's
+// X-Tollgate-Api-Key-Id, X-Forwarded-For with the peer appended,
+// X-Forwarded-Proto and X-Forwarded-Host, and the header mappings.
+func (s *Server) rewrite(pr *httputil.ProxyRequest) {
+	ob := pr.In.Context().Value(outboundKey{}).(*outbound)
+	out := pr.Out
+	out.URL = ob.target
+	out.Host = ""
+	out.Method = ob.verb
+	h := out.Header
+	delete(h, headerAPIKey)
+	delete(h, http.CanonicalHeaderKey(HeaderAPIKeyID))
+	if ob.ex.keyID != "" {
+		h.Set(HeaderAPIKeyID, ob.ex.keyID)
+	}
+	xff := ob.ex.peer.String()
+	if prior := pr.In.Header[headerForwardedFor]; len(prior) > 0 {
+		xff = strings.Join(prior, ", ") + ", " + xff
+	}
+	h.Set(headerForwardedFor, xff)
+	h.Set("X-Forwarded-Proto", ob.proto)
+	h.Set("X-Forwarded-Host", pr.In.Host)
+	ob.m.integ.mapHeaders(h, pr.In, ob.ps, ob.m.stage.vars)
+}
+
+// proxyError maps a failed upstream call: body over MaxBodyBytes → 413,
+// timeout → 504 "Endpoint request timed out", client gone → nothing
+// written (logged as 499), any other failure → 502 "Bad Gateway".
+func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	ex := r.Context().Value(outboundKey{}).(*outbound).ex
+	ex.reason = err.Error()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		ex.errType = ErrorTypeTooLarge
+		w.Header()["Connection"] = []string{"close"}
+		writeError(w, errTooLarge)
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded) || isTimeout(err):
+		ex.errType = ErrorTypeTimeout
+		writeError(w, errTimeout)
+	case r.Context().Err() != nil:
+		ex.errType = ErrorTypeClientClosed
+		if sw, ok := w.(*statusWriter); ok {
+			sw.status = statusClientClosed
+		}
+	default:
+		ex.errType = ErrorTypeIntegration
+		writeError(w, errBadGateway)
+	}
+}
+
+// statusClientClosed is logged for requests whose client went away before
+// the upstream answered (nginx's 499); it is never sent.
+const statusClientClosed = 499
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// dropOwnedHeaders removes from an upstream response the headers the
+// gateway owns, so only the gateway's (or none) reach the client.
+func dropOwnedHeaders(resp *http.Response) error {
+	for _, name := range ownedHeaders {
+		resp.Header.Del(name)
+	}
+	return nil
+}
+
+// bufferPool lends the 32 KiB copy buffers of ReverseProxy.
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

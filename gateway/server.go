@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"tollgate/gateway/limiter"
+	"tollgate/plans"
+)
+
+// Input limits of DESIGN.md 1. cmd sets ReadHeaderTimeout and
+// MaxHeaderBytes on the gateway's http.Server; the handler enforces the
+// others.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	MaxHeaderBytes    = 64 << 10 // bytes of request headers
+	MaxURLBytes       = 8 << 10  // bytes of the request target: 414 above
+	MaxBodyBytes      = 10 << 20 // bytes of request body: 413 above
+)
+
+// Failure modes: what the gateway does when the limiter cannot decide.
+const (
+	FailOpen   = "open"   // admit without limits or rate-limit headers (default)
+	FailClosed = "closed" // answer 503
+)
+
+// KeyLookup finds the record of an API key by its hash (plans.HashKey).
+// It returns (nil, nil) for a key it knows does not exist, and an error
+// (a *plans.Error of KindUnavailable, or any other) when it cannot tell:
+// the gateway then answers 503, never 403. push.Reader implements it.
+type KeyLookup interface {
+	Lookup(ctx context.Context, hash string) (*plans.KeyRecord, error)
+}
+
+// Limiter makes the atomic limit decision of one request (DESIGN.md 4.3).
+// An error (including the context's deadline) means it could not decide.
+// *limiter.Limiter implements it and applies TOLLGATE_REDIS_TIMEOUT itself,
+// so the gateway adds no deadline of its own.
+type Limiter interface {
+	Decide(ctx context.Context, req *limiter.Request) (limiter.Decision, error)
+}
+
+// Options configures a Server. Keys and Limiter are required; every other
+// zero value is a documented default.
+type Options struct {
+	// Keys finds API key records (push.Reader).
+	Keys KeyLookup
+	// Limiter decides throttles and quotas (gateway/limiter).
+	Limiter Limiter
+	// LimiterKeys names the Redis keys of buckets and quotas; its Prefix
+	// ("tg" in production) must match the limiter's.
+	LimiterKeys limiter.Keys
+	// KeyPepper, when set, makes key hashes HMAC-SHA-256 (TOLLGATE_KEY_PEPPER).
+	KeyPepper []byte
+	// FailureMode is FailOpen ("open", the default when empty) or
+	// FailClosed ("closed").
+	FailureMode string
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// finding the client address (TOLLGATE_TRUSTED_PROXIES; default none).
+	TrustedProxies []netip.Prefix
+	// Logger receives the access log and operational messages; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Transport calls upstreams; nil means a tuned *http.Transport (see
+	// NewTransport).
+	Transport http.RoundTripper
+	// Metrics receives the gateway's measurements; nil means a private set
+	// nobody scrapes. New registers nothing: the caller registers
+	// Metrics.Collectors().
+	Metrics *Metrics
+	// Ready, when set, is also consulted by Ready (e.g. a Redis ping).
+	Ready func(ctx context.Context) error
+}
+
+// Server is the gateway's http.Handler. Create it with New and give it a
+// snapshot with SetSnapshot; until then every API request answers 503.
+type Server struct {
+	cfg         atomic.Pointer[config]
+	rejected    atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
+	lookup      KeyLookup
+	limiter     Limiter
+	keys        limiter.Keys
+	pepper      []byte
+	failureMode string
+	trusted     []netip.Prefix
+	log         *slog.Logger
+	metrics     *Metrics
+	readyCheck  func(ctx context.Context) error
+	proxy       *httputil.ReverseProxy
+	attempts    *attempts
+	limiterDown atomic.Bool
+}
+
+// New returns a Server configured by opts. It panics when Keys or Limiter
+// is nil or FailureMode is not "", "open" or "closed" (wiring bugs).
+func New(opts Options) *Server {
+	if opts.Keys == nil || opts.Limiter == nil {
+		panic("gateway: Options.Keys and Options.Limiter are required")
+	}
+	s := &Server{
+		lookup:      opts.Keys,
+		limiter:     opts.Limiter,
+		keys:        opts.LimiterKeys,
+		pepper:      opts.KeyPepper,
+		failureMode: opts.FailureMode,
+		trusted:     opts.TrustedProxies,
+		log:         opts.Logger,
+		metrics:     opts.Metrics,
+		readyCheck:  opts.Ready,
+		attempts:    newAttempts(time.Now),
+	}
+	switch s.failureMode {
+	case "":
+		s.failureMode = FailOpen
+	case FailOpen, FailClosed:
+	default:
+		panic("gateway: FailureMode must be open or closed, got " + opts.FailureMode)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	transport := opts.Transport
+	if transport == nil {
+		transport = NewTransport()
+	}
+	s.proxy = s.newProxy(transport)
+	return s
+}
+
+// SetSnapshot validates and compiles snap (routers per stage, resolved
+// buckets) and swaps it in whole; requests already running keep the one
+// they loaded. On error the previous snapshot keeps serving, Ready fails
+// until a later SetSnapshot succeeds, tollgate_config_rejected_total is
+// incremented, and the error is returned.
+func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
+	cfg, err := compile(snap, s.keys)
+	if err != nil {
+		s.rejected.Store(&err)
+		s.metrics.ConfigRejected.Inc()
+		s.log.LogAttrs(context.Background(), slog.LevelError, "config snapshot rejected; keeping the previous one", slog.String("error", err.Error()))
+		return err
+	}
+	s.cfg.Store(cfg)
+	s.rejected.Store(nil)
+	s.metrics.ConfigVersion.Set(float64(cfg.version))
+	return nil
+}
+
+// ErrNoSnapshot is Ready's error before the first successful SetSnapshot.
+var ErrNoSnapshot = errors.New("gateway: no config snapshot loaded")
+
+// Ready returns nil when the gateway has a usable snapshot, the last
+// snapshot it was given was usable, and Options.Ready (if set) passes.
+// Otherwise it returns ErrNoSnapshot, the rejection error, or the check's
+// error.
+func (s *Server) Ready() error {
+	if s.cfg.Load() == nil {
+		return ErrNoSnapshot
+	}
+	if p := s.rejected.Load(); p != nil {
+		return *p
+	}
+	if s.readyCheck != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return s.readyCheck(ctx)
+	}
+	return nil
+}
+
+// Version returns the config version being served, 0 before the first
+// snapshot.
+func (s *Server) Version() int64 {
+	if c := s.cfg.Load(); c != nil {
+		return c.version
+	}
+	return 0
+}
