@@ -1,0 +1,253 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/smithy-go"
+)
+
+const (
+	testAKID   = "AKIDTOLLGATETEST"
+	testSecret = "tollgate-test-secret-access-key"
+	testToken  = "0123456789abcdef0123456789abcdef-bearer"
+)
+
+// authOnly starts a server that authenticates every request and answers
+// {} (so the SDK parses any operation's response) when it passes. The
+// server's clock is the real clock shifted by skew.
+func authOnly(t *testing.T, skew time.Duration) *httptest.Server {
+	t.Helper()
+	s := &Server{}
+	s.log = testLogger(t)
+	s.now = func() time.Time { return time.Now().Add(skew) }
+	s.auth = newAuthenticator(Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret, BearerToken: testToken}, s.now)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{})
+	})
+	srv := httptest.NewServer(s.limitBody(s.authenticate(ok)))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// sdkClient returns an apigateway client for url signing with akid/secret.
+func sdkClient(url, akid, secret string) *apigateway.Client {
+	return apigateway.New(apigateway.Options{
+		BaseEndpoint: aws.String(url),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
+		Retryer:      aws.NopRetryer{},
+	})
+}
+
+// errorCode returns the AWS error code of err ("" for nil).
+func errorCode(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("got error %v (%T), want an AWS API error", err, err)
+	}
+	return ae.ErrorCode()
+}
+
+func TestSigV4AcceptsSDKSignatures(t *testing.T) {
+	t.Parallel()
+	srv := authOnly(t, 0)
+	c := sdkClient(srv.URL, testAKID, testSecret)
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"GET without body", func() error { _, err := c.GetAccount(ctx, nil); return err }},
+		{"POST with JSON body", func() error {
+			_, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("pets ünïcode")})
+			return err
+		}},
+		{"query string", func() error {
+			_, err := c.GetApiKeys(ctx, &apigateway.GetApiKeysInput{NameQuery: aws.String("a b&c=d/é"), Limit: aws.Int32(7)})
+			return err
+		}},
+		{"path label escaped twice (ARN with slashes and colons)", func() error {
+			_, err := c.GetTags(ctx, &apigateway.GetTagsInput{ResourceArn: aws.String("arn:aws:apigateway:us-east-1::/restapis/abc/stages/prod")})
+			return err
+		}},
+		{"path label with spaces and braces", func() error {
+			_, err := c.GetResource(ctx, &apigateway.GetResourceInput{RestApiId: aws.String("a b"), ResourceId: aws.String("{petId}~1%")})
+			return err
+		}},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorCode(t, tc.call()); got != "" {
+				t.Fatalf("got error %s, want success", got)
+			}
+		})
+	}
+}
+
+func TestSigV4Refusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		skew   time.Duration
+		akid   string
+		secret string
+		want   string
+	}{
+		{"wrong secret", 0, testAKID, "not-the-secret", errInvalidSignature},
+		{"unknown access key id", 0, "AKIDUNKNOWN", testSecret, errUnrecognized},
+		{"date 6 minutes old", 6 * time.Minute, testAKID, testSecret, errInvalidSignature},
+		{"date 6 minutes ahead", -6 * time.Minute, testAKID, testSecret, errInvalidSignature},
+		{"date 4 minutes old is fine", 4 * time.Minute, testAKID, testSecret, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := authOnly(t, tc.skew)
+			_, err := sdkClient(srv.URL, tc.akid, tc.secret).GetAccount(ctx, nil)
+			if got := errorCode(t, err); got != tc.want {
+				t.Fatalf("got error code %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// signedRequest returns a request to srv signed by the SDK's signer with
+// the test credentials over body.
+func signedRequest(t *testing.T, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/restapis", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	sum := sha256.Sum256([]byte(body))
+	creds := aws.Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), "apigateway", "eu-west-3", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestSigV4RawRequests(t *testing.T) {
+	t.Parallel()
+	srv := authOnly(t, 0)
+	cases := []struct {
+		name     string
+		mutate   func(r *http.Request)
+		wantCode int
+		wantType string
+	}{
+		{"untouched, any region", func(*http.Request) {}, http.StatusOK, ""},
+		{"tampered body", func(r *http.Request) {
+			r.Body = ioNopCloser(`{"name":"evil"}`)
+		}, http.StatusForbidden, errInvalidSignature},
+		{"tampered signed header", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusForbidden, errInvalidSignature},
+		{"claimed payload hash differs from body", func(r *http.Request) {
+			sum := sha256.Sum256([]byte(`{"name":"other"}`))
+			r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
+		}, http.StatusForbidden, errInvalidSignature},
+		{"tampered query", func(r *http.Request) { r.URL.RawQuery = "mode=import" }, http.StatusForbidden, errInvalidSignature},
+		{"no credentials", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusForbidden, errMissingToken},
+		{"malformed authorization", func(r *http.Request) {
+			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
+		}, http.StatusForbidden, errInvalidSignature},
+		{"bearer token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken) }, http.StatusOK, ""},
+		{"wrong bearer token", func(r *http.Request) {
+			r.Header.Set("Authorization", "Bearer "+strings.Repeat("x", len(testToken)))
+		}, http.StatusForbidden, errUnrecognized},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"name":"pets"}`
+			req := signedRequest(t, srv.URL, body)
+			tc.mutate(req)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantCode {
+				t.Fatalf("got status %d, want %d", resp.StatusCode, tc.wantCode)
+			}
+			if got := resp.Header.Get("x-amzn-ErrorType"); got != tc.wantType {
+				t.Fatalf("got x-amzn-ErrorType %q, want %q", got, tc.wantType)
+			}
+		})
+	}
+}
+
+func TestFailedAttemptsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	srv := authOnly(t, 0)
+	statuses := map[int]int{}
+	for range failureBurst + 5 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/account", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.Repeat("y", 40))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		statuses[resp.StatusCode]++
+	}
+	if statuses[http.StatusForbidden] != failureBurst {
+		t.Fatalf("got %d refusals with 403, want %d (the burst)", statuses[http.StatusForbidden], failureBurst)
+	}
+	if statuses[http.StatusTooManyRequests] != 5 {
+		t.Fatalf("got %d answers 429, want 5", statuses[http.StatusTooManyRequests])
+	}
+	// Even a valid token is refused while the address is over its limit.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/account", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("got status %d for a valid token after the burst, want 429", resp.StatusCode)
+	}
+}
+
+func TestFailureLimiterRefills(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_700_000_000, 0)
+	l := newFailureLimiter(func() time.Time { return now })
+	for range failureBurst {
+		l.fail("10.0.0.1")
+	}
+	if l.allowed("10.0.0.1") {
+		t.Fatal("got allowed after the burst, want refused")
+	}
+	if !l.allowed("10.0.0.2") {
+		t.Fatal("got another address refused, want allowed")
+	}
+	now = now.Add(time.Duration(float64(time.Second) / failureRate))
+	if !l.allowed("10.0.0.1") {
+		t.Fatal("got refused after one refill interval, want allowed")
+	}
+}
+
+func ioNopCloser(s string) *nopCloser { return &nopCloser{bytes.NewReader([]byte(s))} }
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
