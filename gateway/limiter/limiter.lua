@@ -129,10 +129,8 @@ if qlimit >= 0 then
   pstart, pend = period(math.floor(now / US / 86400), ARGV[5], tonumber(ARGV[6]))
   local s = redis.call('HMGET', qkey, 's', 'n')
   used = 0
-  if s[1] and tonumber(s[1]) >= pstart then
-    used = tonumber(s[2])
-    pstart = math.max(pstart, tonumber(s[1]))
-  end
+  -- state of this period, or of a later one if time went backwards
+  if s[1] and tonumber(s[1]) >= pstart then used = tonumber(s[2]) end
   if refused == 0 and used + 1 > qlimit then refused = n + 1 end
 end
 
