@@ -1,0 +1,253 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"tollgate/gateway/limiter"
+	"tollgate/internal/redistest"
+	"tollgate/plans"
+)
+
+const (
+	testAPI   = "a1b2c3d4e5"
+	testStage = "prod"
+	testHost  = testAPI + ".execute-api.localhost"
+)
+
+// res is one resource of a test deployment: its path and methods.
+type res struct {
+	path    string
+	methods map[string]*plans.Method
+}
+
+// mock returns a MOCK method; keyed sets apiKeyRequired.
+func mock(keyed bool) *plans.Method {
+	return &plans.Method{AuthorizationType: "NONE", APIKeyRequired: keyed,
+		MethodIntegration: &plans.Integration{Type: plans.IntegrationMock, TimeoutInMillis: plans.DefaultTimeoutMillis}}
+}
+
+// proxy returns an HTTP_PROXY method calling uri.
+func proxy(keyed bool, uri string) *plans.Method {
+	return &plans.Method{AuthorizationType: "NONE", APIKeyRequired: keyed,
+		MethodIntegration: &plans.Integration{Type: plans.IntegrationHTTPProxy, HTTPMethod: "ANY", URI: uri, TimeoutInMillis: plans.DefaultTimeoutMillis}}
+}
+
+// methods builds a method map with the same method for each verb.
+func methods(m *plans.Method, verbs ...string) map[string]*plans.Method {
+	out := map[string]*plans.Method{}
+	for _, v := range verbs {
+		c := *m
+		c.HTTPMethod = v
+		out[v] = &c
+	}
+	return out
+}
+
+// resources turns test resources into a resource tree with ids and
+// parents, adding the root and any missing intermediate resource.
+func resources(rs ...res) []plans.Resource {
+	byPath := map[string]*plans.Resource{"/": {ID: "root", Path: "/"}}
+	for _, r := range rs {
+		parts := strings.Split(strings.TrimPrefix(r.path, "/"), "/")
+		parent := byPath["/"]
+		for i := range parts {
+			if r.path == "/" {
+				break
+			}
+			p := "/" + strings.Join(parts[:i+1], "/")
+			if byPath[p] == nil {
+				byPath[p] = &plans.Resource{ID: "r" + string(rune('a'+len(byPath))), ParentID: parent.ID, PathPart: parts[i], Path: p}
+			}
+			parent = byPath[p]
+		}
+		byPath[r.path].ResourceMethods = r.methods
+	}
+	out := make([]plans.Resource, 0, len(byPath))
+	for _, r := range byPath {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// snapshot returns a snapshot with one API (testAPI) and one stage
+// (testStage) serving rs, a generous account throttle and no plans.
+func snapshot(stage plans.Stage, rs ...res) *plans.Snapshot {
+	if stage.StageName == "" {
+		stage.StageName = testStage
+	}
+	return &plans.Snapshot{
+		Version: 1,
+		Account: plans.Throttle{RateLimit: 10000, BurstLimit: 5000},
+		Apis: map[string]*plans.ApiConfig{testAPI: {ID: testAPI, ApiKeySource: "HEADER",
+			Stages: map[string]*plans.StageConfig{stage.StageName: {Stage: stage, Resources: resources(rs...)}}}},
+		Plans: map[string]*plans.UsagePlan{},
+	}
+}
+
+// addPlan adds a usage plan covering (testAPI, testStage) to snap.
+func addPlan(snap *plans.Snapshot, p plans.UsagePlan) {
+	if p.Name == "" {
+		p.Name = p.ID
+	}
+	if p.ApiStages == nil {
+		p.ApiStages = []plans.ApiStage{{ApiID: testAPI, Stage: testStage}}
+	}
+	snap.Plans[p.ID] = &p
+}
+
+// fakeKeys is a KeyLookup over a map of key value → record, with an
+// optional error; it counts lookups. It stands in for push.Reader in unit
+// tests (it is not Redis itself).
+type fakeKeys struct {
+	mu      sync.Mutex
+	records map[string]*plans.KeyRecord // by hash
+	err     error
+	lookups atomic.Int64
+}
+
+func newFakeKeys() *fakeKeys { return &fakeKeys{records: map[string]*plans.KeyRecord{}} }
+
+func (f *fakeKeys) add(value string, rec *plans.KeyRecord) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.records[plans.HashKey(value, nil)] = rec
+}
+
+func (f *fakeKeys) Lookup(_ context.Context, hash string) (*plans.KeyRecord, error) {
+	f.lookups.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.records[hash], nil
+}
+
+// countingLimiter counts Decide calls of the limiter it wraps.
+type countingLimiter struct {
+	Limiter
+	calls atomic.Int64
+}
+
+func (c *countingLimiter) Decide(ctx context.Context, req *limiter.Request) (limiter.Decision, error) {
+	c.calls.Add(1)
+	return c.Limiter.Decide(ctx, req)
+}
+
+// testGateway is a Server on a real Redis limiter with its own key
+// prefix, served over HTTP by httptest.
+type testGateway struct {
+	*Server
+	http    *httptest.Server
+	keys    *fakeKeys
+	limiter *countingLimiter
+	prefix  string
+	logs    *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (the log sink).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// mustGateway starts a gateway on snap with a real limiter on the test
+// Redis; edit adjusts the options before New.
+func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testGateway {
+	t.Helper()
+	rdb, prefix := redistest.MustClient(t)
+	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
+	if err := lim.Load(t.Context()); err != nil {
+		t.Fatalf("limiter Load: %v", err)
+	}
+	tg := &testGateway{keys: newFakeKeys(), limiter: &countingLimiter{Limiter: lim}, prefix: prefix, logs: &syncBuffer{}}
+	opts := Options{
+		Keys:        tg.keys,
+		Limiter:     tg.limiter,
+		LimiterKeys: limiter.Keys{Prefix: prefix},
+		Logger:      slog.New(slog.NewJSONHandler(tg.logs, nil)),
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	tg.Server = New(opts)
+	if err := tg.SetSnapshot(snap); err != nil {
+		t.Fatalf("SetSnapshot: %v", err)
+	}
+	tg.http = httptest.NewServer(tg.Server)
+	t.Cleanup(tg.http.Close)
+	return tg
+}
+
+// response is a finished response: status, headers and body.
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// do sends method path to the gateway with Host testHost and the given
+// header pairs ("Name", "value", ...).
+func (tg *testGateway) do(t *testing.T, method, path string, hdr ...string) response {
+	t.Helper()
+	return tg.doBody(t, method, path, nil, hdr...)
+}
+
+func (tg *testGateway) doBody(t *testing.T, method, path string, body io.Reader, hdr ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, tg.http.URL+path, body)
+	if err != nil {
+		t.Fatalf("NewRequest: %v", err)
+	}
+	req.Host = testHost
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := tg.http.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// wantError checks a gateway error response.
+func wantError(t *testing.T, got response, status int, message, errType string) {
+	t.Helper()
+	if got.status != status {
+		t.Errorf("status: got %d, want %d (body %s)", got.status, status, got.body)
+	}
+	if want := `{"message":"` + message + `"}`; got.body != want {
+		t.Errorf("body: got %s, want %s", got.body, want)
+	}
+	if h := got.header.Get("x-amzn-ErrorType"); h != errType {
+		t.Errorf("x-amzn-ErrorType: got %q, want %q", h, errType)
+	}
+}
