@@ -9,8 +9,8 @@ import (
 )
 
 func replace(path, value string) patchOp { return patchOp{Op: opReplace, Path: path, Value: value} }
-func remove(path string) patchOp        { return patchOp{Op: opRemove, Path: path} }
-func add(path, value string) patchOp    { return patchOp{Op: opAdd, Path: path, Value: value} }
+func remove(path string) patchOp         { return patchOp{Op: opRemove, Path: path} }
+func add(path, value string) patchOp     { return patchOp{Op: opAdd, Path: path, Value: value} }
 
 // stageWith returns a stage whose "*/*" entry caches with TTL 60.
 func stageWith() *plans.Stage {
