@@ -1,0 +1,172 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"tollgate/plans"
+)
+
+// methodRow is a method left-joined with its integration (integration
+// columns are NULL when there is none).
+type methodRow struct {
+	ResourceID         string            `db:"resource_id"`
+	HTTPMethod         string            `db:"http_method"`
+	AuthorizationType  string            `db:"authorization_type"`
+	APIKeyRequired     bool              `db:"api_key_required"`
+	RequestParameters  map[string]bool   `db:"request_parameters"`
+	Type               *string           `db:"type"`
+	IntegrationMethod  *string           `db:"integration_method"`
+	URI                *string           `db:"uri"`
+	TimeoutMillis      *int32            `db:"timeout_ms"`
+	CacheKeyParameters []string          `db:"cache_key_parameters"`
+	CacheNamespace     *string           `db:"cache_namespace"`
+	IntegrationParams  map[string]string `db:"integration_parameters"`
+	Passthrough        *string           `db:"passthrough_behavior"`
+	ConnectionType     *string           `db:"connection_type"`
+}
+
+const methodSelect = `SELECT m.resource_id, m.http_method, m.authorization_type, m.api_key_required,
+	m.request_parameters, i.type, i.integration_method, i.uri, i.timeout_ms, i.cache_key_parameters,
+	i.cache_namespace, i.request_parameters AS integration_parameters, i.passthrough_behavior, i.connection_type
+	FROM methods m LEFT JOIN integrations i USING (api_id, resource_id, http_method)`
+
+func (r methodRow) method() *plans.Method {
+	m := &plans.Method{HTTPMethod: r.HTTPMethod, AuthorizationType: r.AuthorizationType,
+		APIKeyRequired: r.APIKeyRequired, RequestParameters: nilIfEmptyMap(r.RequestParameters)}
+	if r.Type != nil {
+		m.MethodIntegration = &plans.Integration{Type: *r.Type, HTTPMethod: *r.IntegrationMethod,
+			URI: *r.URI, TimeoutInMillis: *r.TimeoutMillis, CacheKeyParameters: r.CacheKeyParameters,
+			CacheNamespace: *r.CacheNamespace, RequestParameters: nilIfEmptyMap(r.IntegrationParams),
+			PassthroughBehavior: *r.Passthrough, ConnectionType: *r.ConnectionType}
+	}
+	return m
+}
+
+// loadMethods returns the methods (with integrations) of the given
+// resources of an API: resource id → HTTP method → Method.
+func loadMethods(ctx context.Context, tx pgx.Tx, apiID string, resourceIDs []string) (map[string]map[string]*plans.Method, error) {
+	rows, _ := tx.Query(ctx, methodSelect+` WHERE m.api_id = $1 AND m.resource_id = ANY($2)`, apiID, resourceIDs)
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[methodRow])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]*plans.Method{}
+	for _, r := range rs {
+		if out[r.ResourceID] == nil {
+			out[r.ResourceID] = map[string]*plans.Method{}
+		}
+		out[r.ResourceID][r.HTTPMethod] = r.method()
+	}
+	return out, nil
+}
+
+// getMethod loads one method with its integration. It reports a missing
+// API or resource before a missing method, as AWS.
+func getMethod(ctx context.Context, tx pgx.Tx, apiID, resourceID, httpMethod string, forUpdate bool) (*plans.Method, error) {
+	if err := resourceExists(ctx, tx, apiID, resourceID); err != nil {
+		return nil, err
+	}
+	q := methodSelect + ` WHERE m.api_id = $1 AND m.resource_id = $2 AND m.http_method = $3`
+	if forUpdate {
+		q += ` FOR UPDATE OF m`
+	}
+	rows, _ := tx.Query(ctx, q, apiID, resourceID, httpMethod)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[methodRow])
+	if err != nil {
+		return nil, notFound(err, msgNoMethod)
+	}
+	return r.method(), nil
+}
+
+func resourceExists(ctx context.Context, tx pgx.Tx, apiID, resourceID string) error {
+	if _, err := getAPI(ctx, tx, apiID, false); err != nil {
+		return err
+	}
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM resources WHERE api_id = $1 AND id = $2`, apiID, resourceID).Scan(&one)
+	return notFound(err, msgNoResource)
+}
+
+// PutMethod validates m and stores it on the resource, replacing any
+// method with the same HTTP method together with its integration (m's
+// MethodIntegration is ignored and cleared). Errors: KindNotFound (API,
+// resource), KindInvalid ("httpMethod", "authorizationType",
+// "requestParameters").
+func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	m.MethodIntegration = nil
+	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		if err := resourceExists(ctx, tx, apiID, resourceID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM methods WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
+			apiID, resourceID, m.HTTPMethod); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO methods (api_id, resource_id, http_method, authorization_type,
+			api_key_required, request_parameters) VALUES ($1, $2, $3, $4, $5, $6)`,
+			apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters))
+		return err
+	})
+}
+
+// GetMethod returns a method with its integration (MethodIntegration nil
+// when none). Errors: KindNotFound ("Invalid API identifier specified",
+// "Invalid Resource identifier specified", "Invalid Method identifier
+// specified").
+func (db *DB) GetMethod(ctx context.Context, apiID, resourceID, httpMethod string) (*plans.Method, error) {
+	var m *plans.Method
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		var err error
+		m, err = getMethod(ctx, tx, apiID, resourceID, httpMethod, false)
+		return err
+	})
+	return m, err
+}
+
+// UpdateMethod lets fn change a method's apiKeyRequired,
+// authorizationType or requestParameters (HTTPMethod and the integration
+// are kept), validates and stores it. Errors: KindNotFound, KindInvalid,
+// or fn's error.
+func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod string, fn func(*plans.Method) error) (*plans.Method, error) {
+	var m *plans.Method
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		var err error
+		if m, err = getMethod(ctx, tx, apiID, resourceID, httpMethod, true); err != nil {
+			return err
+		}
+		in := m.MethodIntegration
+		if err := fn(m); err != nil {
+			return err
+		}
+		m.HTTPMethod, m.MethodIntegration = httpMethod, in
+		if err := m.Validate(); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE methods SET authorization_type = $4, api_key_required = $5, request_parameters = $6
+			WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
+			apiID, resourceID, httpMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// DeleteMethod deletes a method and its integration. Errors: KindNotFound.
+func (db *DB) DeleteMethod(ctx context.Context, apiID, resourceID, httpMethod string) error {
+	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		if _, err := getMethod(ctx, tx, apiID, resourceID, httpMethod, true); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM methods WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
+			apiID, resourceID, httpMethod)
+		return err
+	})
+}

@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"tollgate/admin"
+	"tollgate/plans"
+)
+
+// usagePlanKeyType is the only UsagePlanKey type.
+const usagePlanKeyType = "API_KEY"
+
+func planExists(ctx context.Context, tx pgx.Tx, planID string) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM usage_plans WHERE id = $1`, planID).Scan(&one)
+	return notFound(err, msgNoPlan)
+}
+
+// CreateUsagePlanKey puts API key keyID in usage plan planID and records a
+// change naming the key's hash and the plan. Errors: KindNotFound ("Invalid
+// Usage Plan ID specified", "Invalid API Key identifier specified");
+// KindConflict when the key is in the plan already, or in another plan
+// that covers one of the same (api, stage) pairs (the key_stage_claims
+// constraint).
+func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*plans.UsagePlanKey, error) {
+	var out *plans.UsagePlanKey
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if err := planExists(ctx, tx, planID); err != nil {
+			return err
+		}
+		k, err := getKey(ctx, tx, keyID, true)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO usage_plan_keys (plan_id, key_id, created_at) VALUES ($1, $2, $3)`,
+			planID, keyID, now); err != nil {
+			return err
+		}
+		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: k.Name}
+		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}, plans: []string{planID}})
+	})
+	return out, err
+}
+
+// GetUsagePlanKey returns the association of key keyID with plan planID.
+// Errors: KindNotFound (plan; "Invalid API Key identifier specified" when
+// the key is not in the plan).
+func (db *DB) GetUsagePlanKey(ctx context.Context, planID, keyID string) (*plans.UsagePlanKey, error) {
+	var out *plans.UsagePlanKey
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		if err := planExists(ctx, tx, planID); err != nil {
+			return err
+		}
+		var name string
+		err := tx.QueryRow(ctx, `SELECT a.name FROM usage_plan_keys k JOIN api_keys a ON a.id = k.key_id
+			WHERE k.plan_id = $1 AND k.key_id = $2`, planID, keyID).Scan(&name)
+		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: name}
+		return notFound(err, msgNoKey)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type planKeyRow struct {
+	ID   string `db:"id"`
+	Name string `db:"name"`
+}
+
+// ListUsagePlanKeys returns one page of a plan's keys ordered by key id,
+// filtered by key name prefix nameQuery when not empty. Errors:
+// KindNotFound (plan), KindInvalid ("position").
+func (db *DB) ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p admin.Page) ([]plans.UsagePlanKey, string, error) {
+	after, limit, err := pageArgs(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []plans.UsagePlanKey
+	err = db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		if err := planExists(ctx, tx, planID); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `SELECT a.id, a.name FROM usage_plan_keys k JOIN api_keys a ON a.id = k.key_id
+			WHERE k.plan_id = $1 AND a.id > $2 AND a.name LIKE $3 ORDER BY a.id LIMIT $4`,
+			planID, after, likePrefix(nameQuery), limit+1)
+		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[planKeyRow])
+		for _, r := range rs {
+			out = append(out, plans.UsagePlanKey{ID: r.ID, Type: usagePlanKeyType, Name: r.Name})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out, next := cut(out, limit, func(k plans.UsagePlanKey) string { return k.ID })
+	return out, next, nil
+}
+
+// DeleteUsagePlanKey removes key keyID from plan planID and records a
+// change naming the key's hash and the plan. Errors: KindNotFound (plan;
+// "Invalid API Key identifier specified" when the key is not in the plan).
+func (db *DB) DeleteUsagePlanKey(ctx context.Context, planID, keyID string) error {
+	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if err := planExists(ctx, tx, planID); err != nil {
+			return err
+		}
+		var hash string
+		err := tx.QueryRow(ctx, `DELETE FROM usage_plan_keys k USING api_keys a
+			WHERE k.plan_id = $1 AND k.key_id = $2 AND a.id = k.key_id RETURNING a.key_hash`, planID, keyID).Scan(&hash)
+		if err != nil {
+			return notFound(err, msgNoKey)
+		}
+		return record(ctx, tx, now, &change{keys: []string{hash}, plans: []string{planID}})
+	})
+}

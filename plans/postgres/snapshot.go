@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"tollgate/plans"
+)
+
+type snapshotStageRow struct {
+	ApiID string `db:"api_id"`
+	stageRow
+	Resources []plans.Resource `db:"resources"`
+}
+
+// Snapshot returns the whole configuration the gateway runs on, read in
+// one REPEATABLE READ transaction so it is consistent with its Version:
+// the account throttle, every API (with an empty stage map when it has no
+// stage) with its stages, each carrying the resources of the deployment it
+// points to, and every usage plan with its api stages. It holds no keys.
+// Errors: KindUnavailable.
+func (db *DB) Snapshot(ctx context.Context) (*plans.Snapshot, error) {
+	var s *plans.Snapshot
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		var err error
+		s, err = readSnapshot(ctx, tx)
+		return err
+	})
+	return s, err
+}
+
+func readSnapshot(ctx context.Context, tx pgx.Tx) (*plans.Snapshot, error) {
+	s := &plans.Snapshot{Apis: map[string]*plans.ApiConfig{}, Plans: map[string]*plans.UsagePlan{}}
+	var err error
+	if s.Version, err = currentVersion(ctx, tx); err != nil {
+		return nil, err
+	}
+	acct, err := getAccount(ctx, tx, false)
+	if err != nil {
+		return nil, err
+	}
+	s.Account = acct.ThrottleSettings
+	if err := readSnapshotApis(ctx, tx, s); err != nil {
+		return nil, err
+	}
+	ps, err := queryPlans(ctx, tx, `SELECT `+planCols+` FROM usage_plans ORDER BY id`)
+	for i := range ps {
+		s.Plans[ps[i].ID] = &ps[i]
+	}
+	return s, err
+}
+
+func readSnapshotApis(ctx context.Context, tx pgx.Tx, s *plans.Snapshot) error {
+	rows, _ := tx.Query(ctx, `SELECT `+apiCols+` FROM rest_apis`)
+	apis, err := pgx.CollectRows(rows, pgx.RowToStructByName[apiRow])
+	if err != nil {
+		return err
+	}
+	for _, a := range apis {
+		s.Apis[a.ID] = &plans.ApiConfig{ID: a.ID, ApiKeySource: a.ApiKeySource, Stages: map[string]*plans.StageConfig{}}
+	}
+	rows, _ = tx.Query(ctx, `SELECT s.api_id, s.name, s.deployment_id, s.description, s.cache_cluster_enabled,
+		s.cache_cluster_size, s.tracing_enabled, s.method_settings, s.variables, s.tags, s.created_at, s.updated_at,
+		d.resources FROM stages s JOIN deployments d ON d.api_id = s.api_id AND d.id = s.deployment_id`)
+	stages, err := pgx.CollectRows(rows, pgx.RowToStructByName[snapshotStageRow])
+	for _, st := range stages {
+		if api := s.Apis[st.ApiID]; api != nil {
+			api.Stages[st.Name] = &plans.StageConfig{Stage: st.stage(), Resources: st.Resources}
+		}
+	}
+	return err
+}
+
+type keyRecordRow struct {
+	KeyHash string            `db:"key_hash"`
+	ID      string            `db:"id"`
+	Enabled bool              `db:"enabled"`
+	Tags    map[string]string `db:"tags"`
+	PlanIDs []string          `db:"plan_ids"`
+}
+
+const keyRecordSelect = `SELECT a.key_hash, a.id, a.enabled, a.tags,
+	ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
+	FROM api_keys a`
+
+func (r keyRecordRow) record(version int64) *plans.KeyRecord {
+	ids := r.PlanIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	return &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids,
+		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version}
+}
+
+// KeyRecords returns the records of the keys with the given hashes, by
+// hash, at the current config version (each record's Version). Hashes of
+// keys that do not exist (deleted) are absent from the map. PlanIDs are
+// sorted and never nil. Errors: KindUnavailable.
+func (db *DB) KeyRecords(ctx context.Context, hashes []string) (map[string]*plans.KeyRecord, error) {
+	out := make(map[string]*plans.KeyRecord, len(hashes))
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		v, err := currentVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, keyRecordSelect+` WHERE a.key_hash = ANY($1)`, hashes)
+		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[keyRecordRow])
+		for _, r := range rs {
+			out[r.KeyHash] = r.record(v)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AllKeyRecords calls fn with the hash and record of every API key, in
+// hash order, all at one consistent config version, streaming rows rather
+// than loading them all. It stops at fn's first error and returns it.
+// Errors: KindUnavailable, or fn's error.
+func (db *DB) AllKeyRecords(ctx context.Context, fn func(hash string, rec *plans.KeyRecord) error) error {
+	return db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		v, err := currentVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, keyRecordSelect+` ORDER BY a.key_hash`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := pgx.RowToStructByName[keyRecordRow](rows)
+			if err != nil {
+				return err
+			}
+			if err := fn(r.KeyHash, r.record(v)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
