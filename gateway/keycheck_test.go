@@ -1,0 +1,257 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+	"tollgate/plans"
+)
+
+const (
+	goodKey     = "GoodKey0123456789abcdefXYZ"
+	disabledKey = "DisabledKey0123456789abcdef"
+	noPlanKey   = "NoPlanKey0123456789abcdefgh"
+	unknownKey  = "UnknownKey0123456789abcdefg"
+)
+
+// keyedSnapshot serves /keyed (API key required) and /open (not), with
+// plan01 covering the stage and plan02 covering another API only.
+func keyedSnapshot() *plans.Snapshot {
+	snap := snapshot(plans.Stage{},
+		res{"/keyed", methods(mock(true), "GET")},
+		res{"/open", methods(mock(false), "GET")},
+	)
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Throttle: &plans.Throttle{RateLimit: 100, BurstLimit: 100}})
+	addPlan(snap, plans.UsagePlan{ID: "plan02", ApiStages: []plans.ApiStage{{ApiID: "otherapi00", Stage: testStage}}})
+	return snap
+}
+
+func addTestKeys(f *fakeKeys) {
+	f.add(goodKey, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan02", "plan01"}})
+	f.add(disabledKey, &plans.KeyRecord{KeyID: "key0000002", Enabled: false, PlanIDs: []string{"plan01"}})
+	f.add(noPlanKey, &plans.KeyRecord{KeyID: "key0000003", Enabled: true, PlanIDs: []string{"plan02"}})
+}
+
+// logLine returns the access-log line of the request with id.
+func (tg *testGateway) logLine(t *testing.T, id string) map[string]any {
+	t.Helper()
+	for line := range strings.SplitSeq(tg.logs.String(), "\n") {
+		if !strings.Contains(line, id) {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		return m
+	}
+	t.Fatalf("no access-log line for request %s in:\n%s", id, tg.logs.String())
+	return nil
+}
+
+// redisKeys counts the keys under the gateway's test prefix.
+func (tg *testGateway) redisKeys(t *testing.T) int {
+	t.Helper()
+	rdb, _ := redistest.MustClient(t)
+	keys, err := rdb.Keys(t.Context(), tg.prefix+":*").Result()
+	if err != nil {
+		t.Fatalf("KEYS: %v", err)
+	}
+	return len(keys)
+}
+
+func TestKeyRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		header []string
+		reason string
+		keyID  string
+	}{
+		{"missing", nil, ReasonMissing, ""},
+		{"empty", []string{"x-api-key", "  "}, ReasonMissing, ""},
+		{"too short", []string{"x-api-key", "abc123"}, ReasonMalformed, ""},
+		{"not alphanumeric", []string{"x-api-key", "GoodKey0123456789-abcdef"}, ReasonMalformed, ""},
+		{"too long", []string{"x-api-key", strings.Repeat("a", 129)}, ReasonMalformed, ""},
+		{"two headers", []string{"x-api-key", goodKey, "X-API-KEY", goodKey}, ReasonMalformed, ""},
+		{"unknown", []string{"x-api-key", unknownKey}, ReasonUnknown, ""},
+		{"disabled", []string{"x-api-key", disabledKey}, ReasonDisabled, "key0000002"},
+		{"no plan for this stage", []string{"x-api-key", noPlanKey}, ReasonNoPlan, "key0000003"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tg := mustGateway(t, keyedSnapshot(), nil)
+			addTestKeys(tg.keys)
+			got := tg.do(t, "GET", "/prod/keyed", tc.header...)
+			wantError(t, got, 403, "Forbidden", "ForbiddenException")
+			if n := tg.limiter.calls.Load(); n != 0 {
+				t.Errorf("limiter calls: got %d, want 0 (nothing charged)", n)
+			}
+			if n := tg.redisKeys(t); n != 0 {
+				t.Errorf("redis keys under prefix: got %d, want 0 (nothing charged)", n)
+			}
+			line := tg.logLine(t, got.header.Get("x-amzn-RequestId"))
+			if line["error_type"] != ErrorTypeInvalidKey || line["reason"] != tc.reason {
+				t.Errorf("log error_type/reason: got %v/%v, want %s/%s", line["error_type"], line["reason"], ErrorTypeInvalidKey, tc.reason)
+			}
+			if tc.keyID != "" && line["key_id"] != tc.keyID {
+				t.Errorf("log key_id: got %v, want %s", line["key_id"], tc.keyID)
+			}
+			if strings.Contains(tg.logs.String(), goodKey) || strings.Contains(tg.logs.String(), disabledKey) {
+				t.Errorf("log contains a key value")
+			}
+			if got.header.Get("X-RateLimit-Limit") != "" || got.header.Get("RateLimit") != "" {
+				t.Errorf("refusal has rate-limit headers: %v", got.header)
+			}
+		})
+	}
+}
+
+func TestKeyAccepted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		header []string
+	}{
+		{"canonical name", []string{"X-Api-Key", goodKey}},
+		{"lower case name", []string{"x-api-key", goodKey}},
+		{"upper case name", []string{"X-API-KEY", goodKey}},
+		{"value trimmed", []string{"x-api-key", "  " + goodKey + "\t"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tg := mustGateway(t, keyedSnapshot(), nil)
+			addTestKeys(tg.keys)
+			req, _ := http.NewRequest("GET", tg.http.URL+"/prod/keyed", nil)
+			req.Host = testHost
+			req.Header[tc.header[0]] = []string{tc.header[1]} // verbatim name on the wire
+			resp, err := tg.http.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status: got %d, want 200", resp.StatusCode)
+			}
+			line := tg.logLine(t, resp.Header.Get("x-amzn-RequestId"))
+			if line["key_id"] != "key0000001" || line["plan_id"] != "plan01" {
+				t.Errorf("log key_id/plan_id: got %v/%v, want key0000001/plan01", line["key_id"], line["plan_id"])
+			}
+		})
+	}
+}
+
+func TestKeyNotRequiredIgnoresKey(t *testing.T) {
+	t.Parallel()
+	tg := mustGateway(t, keyedSnapshot(), nil)
+	addTestKeys(tg.keys)
+	for _, key := range []string{"garbage", goodKey} {
+		got := tg.do(t, "GET", "/prod/open", "x-api-key", key)
+		if got.status != 200 {
+			t.Fatalf("key %q: status got %d, want 200", key, got.status)
+		}
+		if got.header.Get("X-RateLimit-Limit") != "" {
+			t.Errorf("key %q: got X-RateLimit-Limit %q, want none (no plan limits)", key, got.header.Get("X-RateLimit-Limit"))
+		}
+	}
+	if n := tg.keys.lookups.Load(); n != 0 {
+		t.Errorf("key lookups: got %d, want 0", n)
+	}
+}
+
+func TestKeyLookupUnavailable(t *testing.T) {
+	t.Parallel()
+	tg := mustGateway(t, keyedSnapshot(), nil)
+	tg.keys.err = plans.Unavailable(errors.New("redis down"), "API key store unavailable")
+	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	wantError(t, got, 503, "Service Unavailable", "ServiceUnavailableException")
+	if n := tg.limiter.calls.Load(); n != 0 {
+		t.Errorf("limiter calls: got %d, want 0", n)
+	}
+}
+
+func TestFailedKeyAttemptsLimited(t *testing.T) {
+	t.Parallel()
+	tg := mustGateway(t, keyedSnapshot(), nil)
+	addTestKeys(tg.keys)
+	for i := range int(FailedKeyBurst) {
+		if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", unknownKey); got.status != 403 {
+			t.Fatalf("attempt %d: status got %d, want 403", i+1, got.status)
+		}
+	}
+	lookups := tg.keys.lookups.Load()
+	for _, key := range []string{unknownKey, goodKey} {
+		got := tg.do(t, "GET", "/prod/keyed", "x-api-key", key)
+		wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException")
+		if got.header.Get("Retry-After") != "1" {
+			t.Errorf("Retry-After: got %q, want 1", got.header.Get("Retry-After"))
+		}
+	}
+	if n := tg.keys.lookups.Load(); n != lookups {
+		t.Errorf("lookups after the limit: got %d more, want 0", n-lookups)
+	}
+	if got := tg.do(t, "GET", "/prod/open"); got.status != 200 {
+		t.Errorf("unkeyed method from the same client: got %d, want 200", got.status)
+	}
+}
+
+func TestAttemptsRefill(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := newAttempts(func() time.Time { return now })
+	addr := netip.MustParseAddr("192.0.2.1")
+	for range int(FailedKeyBurst) {
+		a.fail(addr)
+	}
+	if blocked, wait := a.blocked(addr); !blocked || wait != time.Second/FailedKeyRate {
+		t.Fatalf("after burst: got (%v, %v), want (true, %v)", blocked, wait, time.Second/FailedKeyRate)
+	}
+	if blocked, _ := a.blocked(netip.MustParseAddr("192.0.2.2")); blocked {
+		t.Errorf("other address: got blocked, want not")
+	}
+	now = now.Add(time.Second / FailedKeyRate)
+	if blocked, _ := a.blocked(addr); blocked {
+		t.Errorf("after one refill interval: got blocked, want not")
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	t.Parallel()
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	tests := []struct {
+		name, peer string
+		xff        []string
+		want       string
+	}{
+		{"untrusted peer ignores XFF", "192.0.2.9:1234", []string{"203.0.113.1"}, "192.0.2.9"},
+		{"trusted peer without XFF", "10.1.1.1:1234", nil, "10.1.1.1"},
+		{"trusted peer, one hop", "10.1.1.1:1234", []string{"203.0.113.1"}, "203.0.113.1"},
+		{"nearest untrusted hop", "10.1.1.1:1234", []string{"198.51.100.7, 203.0.113.1, 10.2.2.2"}, "203.0.113.1"},
+		{"several headers", "10.1.1.1:1234", []string{"198.51.100.7", "203.0.113.1, 10.2.2.2"}, "203.0.113.1"},
+		{"all trusted", "10.1.1.1:1234", []string{"10.3.3.3, 10.2.2.2"}, "10.3.3.3"},
+		{"garbage hop stops", "10.1.1.1:1234", []string{"junk, 10.2.2.2"}, "10.2.2.2"},
+		{"ipv6 trusted peer", "[::1]:80", []string{"2001:db8::1"}, "2001:db8::1"},
+		{"mapped ipv4", "[::ffff:192.0.2.9]:80", nil, "192.0.2.9"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := http.NewRequest("GET", "http://x/", nil)
+			r.RemoteAddr = tc.peer
+			for _, v := range tc.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			got := clientAddr(r, peerAddr(r), trusted)
+			if got.String() != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
