@@ -79,8 +79,9 @@ type Reader struct {
 	lastOK  atomic.Int64 // unix nanoseconds of Redis's last answer
 
 	snapMu   sync.Mutex // serializes snapshot loads
-	rejectMu sync.Mutex
-	rejected error // why the newest snapshot was refused; nil once one is accepted
+	rejectMu    sync.Mutex
+	rejected    error // why the newest snapshot was refused; nil once one is accepted
+	rejectedVer int64 // its version, not tried again until a full reload; -1 none
 
 	streamMu    sync.Mutex // owns the stream position below
 	lastID      string
@@ -107,6 +108,7 @@ func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	r.pos = newBoundedMap[*plans.KeyRecord](opts.CacheSize, &r.epoch)
 	r.neg = newBoundedMap[time.Time](opts.CacheSize, &r.epoch)
 	r.version.Store(-1)
+	r.rejectedVer = -1
 	return r
 }
 
@@ -208,6 +210,9 @@ func (r *Reader) reload(ctx context.Context) error {
 	if len(last) > 0 {
 		id = last[0].ID
 	}
+	r.rejectMu.Lock()
+	r.rejectedVer = -1 // a reload tries a refused snapshot again
+	r.rejectMu.Unlock()
 	if err := r.loadSnapshot(ctx); err != nil {
 		return err
 	}
@@ -310,21 +315,27 @@ func (r *Reader) loadSnapshot(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("push: read snapshot: %w", err)
 	}
-	if v, ok := leadingVersion(b); ok && v <= r.version.Load() {
+	if v, ok := leadingVersion(b); ok && (v <= r.version.Load() || r.isRejected(v)) {
 		return nil
 	}
 	s := new(plans.Snapshot)
 	if err := json.Unmarshal(b, s); err != nil {
-		r.reject(fmt.Errorf("push: published snapshot is not valid JSON: %w", err))
+		r.reject(-1, fmt.Errorf("push: published snapshot is not valid JSON: %w", err))
 		return nil
 	}
 	if s.Version <= r.version.Load() {
 		return nil
 	}
 	if err := r.accept(s); err != nil {
-		r.reject(fmt.Errorf("push: snapshot version %d rejected: %w", s.Version, err))
+		r.reject(s.Version, fmt.Errorf("push: snapshot version %d rejected: %w", s.Version, err))
 	}
 	return nil
+}
+
+func (r *Reader) isRejected(v int64) bool {
+	r.rejectMu.Lock()
+	defer r.rejectMu.Unlock()
+	return v == r.rejectedVer
 }
 
 func (r *Reader) accept(s *plans.Snapshot) error {
@@ -343,9 +354,10 @@ func (r *Reader) accept(s *plans.Snapshot) error {
 	return nil
 }
 
-func (r *Reader) reject(err error) {
+// reject records why snapshot version v (-1: unknown) was refused.
+func (r *Reader) reject(v int64, err error) {
 	r.log.Error("push: keeping the old config", "err", err, "version", r.version.Load())
 	r.rejectMu.Lock()
-	r.rejected = err
+	r.rejected, r.rejectedVer = err, v
 	r.rejectMu.Unlock()
 }

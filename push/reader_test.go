@@ -1,0 +1,386 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redistest"
+	"tollgate/plans"
+)
+
+// recorder collects what a Reader hands to its callbacks.
+type recorder struct {
+	mu       sync.Mutex
+	snaps    []int64
+	events   []plans.Change
+	flushes  []string
+	reloads  int
+	failSnap func(*plans.Snapshot) error // makes OnSnapshot fail when it returns an error
+}
+
+func (rc *recorder) options(prefix string) ReaderOptions {
+	return ReaderOptions{
+		Prefix: prefix,
+		OnSnapshot: func(s *plans.Snapshot) error {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if rc.failSnap != nil {
+				if err := rc.failSnap(s); err != nil {
+					return err
+				}
+			}
+			rc.snaps = append(rc.snaps, s.Version)
+			return nil
+		},
+		OnEvent: func(c plans.Change) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.events = append(rc.events, c)
+		},
+		OnFlush: func(apiID, stage string) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.flushes = append(rc.flushes, apiID+":"+stage)
+		},
+		OnReload: func() {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.reloads++
+		},
+		Block: 200 * time.Millisecond,
+	}
+}
+
+func (rc *recorder) reloadCount() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.reloads
+}
+
+// startReader starts a Reader (Start, then Run in a goroutine stopped at
+// cleanup).
+func startReader(t *testing.T, rdb redis.UniversalClient, opts ReaderOptions) *Reader {
+	t.Helper()
+	r := NewReader(rdb, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// waitFor polls cond every 200µs until it holds or timeout passes, and
+// returns how long it took.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	return time.Since(start)
+}
+
+func mustLookup(t *testing.T, r *Reader, hash string) *plans.KeyRecord {
+	t.Helper()
+	rec, err := r.Lookup(context.Background(), hash)
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	return rec
+}
+
+func TestReaderStartedLateGetsLatestConfig(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	src.putKey(testHash(1), true, "plan01")
+	src.setAccountRate(150)
+	src.putKey(testHash(1), false, "plan01")
+	src.putKey(testHash(2), true, "plan01")
+	mustPublish(t, p)
+
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+	if err := r.Ready(); err != nil {
+		t.Errorf("Ready: got %v, want nil", err)
+	}
+	if got := r.Version(); got != 4 {
+		t.Errorf("Version: got %d, want 4 (the source's version when the snapshot was published)", got)
+	}
+	if got := mustLookup(t, r, testHash(1)); got == nil || got.Enabled || got.Version != 3 {
+		t.Errorf("Lookup key 1: got %+v, want the disabled record of version 3", got)
+	}
+	if got := mustLookup(t, r, testHash(2)); got == nil || !got.Enabled {
+		t.Errorf("Lookup key 2: got %+v, want the enabled record", got)
+	}
+	if got := mustLookup(t, r, testHash(99)); got != nil {
+		t.Errorf("Lookup unknown key: got %+v, want nil", got)
+	}
+}
+
+func TestReaderWithoutSnapshotIsNotReadyUntilPublished(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+	if err := r.Ready(); err == nil {
+		t.Fatal("Ready before any publish: got nil, want an error")
+	}
+	if got := r.Version(); got != -1 {
+		t.Errorf("Version before any publish: got %d, want -1", got)
+	}
+	if _, err := r.Lookup(context.Background(), testHash(1)); plans.ErrorKind(err) != plans.KindUnavailable || !errors.Is(err, ErrNotPublished) {
+		t.Errorf("Lookup before any publish: got %v, want KindUnavailable caused by ErrNotPublished", err)
+	}
+	src := newFakeSource()
+	src.setAccountRate(120)
+	startPublisher(t, src, rdb, prefix)
+	waitFor(t, "ready after the first publish", 2*time.Second, func() bool { return r.Ready() == nil })
+	if got := r.Version(); got != 1 {
+		t.Errorf("Version: got %d, want 1", got)
+	}
+}
+
+func TestReaderFollowsSnapshotKeysAndFlushes(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	h := testHash(1)
+	src.putKey(h, true, "plan01")
+	mustPublish(t, p)
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+	if got := mustLookup(t, r, h); got == nil || !got.Enabled {
+		t.Fatalf("Lookup: got %+v, want the enabled record", got)
+	}
+
+	src.putKey(h, false, "plan01") // v2
+	v := src.setAccountRate(500)   // v3
+	mustPublish(t, p)
+	if err := p.FlushStageCache(context.Background(), "a1b2c3d4e5", "prod"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "key disabled", time.Second, func() bool { rec := mustLookup(t, r, h); return !rec.Enabled })
+	waitFor(t, "snapshot loaded", time.Second, func() bool { return r.Version() == v })
+	waitFor(t, "flush seen", time.Second, func() bool {
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		return len(rc.flushes) == 1
+	})
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if want := []int64{0, 3}; !slices.Equal(rc.snaps, want) {
+		t.Errorf("snapshots handed over: got %v, want %v", rc.snaps, want)
+	}
+	var versions []int64
+	for _, c := range rc.events {
+		versions = append(versions, c.Version)
+	}
+	if want := []int64{2, 3}; !slices.Equal(versions, want) {
+		t.Errorf("events: got %v, want %v", versions, want)
+	}
+	if got, want := rc.flushes, []string{"a1b2c3d4e5:prod"}; !slices.Equal(got, want) {
+		t.Errorf("flushes: got %v, want %v", got, want)
+	}
+}
+
+func TestNegativeCacheAndItsInvalidation(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	ctx := context.Background()
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	rc := &recorder{}
+	opts := rc.options(prefix)
+	opts.NegativeTTL = 300 * time.Millisecond
+	r := startReader(t, rdb, opts)
+	h := testHash(7)
+	if got := mustLookup(t, r, h); got != nil {
+		t.Fatalf("Lookup of unknown key: got %+v, want nil", got)
+	}
+
+	// A record written behind the stream's back stays unseen while the miss
+	// is remembered, and is seen once the memory expires.
+	doc, _ := encodeRecord(&plans.KeyRecord{KeyID: "sneaky0001", Enabled: true, Version: 1}, 1)
+	if err := rdb.Set(ctx, KeyRecordKey(prefix, h), doc, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLookup(t, r, h); got != nil {
+		t.Errorf("Lookup within NegativeTTL: got %+v, want nil (remembered miss)", got)
+	}
+	waitFor(t, "miss forgotten after NegativeTTL", 2*time.Second, func() bool { return mustLookup(t, r, h) != nil })
+
+	// A stream event naming a remembered hash drops the memory at once.
+	h2 := testHash(8)
+	if got := mustLookup(t, r, h2); got != nil {
+		t.Fatalf("Lookup of unknown key 2: got %+v, want nil", got)
+	}
+	src.putKey(h2, true, "plan01")
+	mustPublish(t, p)
+	took := waitFor(t, "created key seen", 250*time.Millisecond, func() bool { return mustLookup(t, r, h2) != nil })
+	t.Logf("created key seen after %v (NegativeTTL %v)", took, opts.NegativeTTL)
+}
+
+func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	ctx := context.Background()
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	cached, other := testHash(1), testHash(2)
+	src.putKey(cached, true, "plan01")
+	src.putKey(other, true, "plan01")
+	src.setAccountRate(200)
+	mustPublish(t, p)
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+	mustLookup(t, r, cached)
+	reloads := rc.reloadCount()
+
+	redistest.DeletePrefix(ctx, rdb, prefix) // Redis lost everything
+	if got := mustLookup(t, r, cached); got == nil || !got.Enabled {
+		t.Errorf("Lookup of a cached key: got %+v, want the cached record", got)
+	}
+	for _, h := range []string{other, testHash(3)} {
+		rec, err := r.Lookup(ctx, h)
+		if plans.ErrorKind(err) != plans.KindUnavailable || !errors.Is(err, ErrNotPublished) || rec != nil {
+			t.Errorf("Lookup %s… while unpublished: got (%+v, %v), want KindUnavailable caused by ErrNotPublished", h[:8], rec, err)
+		}
+	}
+	if err := p.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if got := mustLookup(t, r, other); got == nil || !got.Enabled {
+		t.Errorf("Lookup after Reconcile: got %+v, want the record back", got)
+	}
+	if got := mustLookup(t, r, testHash(3)); got != nil {
+		t.Errorf("Lookup of unknown key after Reconcile: got %+v, want nil", got)
+	}
+	if got := readState(t, rdb, prefix); got.watermark != 3 || got.snapshot != 3 {
+		t.Errorf("state after Reconcile: got %+v, want watermark and snapshot 3", got)
+	}
+	waitFor(t, "reader reloads on the republish", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	if err := r.Ready(); err != nil {
+		t.Errorf("Ready after Reconcile: got %v, want nil", err)
+	}
+}
+
+func TestTrimmedStreamReloadsEverything(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	ctx := context.Background()
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	h := testHash(1)
+	src.putKey(h, true, "plan01")
+	mustPublish(t, p)
+	rc := &recorder{}
+	r := NewReader(rdb, rc.options(prefix))
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLookup(t, r, h); got == nil || !got.Enabled {
+		t.Fatalf("Lookup: got %+v, want the enabled record", got)
+	}
+	reloads := rc.reloadCount()
+
+	// While the reader is not reading, the key is disabled and the stream
+	// is trimmed past the entry that says so.
+	src.putKey(h, false, "plan01")
+	for i := range 4 {
+		src.putKey(testHash(10+i), true, "plan01")
+	}
+	mustPublish(t, p)
+	if err := rdb.XTrimMaxLen(ctx, StreamKey(prefix), 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(runCtx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "reload after the trim", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	if got := mustLookup(t, r, h); got == nil || got.Enabled {
+		t.Errorf("Lookup after the reload: got %+v, want the disabled record", got)
+	}
+}
+
+func TestInvalidSnapshotKeepsTheOldOne(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	good := src.setAccountRate(200)
+	mustPublish(t, p)
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+
+	cases := []struct {
+		name    string
+		publish func() int64
+		wantErr string
+	}{
+		{"fails Validate", func() int64 { return src.setInvalid(true) }, "id mismatch"},
+		{"refused by OnSnapshot", func() int64 {
+			rc.mu.Lock()
+			rc.failSnap = func(s *plans.Snapshot) error {
+				if s.Account.RateLimit == 999 {
+					return errors.New("cannot compile")
+				}
+				return nil
+			}
+			rc.mu.Unlock()
+			src.setInvalid(false)
+			return src.setAccountRate(999)
+		}, "cannot compile"},
+	}
+	for _, c := range cases {
+		bad := c.publish()
+		mustPublish(t, p)
+		waitFor(t, c.name+": rejection reported", time.Second, func() bool {
+			err := r.Ready()
+			return err != nil && strings.Contains(err.Error(), c.wantErr)
+		})
+		if got := r.Version(); got != good {
+			t.Errorf("%s: Version: got %d, want the old %d (refused %d)", c.name, got, good, bad)
+		}
+	}
+	fixed := src.setAccountRate(300)
+	mustPublish(t, p)
+	waitFor(t, "newer valid snapshot accepted", time.Second, func() bool { return r.Ready() == nil })
+	if got := r.Version(); got != fixed {
+		t.Errorf("Version after the fix: got %d, want %d", got, fixed)
+	}
+}
+
+func TestLookupWhenRedisIsDown(t *testing.T) {
+	t.Parallel()
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	defer down.Close()
+	r := NewReader(down, ReaderOptions{Prefix: redistest.MustPrefix(t)})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatalf("Start with Redis down: got %v, want nil (it keeps trying)", err)
+	}
+	if err := r.Ready(); err == nil {
+		t.Error("Ready with Redis down: got nil, want an error")
+	}
+	rec, err := r.Lookup(context.Background(), testHash(1))
+	if plans.ErrorKind(err) != plans.KindUnavailable || rec != nil {
+		t.Errorf("Lookup with Redis down: got (%+v, %v), want KindUnavailable", rec, err)
+	}
+}
