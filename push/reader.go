@@ -78,7 +78,7 @@ type Reader struct {
 	version atomic.Int64 // of the loaded snapshot; -1 before the first
 	lastOK  atomic.Int64 // unix nanoseconds of Redis's last answer
 
-	snapMu   sync.Mutex // serializes snapshot loads
+	snapMu      sync.Mutex // serializes snapshot loads
 	rejectMu    sync.Mutex
 	rejected    error // why the newest snapshot was refused; nil once one is accepted
 	rejectedVer int64 // its version, not tried again until a full reload; -1 none
