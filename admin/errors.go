@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"tollgate/plans"
 )
@@ -59,7 +60,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if row.Status == http.StatusTooManyRequests || row.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
-	writeAWSError(w, row.Status, row.Type, plans.ErrorMessage(err))
+	writeAWSError(w, row.Status, row.Type, safeMessage(err))
+}
+
+// safeMessage is the message shown for err: the plans.Error message,
+// prefixed with its field when the message does not name it already.
+func safeMessage(err error) string {
+	var pe *plans.Error
+	if errors.As(err, &pe) && pe.Field != "" && !strings.Contains(pe.Message, pe.Field) {
+		return pe.Field + ": " + pe.Message
+	}
+	return plans.ErrorMessage(err)
 }
 
 // writeAWSError writes an AWS-style error: status, x-amzn-ErrorType and
