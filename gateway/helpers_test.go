@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"tollgate/gateway/limiter"
 	"tollgate/internal/redistest"
 	"tollgate/plans"
@@ -134,15 +137,39 @@ func (f *fakeKeys) Lookup(_ context.Context, hash string) (*plans.KeyRecord, err
 	return f.records[hash], nil
 }
 
-// countingLimiter counts Decide calls of the limiter it wraps.
+// countingLimiter counts Decide calls of the limiter it wraps, which a
+// test may swap.
 type countingLimiter struct {
-	Limiter
+	mu    sync.Mutex
+	inner Limiter
 	calls atomic.Int64
 }
 
 func (c *countingLimiter) Decide(ctx context.Context, req *limiter.Request) (limiter.Decision, error) {
 	c.calls.Add(1)
-	return c.Limiter.Decide(ctx, req)
+	c.mu.Lock()
+	inner := c.inner
+	c.mu.Unlock()
+	return inner.Decide(ctx, req)
+}
+
+// swap replaces the wrapped limiter and returns the previous one.
+func (c *countingLimiter) swap(l Limiter) Limiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.inner
+	c.inner = l
+	return old
+}
+
+// counterValue reads a counter's current value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatalf("read counter: %v", err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 // testGateway is a Server on a real Redis limiter with its own key
@@ -183,7 +210,7 @@ func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testG
 	if err := lim.Load(t.Context()); err != nil {
 		t.Fatalf("limiter Load: %v", err)
 	}
-	tg := &testGateway{keys: newFakeKeys(), limiter: &countingLimiter{Limiter: lim}, prefix: prefix, logs: &syncBuffer{}}
+	tg := &testGateway{keys: newFakeKeys(), limiter: &countingLimiter{inner: lim}, prefix: prefix, logs: &syncBuffer{}}
 	opts := Options{
 		Keys:        tg.keys,
 		Limiter:     tg.limiter,

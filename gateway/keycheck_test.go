@@ -182,6 +182,8 @@ func TestFailedKeyAttemptsLimited(t *testing.T) {
 	t.Parallel()
 	tg := mustGateway(t, keyedSnapshot(), nil)
 	addTestKeys(tg.keys)
+	frozen := time.Now()
+	tg.attempts = newAttempts(func() time.Time { return frozen }) // no refill during the test
 	for i := range int(FailedKeyBurst) {
 		if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", unknownKey); got.status != 403 {
 			t.Fatalf("attempt %d: status got %d, want 403", i+1, got.status)
