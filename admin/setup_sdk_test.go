@@ -57,6 +57,12 @@ func (r *recorder) FlushStageCache(_ context.Context, apiID, stage string) error
 	return nil
 }
 
+func (r *recorder) failWith(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = err
+}
+
 func (r *recorder) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
