@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/admin"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -149,3 +150,5 @@ func lastChange(t *testing.T, db *postgres.DB) plans.Change {
 }
 
 func slicesSort(s []string) { slices.Sort(s) }
+
+func plansPage(limit int) admin.Page { return admin.Page{Limit: limit} }

@@ -38,10 +38,10 @@ func TestCreateResourceRules(t *testing.T) {
 	proxy, err := db.CreateResource(ctx, api.ID, root.ID, "{proxy+}")
 	must(t, err)
 	cases := []struct {
-		name             string
+		name              string
 		api, parent, part string
-		kind             plans.Kind
-		field            string
+		kind              plans.Kind
+		field             string
 	}{
 		{"same sibling", api.ID, root.ID, "pets", plans.KindConflict, ""},
 		{"second parameter sibling", api.ID, pets.ID, "{name}", plans.KindInvalid, "pathPart"},
