@@ -99,9 +99,14 @@ func writeAccepted(w http.ResponseWriter) {
 }
 
 // unsupported answers operations outside tollgate's subset: 400 naming the
-// operation (not 404, which tools read as "deleted").
+// operation (not 404, which tools read as "deleted"), by its AWS name when
+// the method and path are one of AWS's.
 func unsupported(_ http.ResponseWriter, r *http.Request) error {
-	return plans.Invalid("operation", "operation %s %s is not supported by tollgate", r.Method, r.URL.Path)
+	path := r.URL.EscapedPath()
+	if name := operationName(r.Method, path); name != "" {
+		return plans.Invalid("operation", "operation %s (%s %s) is not supported by tollgate", name, r.Method, path)
+	}
+	return plans.Invalid("operation", "operation %s %s is not supported by tollgate", r.Method, path)
 }
 
 // unsupportedOp returns the 400 for a named operation outside the subset.
