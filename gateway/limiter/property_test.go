@@ -221,7 +221,7 @@ func FuzzLimiterVsModel(f *testing.F) {
 		n++
 		// A sub-prefix per input keeps inputs apart; cleanup of the
 		// parent prefix deletes it.
-		l := New(rdb.rdb, Options{Prefix: fmt.Sprintf("%s:%d", rdb.keys.prefix(), n)})
+		l := New(rdb.rdb, Options{Prefix: fmt.Sprintf("%s:%d", rdb.keys.prefix(), n), Timeout: testTimeout})
 		newPropRun(l, ops).run(t)
 	})
 }
