@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -56,14 +57,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeAWSError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Too many failed authentication attempts")
 			return
 		}
-		if err := s.auth.verify(r); err != nil {
+		err := s.auth.verify(r)
+		var ae *authError
+		switch {
+		case errors.As(err, &ae):
 			s.auth.failures.fail(addr)
-			var ae *authError
-			if errors.As(err, &ae) {
-				writeAWSError(w, http.StatusForbidden, ae.Type, ae.Message)
-				return
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("admin: authentication refused", "addr", addr, "type", ae.Type, "reason", ae.Message)
 			}
-			s.writeError(w, r, err) // body too large or unreadable
+			writeAWSError(w, http.StatusForbidden, ae.Type, ae.Message)
+			return
+		case err != nil:
+			s.writeError(w, r, err) // body too large or unreadable: not a failed attempt
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -103,6 +103,9 @@ func TestUsagePlansAndKeys(t *testing.T) {
 		wantBadRequest(t, err, tc.field)
 	}
 
+	_, err = e.c.DeleteStage(e.ctx, &apigateway.DeleteStageInput{RestApiId: aws.String(apiID), StageName: aws.String("prod")})
+	wantCode(t, err, "BadRequestException")
+
 	call(e.c.DeleteUsagePlanKey(e.ctx, &apigateway.DeleteUsagePlanKeyInput{UsagePlanId: gold.Id, KeyId: key.Id})).must(t)
 	_, err = e.c.GetUsagePlanKey(e.ctx, &apigateway.GetUsagePlanKeyInput{UsagePlanId: gold.Id, KeyId: key.Id})
 	wantCode(t, err, "NotFoundException")

@@ -120,6 +120,21 @@ func TestResourcesMethodsIntegrations(t *testing.T) {
 		}
 	}
 
+	renamed := call(e.c.UpdateResource(e.ctx, &apigateway.UpdateResourceInput{RestApiId: id, ResourceId: aws.String(petsID), PatchOperations: []types.PatchOperation{
+		op(types.OpReplace, "/pathPart", "animals"),
+	}})).must(t)
+	if *renamed.Path != "/animals" {
+		t.Fatalf("got path %q after rename, want /animals", *renamed.Path)
+	}
+	child := call(e.c.GetResource(e.ctx, &apigateway.GetResourceInput{RestApiId: id, ResourceId: pet.Id})).must(t)
+	if *child.Path != "/animals/{petId}" {
+		t.Fatalf("got child path %q after renaming its parent, want /animals/{petId}", *child.Path)
+	}
+	_, err = e.c.UpdateResource(e.ctx, &apigateway.UpdateResourceInput{RestApiId: id, ResourceId: aws.String(petsID), PatchOperations: []types.PatchOperation{
+		op(types.OpReplace, "/parentId", "x"),
+	}})
+	wantBadRequest(t, err, "/parentId")
+
 	call(e.c.DeleteIntegration(e.ctx, &apigateway.DeleteIntegrationInput{RestApiId: id, ResourceId: pet.Id, HttpMethod: aws.String("GET")})).must(t)
 	_, err = e.c.GetIntegration(e.ctx, &apigateway.GetIntegrationInput{RestApiId: id, ResourceId: pet.Id, HttpMethod: aws.String("GET")})
 	wantCode(t, err, "NotFoundException")

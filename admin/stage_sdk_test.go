@@ -83,9 +83,24 @@ func TestDeploymentsAndStages(t *testing.T) {
 	_, err = e.c.FlushStageCache(e.ctx, &apigateway.FlushStageCacheInput{RestApiId: id, StageName: aws.String("nope")})
 	wantCode(t, err, "NotFoundException")
 
+	_, err = e.c.UpdateStage(e.ctx, &apigateway.UpdateStageInput{RestApiId: id, StageName: aws.String("prod"), PatchOperations: []types.PatchOperation{
+		op(types.OpReplace, "/deploymentId", "zzzzzz"),
+	}})
+	wantBadRequest(t, err, "deploymentId")
+
+	// cache settings in CreateDeployment apply to the stage it deploys to.
+	call(e.c.CreateDeployment(e.ctx, &apigateway.CreateDeploymentInput{RestApiId: id, StageName: aws.String("cached"),
+		CacheClusterEnabled: aws.Bool(true), CacheClusterSize: types.CacheClusterSizeSize1Point6Gb})).must(t)
+	cached := call(e.c.GetStage(e.ctx, &apigateway.GetStageInput{RestApiId: id, StageName: aws.String("cached")})).must(t)
+	if !cached.CacheClusterEnabled || cached.CacheClusterSize != types.CacheClusterSizeSize1Point6Gb {
+		t.Fatalf("got cache %v %q, want enabled 1.6", cached.CacheClusterEnabled, cached.CacheClusterSize)
+	}
+	call(e.c.DeleteStage(e.ctx, &apigateway.DeleteStageInput{RestApiId: id, StageName: aws.String("cached")})).must(t)
 	call(e.c.DeleteStage(e.ctx, &apigateway.DeleteStageInput{RestApiId: id, StageName: aws.String("dev")})).must(t)
 	call(e.c.DeleteStage(e.ctx, &apigateway.DeleteStageInput{RestApiId: id, StageName: aws.String("prod")})).must(t)
-	call(e.c.DeleteDeployment(e.ctx, &apigateway.DeleteDeploymentInput{RestApiId: id, DeploymentId: d.Id})).must(t)
+	for _, dep := range call(e.c.GetDeployments(e.ctx, &apigateway.GetDeploymentsInput{RestApiId: id})).must(t).Items {
+		call(e.c.DeleteDeployment(e.ctx, &apigateway.DeleteDeploymentInput{RestApiId: id, DeploymentId: dep.Id})).must(t)
+	}
 	_, err = e.c.GetDeployment(e.ctx, &apigateway.GetDeploymentInput{RestApiId: id, DeploymentId: d.Id})
 	wantCode(t, err, "NotFoundException")
 }
