@@ -1,0 +1,120 @@
+package push
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redistest"
+)
+
+// getCounter is a go-redis hook counting GET commands on names containing
+// a substring, on the real client.
+type getCounter struct {
+	substr string
+	n      atomic.Int64
+}
+
+func (g *getCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *getCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+
+func (g *getCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if args := c.Args(); len(args) == 2 && strings.EqualFold(c.Name(), "get") && strings.Contains(args[1].(string), g.substr) {
+				g.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func TestLookupCoalescesConcurrentMisses(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	h := testHash(5)
+	src.putKey(h, true, "plan01")
+	mustPublish(t, p)
+	counter := &getCounter{substr: h}
+	rdb.AddHook(counter)
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			<-start
+			if rec, err := r.Lookup(context.Background(), h); err != nil || rec == nil {
+				t.Errorf("Lookup: got (%+v, %v), want the record", rec, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got := counter.n.Load(); got != 1 {
+		t.Errorf("GETs of the record for 50 concurrent lookups: got %d, want 1", got)
+	}
+}
+
+func TestLookupHonoursContext(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if rec, err := r.Lookup(ctx, testHash(1)); err == nil || rec != nil {
+		t.Errorf("Lookup with a cancelled context: got (%+v, %v), want an error", rec, err)
+	}
+}
+
+func TestReadyReportsSilentRedis(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	startPublisher(t, newFakeSource(), rdb, prefix)
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond})
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ready(); err != nil {
+		t.Fatalf("Ready after Start: got %v, want nil", err)
+	}
+	// Nothing reads the stream now (no Run): after 3s Redis counts as silent.
+	time.Sleep(3100 * time.Millisecond)
+	if err := r.Ready(); err == nil || !strings.Contains(err.Error(), "not answered") {
+		t.Errorf("Ready after 3.1s without an answer: got %v, want a silent-Redis error", err)
+	}
+}
+
+func TestRunReconcilerRepairsFlushedRedis(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	src.putKey(testHash(1), true, "plan01")
+	p := NewPublisher(src, rdb, Options{Prefix: prefix})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.RunReconciler(ctx, 20*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "first reconcile", 2*time.Second, func() bool { return readState(t, rdb, prefix).watermark == 1 })
+	redistest.DeletePrefix(context.Background(), rdb, prefix)
+	waitFor(t, "republished after the flush", 2*time.Second, func() bool {
+		rec, _ := readRecord(t, rdb, prefix, testHash(1))
+		return rec != nil && readState(t, rdb, prefix).watermark == 1
+	})
+	src.putKey(testHash(2), true, "plan01") // committed, never Published by the admin
+	waitFor(t, "missed change published", 2*time.Second, func() bool {
+		rec, _ := readRecord(t, rdb, prefix, testHash(2))
+		return rec != nil && readState(t, rdb, prefix).watermark == 2
+	})
+}
