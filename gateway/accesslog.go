@@ -59,6 +59,9 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	}
 	s.metrics.Requests.WithLabelValues(api, stage, ex.method, statusClass(status)).Inc()
 	s.metrics.Latency.WithLabelValues(api, stage).Observe(elapsed.Seconds())
+	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
 		slog.String("request_id", ex.id),

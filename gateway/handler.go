@@ -23,6 +23,7 @@ type exchange struct {
 	errType, reason   string
 	integrationTime   time.Duration
 	integrationCalled bool
+	params            params
 	buckets           [3]limiter.Bucket
 	quota             limiter.Quota
 	lreq              limiter.Request
@@ -114,7 +115,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 		return nil, nil
 	}
 	ex.stage = stageName
-	ps := new(params)
+	ps := &ex.params
 	rt := st.root.match(rest, ps)
 	if rt == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "no resource"

@@ -38,7 +38,7 @@ type param struct {
 
 // maxParams bounds the parameters collected for one request; deeper trees
 // still match, but only so many parameters fit in the fixed array.
-const maxParams = 16
+const maxParams = 8
 
 // params is a small fixed-capacity list of path parameters, so matching
 // does not allocate for ordinary trees.
