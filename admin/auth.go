@@ -33,6 +33,7 @@ var (
 // authenticator checks bearer tokens and SigV4 signatures and limits
 // failed attempts per client address.
 type authenticator struct {
+	insecure bool // accept everything (Options.Insecure)
 	creds    Credentials
 	now      func() time.Time
 	failures *failureLimiter
@@ -47,7 +48,7 @@ func newAuthenticator(c Credentials, now func() time.Time) *authenticator {
 // once the client address has used up its failed attempts.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPath(r.URL.Path) {
+		if s.auth.insecure || publicPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -81,8 +82,8 @@ func (a *authenticator) verify(r *http.Request) error {
 	switch {
 	case h == "":
 		return errNoCredentials
-	case strings.HasPrefix(h, "Bearer "):
-		return a.verifyBearer(strings.TrimSpace(strings.TrimPrefix(h, "Bearer ")))
+	case len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer ")], "Bearer "):
+		return a.verifyBearer(strings.TrimSpace(h[len("Bearer "):]))
 	case strings.HasPrefix(h, sigV4Algorithm+" "):
 		return a.verifySigV4(r, h)
 	}

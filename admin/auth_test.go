@@ -170,6 +170,9 @@ func TestSigV4RawRequests(t *testing.T) {
 			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
 		}, http.StatusForbidden, errInvalidSignature},
 		{"bearer token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken) }, http.StatusOK, ""},
+		{"bearer scheme in lower case", func(r *http.Request) { r.Header.Set("Authorization", "bearer "+testToken) }, http.StatusOK, ""},
+		{"bearer token with a suffix", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusForbidden, errUnrecognized},
+		{"unknown scheme", func(r *http.Request) { r.Header.Set("Authorization", "Basic dXNlcjpwYXNz") }, http.StatusForbidden, errMissingToken},
 		{"wrong bearer token", func(r *http.Request) {
 			r.Header.Set("Authorization", "Bearer "+strings.Repeat("x", len(testToken)))
 		}, http.StatusForbidden, errUnrecognized},
@@ -251,3 +254,36 @@ func ioNopCloser(s string) *nopCloser { return &nopCloser{bytes.NewReader([]byte
 type nopCloser struct{ *bytes.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+func TestInsecureAcceptsEverything(t *testing.T) {
+	t.Parallel()
+	s := &Server{log: testLogger(t), now: time.Now}
+	s.auth = newAuthenticator(Credentials{}, s.now)
+	s.auth.insecure = true
+	srv := httptest.NewServer(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{})
+	})))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/account")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("got status %d without credentials in insecure mode, want 200", resp.StatusCode)
+	}
+}
+
+func TestNoCredentialsConfiguredRefusesAll(t *testing.T) {
+	t.Parallel()
+	a := newAuthenticator(Credentials{BearerToken: ""}, time.Now)
+	r := httptest.NewRequest(http.MethodGet, "/account", nil)
+	r.Header.Set("Authorization", "Bearer ")
+	if err := a.verify(r); err == nil {
+		t.Fatal("got an empty bearer token accepted with no token configured, want refused")
+	}
+	r.Header.Set("Authorization", "Bearer "+strings.Repeat("z", 40))
+	if err := a.verify(r); err == nil {
+		t.Fatal("got a bearer token accepted with no token configured, want refused")
+	}
+}

@@ -50,9 +50,13 @@ type Options struct {
 	// nothing (and FlushStageCache then answers 503).
 	Publisher Publisher
 	// Credentials accepted on every route but /healthz, /readyz, /metrics
-	// and /console/. With none configured every request is refused: cmd
-	// decides whether an insecure admin may start at all.
+	// and /console/. With none configured (and Insecure false) every
+	// request is refused.
 	Credentials Credentials
+	// Insecure accepts requests without credentials (--insecure-admin).
+	// Only cmd may set it, after refusing to listen anywhere but
+	// 127.0.0.1; New logs a warning.
+	Insecure bool
 	// KeyPepper, when not empty, makes API key hashes HMAC-SHA-256 under it
 	// (see plans.HashKey). It must match the gateway's.
 	KeyPepper []byte
@@ -108,6 +112,10 @@ func New(opts Options) *Server {
 		opts.Credentials.BearerToken = ""
 	}
 	s.auth = newAuthenticator(opts.Credentials, s.now)
+	s.auth.insecure = opts.Insecure
+	if opts.Insecure {
+		s.log.Warn("admin: running without authentication (--insecure-admin): every request is accepted")
+	}
 	s.handler = s.routes(opts)
 	return s
 }
