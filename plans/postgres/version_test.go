@@ -23,7 +23,7 @@ func TestVersionsAndChanges(t *testing.T) {
 	cs, err := db.Changes(ctx, start, 100)
 	must(t, err)
 	type want struct {
-		snapshot             bool
+		snapshot            bool
 		keys, plans, stages string
 	}
 	wants := []want{
