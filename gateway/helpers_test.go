@@ -278,3 +278,11 @@ func wantError(t *testing.T, got response, status int, message, errType string) 
 		t.Errorf("x-amzn-ErrorType: got %q, want %q", h, errType)
 	}
 }
+
+// httptestServer serves h over HTTP until the test ends.
+func httptestServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
