@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is everything tollgate reads at start (DESIGN.md section 1). Each
+// field is a flag whose environment variable has the same name in upper
+// case with a TOLLGATE_ prefix; secrets (Secrets) come only from the
+// environment or a _FILE variant, never from flags.
+type Config struct {
+	Role               string        `help:"Which servers to run: admin, gateway or all." enum:"admin,gateway,all" default:"all" env:"TOLLGATE_ROLE"`
+	DatabaseURL        string        `help:"PostgreSQL URL (admin only)." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+	RedisURL           string        `help:"Limiter Redis: redis://, rediss://, redis-cluster://h1:p1?addr=h2:p2 or redis-sentinel://h1:p1,h2:p2/db?master=name." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
+	CacheRedisURL      string        `help:"Cache Redis (default: the limiter Redis)." env:"TOLLGATE_CACHE_REDIS_URL"`
+	RedisPrefix        string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
+	RedisTimeout       time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
+	AdminAddr          string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`
+	GatewayAddr        string        `help:"Gateway listen address." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
+	MetricsAddr        string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
+	AccountRateLimit   float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
+	AccountBurstLimit  int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
+	LimiterFailureMode string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
+	TrustedProxies     []string      `help:"CIDRs of proxies whose X-Forwarded-For is trusted for the client address." env:"TOLLGATE_TRUSTED_PROXIES"`
+	LogLevel           string        `help:"debug, info, warn or error." enum:"debug,info,warn,error" default:"info" env:"TOLLGATE_LOG_LEVEL"`
+	LogFormat          string        `help:"json or text." enum:"json,text" default:"json" env:"TOLLGATE_LOG_FORMAT"`
+	InsecureAdmin      bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`
+	NoMigrate          bool          `help:"Do not run database migrations on start." env:"TOLLGATE_NO_MIGRATE"`
+	ShutdownTimeout    time.Duration `help:"How long SIGTERM waits for in-flight requests." default:"30s" env:"TOLLGATE_SHUTDOWN_TIMEOUT"`
+
+	Secrets Secrets `kong:"-"`
+}
+
+// Secrets are read only from the environment (NAME) or from the file named
+// by NAME_FILE (trailing newline trimmed).
+type Secrets struct {
+	AdminAccessKeyID     string // TOLLGATE_ADMIN_ACCESS_KEY_ID
+	AdminSecretAccessKey string // TOLLGATE_ADMIN_SECRET_ACCESS_KEY
+	AdminToken           string // TOLLGATE_ADMIN_TOKEN, at least 32 characters
+	KeyPepper            []byte // TOLLGATE_KEY_PEPPER: key hashes become HMAC-SHA-256
+}
+
+// LoadSecrets reads Secrets from getenv (os.Getenv in production). It
+// returns an error naming the variable when a _FILE cannot be read, the
+// admin token is shorter than 32 characters, or only half of the SigV4
+// credential pair is set.
+func LoadSecrets(getenv func(string) string) (Secrets, error) {
+	var s Secrets
+	var pepper string
+	for _, v := range []struct {
+		name string
+		dst  *string
+	}{
+		{"TOLLGATE_ADMIN_ACCESS_KEY_ID", &s.AdminAccessKeyID},
+		{"TOLLGATE_ADMIN_SECRET_ACCESS_KEY", &s.AdminSecretAccessKey},
+		{"TOLLGATE_ADMIN_TOKEN", &s.AdminToken},
+		{"TOLLGATE_KEY_PEPPER", &pepper},
+	} {
+		val, err := secret(getenv, v.name)
+		if err != nil {
+			return s, err
+		}
+		*v.dst = val
+	}
+	s.KeyPepper = []byte(pepper)
+	if s.AdminToken != "" && len(s.AdminToken) < 32 {
+		return s, fmt.Errorf("TOLLGATE_ADMIN_TOKEN must be at least 32 characters")
+	}
+	if (s.AdminAccessKeyID == "") != (s.AdminSecretAccessKey == "") {
+		return s, fmt.Errorf("TOLLGATE_ADMIN_ACCESS_KEY_ID and TOLLGATE_ADMIN_SECRET_ACCESS_KEY must be set together")
+	}
+	return s, nil
+}
+
+func secret(getenv func(string) string, name string) (string, error) {
+	if v := getenv(name); v != "" {
+		return v, nil
+	}
+	path := getenv(name + "_FILE")
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// HasAdminCredentials reports whether any admin credential is configured.
+func (s Secrets) HasAdminCredentials() bool {
+	return s.AdminToken != "" || s.AdminAccessKeyID != ""
+}
+
+// trustedProxies parses CIDRs (a single address counts as /32 or /128).
+func trustedProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		for _, part := range strings.Split(s, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				a, aerr := netip.ParseAddr(part)
+				if aerr != nil {
+					return nil, fmt.Errorf("TOLLGATE_TRUSTED_PROXIES: %q is not a CIDR or address", part)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			out = append(out, p.Masked())
+		}
+	}
+	return out, nil
+}

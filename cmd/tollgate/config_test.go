@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestLoadSecrets(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte(strings.Repeat("t", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(Secrets) bool
+	}{
+		{"none", nil, "", func(s Secrets) bool { return !s.HasAdminCredentials() }},
+		{"token from file", map[string]string{"TOLLGATE_ADMIN_TOKEN_FILE": file}, "", func(s Secrets) bool { return s.AdminToken == strings.Repeat("t", 40) }},
+		{"short token", map[string]string{"TOLLGATE_ADMIN_TOKEN": "short"}, "at least 32", nil},
+		{"half sigv4 pair", map[string]string{"TOLLGATE_ADMIN_ACCESS_KEY_ID": "AKID"}, "set together", nil},
+		{"missing file", map[string]string{"TOLLGATE_KEY_PEPPER_FILE": filepath.Join(dir, "nope")}, "TOLLGATE_KEY_PEPPER_FILE", nil},
+		{"pepper", map[string]string{"TOLLGATE_KEY_PEPPER": "p"}, "", func(s Secrets) bool { return string(s.KeyPepper) == "p" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := LoadSecrets(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(s) {
+				t.Fatalf("got %+v, %v", s, err)
+			}
+		})
+	}
+}
+
+func TestOpenRedis(t *testing.T) {
+	tests := []struct {
+		url     string
+		kind    string
+		wantErr bool
+	}{
+		{"redis://127.0.0.1:6379/0", "single", false},
+		{"rediss://:pw@127.0.0.1:6380/1", "single", false},
+		{"redis-cluster://127.0.0.1:7000?addr=127.0.0.1:7001", "cluster", false},
+		{"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/0?master=mymaster", "failover", false},
+		{"redis-sentinel://127.0.0.1:26379", "", true},
+		{"memcached://x", "", true},
+		{"127.0.0.1:6379", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			c, err := openRedis(tt.url)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("got a client, want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			kind := ""
+			switch c.(type) {
+			case *redis.Client:
+				kind = "single"
+				if strings.HasPrefix(tt.url, "redis-sentinel") {
+					kind = "failover"
+				}
+			case *redis.ClusterClient:
+				kind = "cluster"
+			}
+			if kind != tt.kind {
+				t.Errorf("got %T, want %s", c, tt.kind)
+			}
+		})
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	got, err := trustedProxies([]string{"10.0.0.0/8, 192.168.1.7", "::1"})
+	if err != nil || len(got) != 3 || got[1].String() != "192.168.1.7/32" || got[2].String() != "::1/128" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := trustedProxies([]string{"nonsense"}); err == nil {
+		t.Fatal("want an error for nonsense")
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for in, want := range map[string]string{":8001": "127.0.0.1:8001", "0.0.0.0:1": "127.0.0.1:1", "127.0.0.1:5": "127.0.0.1:5", "10.1.1.1:9": "127.0.0.1:9"} {
+		if got := loopbackOnly(in); got != want {
+			t.Errorf("loopbackOnly(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

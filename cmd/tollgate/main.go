@@ -1,0 +1,87 @@
+// Command tollgate is the self-hosted API gateway with usage plans: one
+// binary holding the admin API (control plane) and the gateway (data plane).
+//
+//	tollgate serve [--role=admin|gateway|all]   run the servers (migrates first)
+//	tollgate migrate up|down|version            manage the PostgreSQL schema
+//
+// Every flag has an environment variable of the same name (TOLLGATE_…);
+// see `tollgate serve --help` and README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"tollgate/migrations"
+)
+
+// cli is the command line: main only parses it, handles signals and turns
+// errors into exit codes.
+type cli struct {
+	Serve   serveCmd   `cmd:"" help:"Run the admin API and/or the gateway."`
+	Migrate migrateCmd `cmd:"" help:"Run the embedded PostgreSQL migrations."`
+}
+
+type serveCmd struct {
+	Config
+}
+
+type migrateCmd struct {
+	Direction   string `arg:"" enum:"up,down,version" help:"up, down or version."`
+	DatabaseURL string `help:"PostgreSQL URL." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var c cli
+	kctx := kong.Parse(&c, kong.Name("tollgate"),
+		kong.Description("Self-hosted API gateway with usage plans, API keys, throttles, quotas and a stage cache."),
+		kong.BindTo(ctx, (*context.Context)(nil)))
+	if err := kctx.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tollgate:", err)
+		os.Exit(1)
+	}
+}
+
+// Run starts tollgate and blocks until ctx is cancelled (SIGINT/SIGTERM),
+// then drains in-flight requests and closes everything.
+func (s *serveCmd) Run(ctx context.Context) error {
+	secrets, err := LoadSecrets(os.Getenv)
+	if err != nil {
+		return err
+	}
+	s.Config.Secrets = secrets
+	m := NewMain(s.Config)
+	if err := m.Run(ctx); err != nil {
+		_ = m.Close()
+		return err
+	}
+	<-ctx.Done()
+	return m.Close()
+}
+
+// Run applies the migration direction and prints the resulting version.
+func (m *migrateCmd) Run() error {
+	switch m.Direction {
+	case "up":
+		if err := migrations.Up(m.DatabaseURL); err != nil {
+			return err
+		}
+	case "down":
+		if err := migrations.Down(m.DatabaseURL); err != nil {
+			return err
+		}
+	}
+	v, dirty, err := migrations.Version(m.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("version %d dirty %t\n", v, dirty)
+	return nil
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/admin"
+	"tollgate/gateway"
+	"tollgate/gateway/limiter"
+	"tollgate/migrations"
+	"tollgate/plans"
+	"tollgate/plans/postgres"
+	"tollgate/push"
+	"tollgate/web"
+)
+
+// Main is one running tollgate: it loads nothing itself (Config is filled
+// by the caller), opens everything in Run and closes it in reverse in
+// Close. Tests start it with addresses ":0" and read the bound addresses
+// from AdminAddr and GatewayAddr.
+type Main struct {
+	Config Config
+	Logger *slog.Logger
+
+	// AdminAddr and GatewayAddr are the addresses bound by Run
+	// ("127.0.0.1:41234"); empty for a role that does not run.
+	AdminAddr   string
+	GatewayAddr string
+	MetricsAddr string
+
+	registry *prometheus.Registry
+	rdb      redis.UniversalClient
+	db       *postgres.DB
+	gw       *gateway.Server
+	reader   *push.Reader
+	servers  []*http.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closeErr error
+	once     sync.Once
+}
+
+// NewMain returns a Main for cfg with a logger built from its log settings.
+func NewMain(cfg Config) *Main {
+	return &Main{Config: cfg, Logger: newLogger(cfg.LogLevel, cfg.LogFormat)}
+}
+
+func newLogger(level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+func (m *Main) runsAdmin() bool   { return m.Config.Role == "admin" || m.Config.Role == "all" }
+func (m *Main) runsGateway() bool { return m.Config.Role == "gateway" || m.Config.Role == "all" }
+
+// Run connects to Redis (and PostgreSQL for the admin), migrates, starts
+// the servers of the configured role and returns once they listen. Errors
+// name what failed; Close must be called even when Run fails.
+func (m *Main) Run(ctx context.Context) error {
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.registry = prometheus.NewRegistry()
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rdb, err := openRedis(m.Config.RedisURL)
+	if err != nil {
+		return err
+	}
+	m.rdb = rdb
+	if m.runsGateway() {
+		if err := m.startGateway(ctx); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+	if m.runsAdmin() {
+		if err := m.startAdmin(ctx); err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+	} else if err := m.startMetrics(); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+func (m *Main) startAdmin(ctx context.Context) error {
+	cfg := m.Config
+	addr := cfg.AdminAddr
+	if !cfg.Secrets.HasAdminCredentials() {
+		if !cfg.InsecureAdmin {
+			return errors.New("no admin credentials: set TOLLGATE_ADMIN_TOKEN or TOLLGATE_ADMIN_ACCESS_KEY_ID/TOLLGATE_ADMIN_SECRET_ACCESS_KEY, or pass --insecure-admin")
+		}
+		addr = loopbackOnly(addr)
+		m.Logger.Warn("admin API runs without credentials (--insecure-admin); listening on loopback only", "addr", addr)
+	}
+	if !cfg.NoMigrate {
+		if err := migrations.Up(cfg.DatabaseURL); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
+		AccountDefault: plans.Throttle{RateLimit: cfg.AccountRateLimit, BurstLimit: cfg.AccountBurstLimit},
+	})
+	if err != nil {
+		return err
+	}
+	m.db = db
+	pub := push.NewPublisher(db, m.rdb, push.Options{Prefix: cfg.RedisPrefix, Logger: m.Logger})
+	if err := pub.Reconcile(ctx); err != nil {
+		m.Logger.Warn("first publish failed; the reconciler retries every second", "err", err)
+	}
+	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
+	handler := admin.New(admin.Options{
+		Store:     db,
+		Publisher: pub,
+		Credentials: admin.Credentials{
+			AccessKeyID:     cfg.Secrets.AdminAccessKeyID,
+			SecretAccessKey: cfg.Secrets.AdminSecretAccessKey,
+			BearerToken:     cfg.Secrets.AdminToken,
+		},
+		KeyPepper: cfg.Secrets.KeyPepper,
+		Logger:    m.Logger,
+		Web:       web.FS(),
+		Metrics:   promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
+		Ready:     m.adminReady,
+	})
+	bound, err := m.listen(addr, handler, 0)
+	m.AdminAddr = bound
+	return err
+}
+
+func (m *Main) adminReady(ctx context.Context) error {
+	if err := m.db.Ping(ctx); err != nil {
+		return fmt.Errorf("postgresql: %w", err)
+	}
+	if err := m.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+func (m *Main) startGateway(ctx context.Context) error {
+	cfg := m.Config
+	proxies, err := trustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
+	lim := limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})
+	if err := lim.Load(ctx); err != nil {
+		m.Logger.Warn("limiter script not loaded; it loads on first use", "err", err)
+	}
+	metrics := gateway.NewMetrics()
+	m.registry.MustRegister(metrics.Collectors()...)
+	// The reader feeds snapshots to the gateway and serves it key lookups;
+	// it starts only after both exist.
+	m.reader = push.NewReader(m.rdb, push.ReaderOptions{
+		Prefix:     cfg.RedisPrefix,
+		OnSnapshot: func(s *plans.Snapshot) error { return m.gw.SetSnapshot(s) },
+		Logger:     m.Logger,
+	})
+	m.gw = gateway.New(gateway.Options{
+		Keys:           m.reader,
+		Limiter:        lim,
+		LimiterKeys:    lim.Keys(),
+		KeyPepper:      cfg.Secrets.KeyPepper,
+		FailureMode:    cfg.LimiterFailureMode,
+		TrustedProxies: proxies,
+		Logger:         m.Logger,
+		Metrics:        metrics,
+	})
+	if err := m.reader.Start(ctx); err != nil {
+		return err
+	}
+	m.goRun(func() { m.reader.Run(ctx) })
+	bound, err := m.listen(cfg.GatewayAddr, m.gw, gateway.MaxHeaderBytes)
+	m.GatewayAddr = bound
+	return err
+}
+
+func (m *Main) startMetrics() error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	bound, err := m.listen(m.Config.MetricsAddr, mux, 0)
+	m.MetricsAddr = bound
+	return err
+}
+
+// listen binds addr and serves h in the background; it returns the bound
+// address.
+func (m *Main) listen(addr string, h http.Handler, maxHeader int) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeader,
+		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)}
+	m.servers = append(m.servers, srv)
+	m.goRun(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("server stopped", "addr", ln.Addr().String(), "err", err)
+		}
+	})
+	m.Logger.Info("listening", "addr", ln.Addr().String(), "role", m.Config.Role)
+	return ln.Addr().String(), nil
+}
+
+func (m *Main) goRun(f func()) {
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); f() }()
+}
+
+// Close stops accepting requests, waits up to Config.ShutdownTimeout for
+// in-flight ones to finish, then stops background loops and closes the
+// Redis and PostgreSQL clients. It is safe to call more than once.
+func (m *Main) Close() error {
+	m.once.Do(func() {
+		timeout := m.Config.ShutdownTimeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		for _, s := range m.servers {
+			if err := s.Shutdown(ctx); err != nil {
+				m.closeErr = errors.Join(m.closeErr, err)
+			}
+		}
+		if m.cancel != nil {
+			m.cancel()
+		}
+		m.wg.Wait()
+		if m.db != nil {
+			m.db.Close()
+		}
+		if m.rdb != nil {
+			_ = m.rdb.Close()
+		}
+	})
+	return m.closeErr
+}
+
+// loopbackOnly rewrites ":8001" or "0.0.0.0:8001" to "127.0.0.1:8001".
+func loopbackOnly(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" || !isLoopback(host) {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
