@@ -44,6 +44,7 @@
 //
 //	change: version=N snapshot=0|1 keys=h1,h2 plans=p1,p2 stages=api:stage,...
 //	flush:  flush=apiId:stage
+//	usage:  usage=planId:keyId             (UpdateUsage of one key)
 //	reload: version=N snapshot=1 reload=1   (written by a full republish)
 //
 // A reader drops the named key hashes from its local cache, reloads the

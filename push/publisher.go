@@ -224,3 +224,15 @@ func (p *Publisher) FlushStageCache(ctx context.Context, apiID, stage string) er
 	}
 	return p.xadd(ctx, flushValues(apiID, stage))
 }
+
+// AnnounceUsageUpdate tells every gateway node that the usage of keyID in
+// planID was changed (UpdateUsage, DESIGN.md 7), so that they clear their
+// local refusal memory for that key: one stream entry usage=planID:keyID.
+// The counters themselves live in Redis and are changed by the caller.
+// Errors come from Redis.
+func (p *Publisher) AnnounceUsageUpdate(ctx context.Context, planID, keyID string) error {
+	if planID == "" || keyID == "" {
+		return fmt.Errorf("push: usage update needs a plan id and a key id, got %q:%q", planID, keyID)
+	}
+	return p.xadd(ctx, usageValues(planID, keyID))
+}

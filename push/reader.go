@@ -35,6 +35,14 @@ type ReaderOptions struct {
 	// the snapshot, if it changed, was loaded): the plans, stages and key
 	// hashes it touched, e.g. to clear local refusal memory.
 	OnEvent func(plans.Change)
+	// OnUsage, optional, is called for each usage update announced on the
+	// stream (UpdateUsage of keyID in planID), e.g. to clear local quota
+	// refusal memory for that key.
+	OnUsage func(planID, keyID string)
+	// OnReject, optional, is called when a published snapshot is refused
+	// (invalid JSON: version -1; fails Validate; OnSnapshot's error), e.g.
+	// to count it in tollgate_config_rejected_total.
+	OnReject func(version int64, err error)
 	// OnReload, optional, is called after every full reload (start, error
 	// gap, trimmed stream, republish by the admin): any local memory
 	// derived from config should be dropped, as events may have been missed.
@@ -135,16 +143,23 @@ func (r *Reader) Start(ctx context.Context) error {
 func (r *Reader) Run(ctx context.Context) {
 	const maxBackoff = time.Second
 	delay := 50 * time.Millisecond
+	failing := false
 	for ctx.Err() == nil {
 		err := r.step(ctx)
 		if err == nil {
-			delay = 50 * time.Millisecond
+			if failing {
+				r.log.Info("push: change stream readable again; config reloaded")
+			}
+			delay, failing = 50*time.Millisecond, false
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Warn("push: change stream read failed; will reload", "err", err, "retry_in", delay)
+		if !failing {
+			r.log.Warn("push: change stream read failed; retrying, then reloading everything", "err", err)
+		}
+		failing = true
 		select {
 		case <-ctx.Done():
 			return
@@ -269,7 +284,13 @@ func (r *Reader) apply(ctx context.Context, msgs []redis.XMessage) error {
 		r.lastID = m.ID
 		if e.flush != "" {
 			if r.opts.OnFlush != nil {
-				r.opts.OnFlush(splitStage(e.flush))
+				r.opts.OnFlush(splitPair(e.flush))
+			}
+			continue
+		}
+		if e.usage != "" {
+			if r.opts.OnUsage != nil {
+				r.opts.OnUsage(splitPair(e.usage))
 			}
 			continue
 		}
@@ -360,4 +381,7 @@ func (r *Reader) reject(v int64, err error) {
 	r.rejectMu.Lock()
 	r.rejected, r.rejectedVer = err, v
 	r.rejectMu.Unlock()
+	if r.opts.OnReject != nil {
+		r.opts.OnReject(v, err)
+	}
 }

@@ -21,6 +21,8 @@ type recorder struct {
 	snaps    []int64
 	events   []plans.Change
 	flushes  []string
+	usages   []string
+	rejects  []int64
 	reloads  int
 	failSnap func(*plans.Snapshot) error // makes OnSnapshot fail when it returns an error
 }
@@ -48,6 +50,16 @@ func (rc *recorder) options(prefix string) ReaderOptions {
 			rc.mu.Lock()
 			defer rc.mu.Unlock()
 			rc.flushes = append(rc.flushes, apiID+":"+stage)
+		},
+		OnUsage: func(planID, keyID string) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.usages = append(rc.usages, planID+":"+keyID)
+		},
+		OnReject: func(v int64, _ error) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.rejects = append(rc.rejects, v)
 		},
 		OnReload: func() {
 			rc.mu.Lock()
@@ -175,12 +187,15 @@ func TestReaderFollowsSnapshotKeysAndFlushes(t *testing.T) {
 	if err := p.FlushStageCache(context.Background(), "a1b2c3d4e5", "prod"); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.AnnounceUsageUpdate(context.Background(), "plan01", "k123456789"); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "key disabled", time.Second, func() bool { rec := mustLookup(t, r, h); return !rec.Enabled })
 	waitFor(t, "snapshot loaded", time.Second, func() bool { return r.Version() == v })
-	waitFor(t, "flush seen", time.Second, func() bool {
+	waitFor(t, "flush and usage update seen", time.Second, func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
-		return len(rc.flushes) == 1
+		return len(rc.flushes) == 1 && len(rc.usages) == 1
 	})
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -196,6 +211,9 @@ func TestReaderFollowsSnapshotKeysAndFlushes(t *testing.T) {
 	}
 	if got, want := rc.flushes, []string{"a1b2c3d4e5:prod"}; !slices.Equal(got, want) {
 		t.Errorf("flushes: got %v, want %v", got, want)
+	}
+	if got, want := rc.usages, []string{"plan01:k123456789"}; !slices.Equal(got, want) {
+		t.Errorf("usage updates: got %v, want %v", got, want)
 	}
 }
 
@@ -360,6 +378,11 @@ func TestInvalidSnapshotKeepsTheOldOne(t *testing.T) {
 			t.Errorf("%s: Version: got %d, want the old %d (refused %d)", c.name, got, good, bad)
 		}
 	}
+	rc.mu.Lock()
+	if got, want := rc.rejects, []int64{2, 4}; !slices.Equal(got, want) {
+		t.Errorf("OnReject versions: got %v, want %v (each refused once)", got, want)
+	}
+	rc.mu.Unlock()
 	fixed := src.setAccountRate(300)
 	mustPublish(t, p)
 	waitFor(t, "newer valid snapshot accepted", time.Second, func() bool { return r.Ready() == nil })

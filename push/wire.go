@@ -24,19 +24,22 @@ const (
 	fieldPlans    = "plans"
 	fieldStages   = "stages"
 	fieldFlush    = "flush"
+	fieldUsage    = "usage"
 	fieldReload   = "reload"
 )
 
 // entry is one decoded stream entry: a config change, a cache flush of one
-// stage ("apiId:stage" in flush) or a reload order.
+// stage ("apiId:stage" in flush), a usage update of one key in one plan
+// ("planId:keyId" in usage) or a reload order.
 type entry struct {
 	change plans.Change
 	flush  string
+	usage  string
 	reload bool
 }
 
 // isChange reports whether e announces a config version.
-func (e entry) isChange() bool { return e.flush == "" && e.change.Version > 0 }
+func (e entry) isChange() bool { return e.flush == "" && e.usage == "" && e.change.Version > 0 }
 
 // changeValues returns the XADD field/value list of a change entry.
 func changeValues(c plans.Change) []any {
@@ -60,6 +63,11 @@ func flushValues(apiID, stage string) []any {
 	return []any{fieldFlush, apiID + ":" + stage}
 }
 
+// usageValues returns the XADD field/value list of a usage update entry.
+func usageValues(planID, keyID string) []any {
+	return []any{fieldUsage, planID + ":" + keyID}
+}
+
 func boolField(b bool) string {
 	if b {
 		return "1"
@@ -73,10 +81,17 @@ func decodeEntry(values map[string]any) (entry, error) {
 	str := func(name string) string { s, _ := values[name].(string); return s }
 	var e entry
 	if f := str(fieldFlush); f != "" {
-		if i := strings.IndexByte(f, ':'); i <= 0 || i == len(f)-1 {
+		if !isPair(f) {
 			return e, fmt.Errorf("push: flush entry %q is not apiId:stage", f)
 		}
 		e.flush = f
+		return e, nil
+	}
+	if u := str(fieldUsage); u != "" {
+		if !isPair(u) {
+			return e, fmt.Errorf("push: usage entry %q is not planId:keyId", u)
+		}
+		e.usage = u
 		return e, nil
 	}
 	v, err := strconv.ParseInt(str(fieldVersion), 10, 64)
@@ -101,8 +116,15 @@ func splitList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// splitStage splits "apiId:stage" of a flush entry.
-func splitStage(s string) (apiID, stage string) {
+// isPair reports whether s is "a:b" with a and b not empty.
+func isPair(s string) bool {
+	i := strings.IndexByte(s, ':')
+	return i > 0 && i < len(s)-1
+}
+
+// splitPair splits "a:b" at its first colon (a flush's "apiId:stage", a
+// usage update's "planId:keyId").
+func splitPair(s string) (a, b string) {
 	i := strings.IndexByte(s, ':')
 	return s[:i], s[i+1:]
 }

@@ -31,6 +31,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		{"key-only change", changeValues(plans.Change{Version: 8, KeyHashes: []string{"c"}}),
 			entry{change: plans.Change{Version: 8, KeyHashes: []string{"c"}}}},
 		{"flush", flushValues("a1b2c3d4e5", "prod"), entry{flush: "a1b2c3d4e5:prod"}},
+		{"usage", usageValues("plan01", "k123456789"), entry{usage: "plan01:k123456789"}},
 		{"reload", reloadValues(12), entry{change: plans.Change{Version: 12, Snapshot: true}, reload: true}},
 	}
 	for _, c := range cases {
@@ -57,6 +58,7 @@ func TestDecodeEntryRefusesMalformed(t *testing.T) {
 		{"flush without stage", map[string]any{"flush": "api"}},
 		{"flush with empty api", map[string]any{"flush": ":prod"}},
 		{"flush with empty stage", map[string]any{"flush": "api:"}},
+		{"usage without key", map[string]any{"usage": "plan01"}},
 	}
 	for _, c := range cases {
 		if got, err := decodeEntry(c.values); err == nil {
