@@ -20,7 +20,8 @@ func planExists(ctx context.Context, tx pgx.Tx, planID string) error {
 }
 
 // CreateUsagePlanKey puts API key keyID in usage plan planID and records a
-// change naming the key's hash and the plan. Errors: KindNotFound ("Invalid
+// change naming the key's hash (its record gains the plan; the plan itself
+// does not change). Errors: KindNotFound ("Invalid
 // Usage Plan ID specified", "Invalid API Key identifier specified");
 // KindConflict when the key is in the plan already, or in another plan
 // that covers one of the same (api, stage) pairs (the key_stage_claims
@@ -40,7 +41,7 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 			return err
 		}
 		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: k.Name}
-		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}, plans: []string{planID}})
+		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}})
 	})
 	return out, err
 }
@@ -101,7 +102,7 @@ func (db *DB) ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p
 }
 
 // DeleteUsagePlanKey removes key keyID from plan planID and records a
-// change naming the key's hash and the plan. Errors: KindNotFound (plan;
+// change naming the key's hash. Errors: KindNotFound (plan;
 // "Invalid API Key identifier specified" when the key is not in the plan).
 func (db *DB) DeleteUsagePlanKey(ctx context.Context, planID, keyID string) error {
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
@@ -114,6 +115,6 @@ func (db *DB) DeleteUsagePlanKey(ctx context.Context, planID, keyID string) erro
 		if err != nil {
 			return notFound(err, msgNoKey)
 		}
-		return record(ctx, tx, now, &change{keys: []string{hash}, plans: []string{planID}})
+		return record(ctx, tx, now, &change{keys: []string{hash}})
 	})
 }

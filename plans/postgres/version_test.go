@@ -31,7 +31,7 @@ func TestVersionsAndChanges(t *testing.T) {
 		{snapshot: true, stages: f.api.ID + ":prod"},
 		{snapshot: true, plans: p.ID},
 		{keys: hash},
-		{keys: hash, plans: p.ID},
+		{keys: hash},
 		{snapshot: true, plans: p.ID},
 	}
 	if len(cs) != len(wants) {
