@@ -43,7 +43,10 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: k.Name}
 		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}})
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // GetUsagePlanKey returns the association of key keyID with plan planID.

@@ -79,16 +79,21 @@ func collectResources(ctx context.Context, tx pgx.Tx, apiID string, rows pgx.Row
 // ("Invalid API identifier specified", "Invalid Resource identifier
 // specified").
 func (db *DB) GetResource(ctx context.Context, apiID, resourceID string) (*plans.Resource, error) {
-	var out []plans.Resource
+	var res *plans.Resource
 	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
 		if _, err := getAPI(ctx, tx, apiID, false); err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT `+resourceCols+` FROM resources WHERE api_id = $1 AND id = $2`, apiID, resourceID)
 		var err error
-		out, err = collectResources(ctx, tx, apiID, rows)
+		res, err = getResource(ctx, tx, apiID, resourceID)
 		return err
 	})
+	return res, err
+}
+
+func getResource(ctx context.Context, tx pgx.Tx, apiID, resourceID string) (*plans.Resource, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+resourceCols+` FROM resources WHERE api_id = $1 AND id = $2`, apiID, resourceID)
+	out, err := collectResources(ctx, tx, apiID, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +206,7 @@ func (db *DB) CreateResource(ctx context.Context, apiID, parentID, pathPart stri
 // itself, "pathPart"), KindConflict (sibling with the same pathPart), or
 // fn's error.
 func (db *DB) UpdateResource(ctx context.Context, apiID, resourceID string, fn func(*plans.Resource) error) (*plans.Resource, error) {
+	var out *plans.Resource
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
 		if _, err := getAPI(ctx, tx, apiID, true); err != nil {
 			return err
@@ -217,18 +223,21 @@ func (db *DB) UpdateResource(ctx context.Context, apiID, resourceID string, fn f
 		if err := fn(&res); err != nil {
 			return err
 		}
-		if res.PathPart == orig.PathPart && res.ParentID == orig.ParentID {
-			return nil
+		if res.PathPart != orig.PathPart || res.ParentID != orig.ParentID {
+			if err := t.checkMove(orig, res); err != nil {
+				return err
+			}
+			if err := moveResource(ctx, tx, apiID, res, plans.JoinPath(t[res.ParentID].Path, res.PathPart)); err != nil {
+				return err
+			}
 		}
-		if err := t.checkMove(orig, res); err != nil {
-			return err
-		}
-		return moveResource(ctx, tx, apiID, res, plans.JoinPath(t[res.ParentID].Path, res.PathPart))
+		out, err = getResource(ctx, tx, apiID, resourceID)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return db.GetResource(ctx, apiID, resourceID)
+	return out, nil
 }
 
 // checkMove validates changing orig into res.
