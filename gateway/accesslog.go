@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"tollgate/plans"
 )
 
 // statusWriter records the status a handler writes, for the access log and
@@ -57,7 +59,7 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	if stage == "" {
 		api = "" // unknown APIs and stages are not metric labels
 	}
-	s.metrics.Requests.WithLabelValues(api, stage, ex.method, statusClass(status)).Inc()
+	s.metrics.Requests.WithLabelValues(api, stage, methodLabel(ex.method), statusClass(status)).Inc()
 	s.metrics.Latency.WithLabelValues(api, stage).Observe(elapsed.Seconds())
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
@@ -89,6 +91,15 @@ func appendIf(attrs []slog.Attr, key, value string) []slog.Attr {
 		return attrs
 	}
 	return append(attrs, slog.String(key, value))
+}
+
+// methodLabel returns m when it is a method a resource may have, else
+// "OTHER", so clients cannot mint metric label values.
+func methodLabel(m string) string {
+	if m != "ANY" && plans.ValidHTTPMethod(m) {
+		return m
+	}
+	return "OTHER"
 }
 
 // statusClass returns "2xx", "4xx", ... for a status code.

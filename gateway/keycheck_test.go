@@ -38,21 +38,25 @@ func addTestKeys(f *fakeKeys) {
 	f.add(noPlanKey, &plans.KeyRecord{KeyID: "key0000003", Enabled: true, PlanIDs: []string{"plan02"}})
 }
 
-// logLine returns the access-log line of the request with id.
+// logLine returns the access-log line of the request with id. The line is
+// written after the response, so it waits up to a second for it.
 func (tg *testGateway) logLine(t *testing.T, id string) map[string]any {
 	t.Helper()
-	for line := range strings.SplitSeq(tg.logs.String(), "\n") {
-		if !strings.Contains(line, id) {
-			continue
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for line := range strings.SplitSeq(tg.logs.String(), "\n") {
+			if id == "" || !strings.Contains(line, `"request_id":"`+id+`"`) {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			return m
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("no access-log line for request %q in:\n%s", id, tg.logs.String())
 		}
-		return m
 	}
-	t.Fatalf("no access-log line for request %s in:\n%s", id, tg.logs.String())
-	return nil
 }
 
 // redisKeys counts the keys under the gateway's test prefix.

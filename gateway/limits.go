@@ -56,6 +56,11 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, ex *exchange, m *
 		return s.limiterFailed(w, ex, err)
 	}
 	s.limiterRecovered()
+	s.debug("limiter decision", func() []slog.Attr {
+		return []slog.Attr{slog.String("request_id", ex.id), slog.Bool("allowed", d.Allowed),
+			slog.String("refused", d.Refused.String()), slog.Int("buckets", len(ex.lreq.Buckets)),
+			slog.Bool("quota", ex.lreq.Quota != nil), slog.Duration("retry_after", d.RetryAfter)}
+	})
 	if sp != nil {
 		writeRateLimitHeaders(w.Header(), d, planBucket(&ex.lreq), sp.quota != nil)
 	}

@@ -126,6 +126,11 @@ func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
 // URL and method, the integration's Host, no x-api-key, the gateway's
 // X-Tollgate-Api-Key-Id, X-Forwarded-For with the peer appended,
 // X-Forwarded-Proto and X-Forwarded-Host, and the header mappings.
+//
+// DESIGN.md 4.4 says "append the client address": the connection's peer is
+// appended, which is the client address whenever the peer is not a
+// trusted proxy; behind a trusted proxy the client is already in the
+// chain, and each hop appending its own peer keeps the chain truthful.
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	ob := pr.In.Context().Value(outboundKey{}).(*outbound)
 	out := pr.Out

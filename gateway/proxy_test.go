@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func mustUpstream(t *testing.T) *httptest.Server {
 		h.Set("RateLimit", "bogus")
 		h.Set("X-Cache", "Hit")
 		h.Set("X-Upstream", "yes")
+		h.Set("X-Amzn-Requestid", "upstream-id")
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(echoed{Method: r.Method, Path: r.URL.Path, RawPath: r.URL.EscapedPath(),
@@ -203,6 +205,8 @@ func TestProxyHeaders(t *testing.T) {
 		{"X-Kept", e.Header.Get("X-Kept"), "kept"},
 		{"response X-Upstream", got.header.Get("X-Upstream"), "yes"},
 		{"response X-Cache", got.header.Get("X-Cache"), ""},
+		{"response x-amzn-RequestId count", strconv.Itoa(len(got.header.Values("x-amzn-RequestId"))), "1"},
+		{"response x-amzn-RequestId is the gateway's", strconv.FormatBool(got.header.Get("x-amzn-RequestId") == "upstream-id"), "false"},
 		{"response X-RateLimit-Limit", strings.Join(got.header.Values("X-RateLimit-Limit"), ","), "10"},
 		{"response RateLimit", got.header.Get("RateLimit"), `"throttle";r=9;t=1`},
 	}

@@ -207,9 +207,15 @@ func TestAccessLogLine(t *testing.T) {
 	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "GET", "2xx")); n != 1 {
 		t.Errorf("tollgate_requests_total{2xx}: got %v, want 1", n)
 	}
-	tg.do(t, "GET", "/nostage/x")
+	// Metrics are recorded before the access-log line, which is written
+	// after the response: wait for the line.
+	tg.logLine(t, tg.do(t, "GET", "/nostage/x").header.Get("x-amzn-RequestId"))
 	if n := counterValue(t, metrics.Requests.WithLabelValues("", "", "GET", "4xx")); n != 1 {
 		t.Errorf("tollgate_requests_total for an unknown stage: got %v, want 1 with empty api/stage labels", n)
+	}
+	tg.logLine(t, tg.do(t, "BREW", "/prod/keyed").header.Get("x-amzn-RequestId"))
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "OTHER", "4xx")); n != 1 {
+		t.Errorf("tollgate_requests_total for method BREW: got %v, want 1 with method OTHER", n)
 	}
 }
 
