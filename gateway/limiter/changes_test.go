@@ -252,3 +252,31 @@ func TestSetRemaining(t *testing.T) {
 		})
 	}
 }
+
+// If Redis time goes back (a failover to a server with a slower clock), no
+// token is refilled twice and no quota period is reset early.
+func TestClockGoesBack(t *testing.T) {
+	t.Parallel()
+	t0 := at(t, "2026-06-16T00:00:05Z")
+	l, c := mustClockLimiter(t, t0)
+	th := &plans.Throttle{RateLimit: 1, BurstLimit: 2}
+	q := &plans.Quota{Limit: 3, Period: plans.PeriodDay}
+	steps := []struct {
+		at      time.Time
+		allowed bool
+		refused Level
+	}{
+		{t0, true, LevelNone},                        // 1 token, quota 1 used
+		{t0.Add(-10 * time.Second), true, LevelNone}, // back into the previous day: 0 tokens, quota 2 used
+		{t0.Add(500 * time.Millisecond), false, LevelPlan},
+		{t0.Add(time.Second), true, LevelNone}, // quota 3 used
+		{t0.Add(3 * time.Second), false, LevelQuota},
+	}
+	for i, s := range steps {
+		c.Set(s.at)
+		d := mustDecide(t, l, planRequest(l, "k1", th, q))
+		if d.Allowed != s.allowed || d.Refused != s.refused {
+			t.Fatalf("request %d at %v: got allowed=%v refused=%v, want %v %v", i+1, s.at, d.Allowed, d.Refused, s.allowed, s.refused)
+		}
+	}
+}

@@ -35,7 +35,8 @@ tokens/s, starting full, one token per request (the classic token bucket,
 e.g. RFC 2697's committed bucket; compare go-redis/redis_rate's GCRA, which
 is equivalent but keeps no explicit token count). State hash fields:
   t  tokens (float, written with %.17g so it round-trips exactly)
-  l  time of t (µs)     r  rate as sent by Go     b  burst
+  l  time of t (µs; never moves back if Redis time does)
+  r  rate as sent by Go     b  burst
 Tokens at time now under the stored limits: min(b, t + (now-l)*r/1e6); time
 is integer microseconds, so the only rounding is in that product, and a
 token counts as present when tokens >= 1 - EPS (EPS = 1e-9 token, i.e. at
@@ -51,8 +52,8 @@ Redis had expired the key, whatever clock the caller uses.
 Quota: UTC calendar periods of the current time, computed in the script by
 clock.lua's period() (no key name holds a time): DAY from 00:00; WEEK from
 Sunday + offset days; MONTH from the 1st + offset days. State hash fields: s period start (Unix
-seconds), n requests admitted in it. A later period resets n; a lower limit
-gives remaining max(0, limit - n).
+seconds; the latest one seen), n requests admitted since. A period that
+starts after s resets n; a lower limit gives remaining max(0, limit - n).
 
 Admission needs a token in every bucket and n + 1 <= limit; then every
 bucket loses one token, n grows by one and the usage hash field for today
@@ -100,28 +101,29 @@ local plan = tonumber(ARGV[3])
 local qlimit = tonumber(ARGV[4])
 
 -- Buckets: tokens now, and whether the state must be rebased to new limits.
-local tokens, rates, bursts, rebase = {}, {}, {}, {}
+local tokens, rates, bursts, rebase, times = {}, {}, {}, {}, {}
 local refused = 0
 for i = 1, n do
   local rs = ARGV[6 + 2 * i]
   local r, b = tonumber(rs), tonumber(ARGV[7 + 2 * i])
   rates[i], bursts[i] = r, b
   local s = redis.call('HMGET', KEYS[i], 't', 'l', 'r', 'b')
-  local t = b
+  local t, tt = b, now
   if s[1] then
     local st, sl, sr, sb = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]), tonumber(s[4])
     if now < sl + ttl_us(st, sr, sb) then
       if now > sl then st = math.min(sb, st + (now - sl) * sr / US) end
       t = math.min(st, b)
+      tt = math.max(sl, now) -- time went back (failover): refill nothing twice
       rebase[i] = (s[3] ~= rs) or (sb ~= b)
     end
   end
-  tokens[i] = t
+  tokens[i], times[i] = t, tt
   if refused == 0 and t < 1 - EPS then refused = i end
 end
 
 -- Quota: used count in the current period.
-local qkey, used, pstart, pend
+local qkey, used, pstart, pend, sstart
 local nkeys = n
 if qlimit >= 0 then
   nkeys = nkeys + 1
@@ -129,14 +131,17 @@ if qlimit >= 0 then
   pstart, pend = period(math.floor(now / US / 86400), ARGV[5], tonumber(ARGV[6]))
   local s = redis.call('HMGET', qkey, 's', 'n')
   used = 0
-  -- state of this period, or of a later one if time went backwards
-  if s[1] and tonumber(s[1]) >= pstart then used = tonumber(s[2]) end
+  -- The stored start is the latest period start seen: the count goes on
+  -- unless the current period starts after it (so a clock that went back
+  -- across a period edge, or a period change, never resets it early).
+  sstart = pstart
+  if s[1] and tonumber(s[1]) >= pstart then used, sstart = tonumber(s[2]), tonumber(s[1]) end
   if refused == 0 and used + 1 > qlimit then refused = n + 1 end
 end
 
 local function write_bucket(i, t)
-  redis.call('HSET', KEYS[i], 't', fmt(t), 'l', fmt(now), 'r', ARGV[6 + 2 * i], 'b', ARGV[7 + 2 * i])
-  redis.call('PEXPIRE', KEYS[i], fmt(math.ceil(ttl_us(t, rates[i], bursts[i]) / 1000)))
+  redis.call('HSET', KEYS[i], 't', fmt(t), 'l', fmt(times[i]), 'r', ARGV[6 + 2 * i], 'b', ARGV[7 + 2 * i])
+  redis.call('PEXPIRE', KEYS[i], fmt(math.ceil((times[i] + ttl_us(t, rates[i], bursts[i]) - now) / 1000)))
 end
 
 local allowed = (refused == 0)
@@ -147,7 +152,7 @@ if allowed then
   end
   if qkey then
     used = used + 1
-    redis.call('HSET', qkey, 's', fmt(pstart), 'n', fmt(used))
+    redis.call('HSET', qkey, 's', fmt(sstart), 'n', fmt(used))
     redis.call('PEXPIRE', qkey, fmt(math.ceil(((pend + QUOTA_MARGIN_S) * US - now) / 1000)))
   end
   if ARGV[7] == '1' then

@@ -120,11 +120,12 @@ func (m *model) decide(now time.Time, req *Request) Decision {
 		}
 	}
 	var used int64
-	var qStart, qEnd time.Time
+	var qStart, qEnd, qStored time.Time
 	if q := req.Quota; q != nil {
 		qStart, qEnd = plans.Quota{Period: q.Period, Offset: q.Offset}.Bounds(d.Now)
+		qStored = qStart
 		if s := m.quotas[q.Key]; s != nil && !s.start.Before(qStart) {
-			used = s.used
+			used, qStored = s.used, s.start
 		}
 		if refused < 0 && used+1 > int64(q.Limit) {
 			refused = len(req.Buckets)
@@ -133,7 +134,7 @@ func (m *model) decide(now time.Time, req *Request) Decision {
 	}
 	d.Allowed = refused < 0
 	if d.Allowed {
-		m.charge(req, toks, us, &used, qStart, d.Now)
+		m.charge(req, toks, us, &used, qStored, d.Now)
 	} else {
 		for i, bk := range req.Buckets {
 			if rebase[i] {
@@ -146,7 +147,7 @@ func (m *model) decide(now time.Time, req *Request) Decision {
 	return d
 }
 
-func (m *model) charge(req *Request, toks []*big.Rat, us int64, used *int64, qStart, now time.Time) {
+func (m *model) charge(req *Request, toks []*big.Rat, us int64, used *int64, qStored, now time.Time) {
 	for i, bk := range req.Buckets {
 		toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(1, 1))
 		if toks[i].Sign() < 0 {
@@ -156,7 +157,7 @@ func (m *model) charge(req *Request, toks []*big.Rat, us int64, used *int64, qSt
 	}
 	if req.Quota != nil {
 		*used++
-		m.quotas[req.Quota.Key] = &modelQuota{start: qStart, used: *used}
+		m.quotas[req.Quota.Key] = &modelQuota{start: qStored, used: *used}
 	}
 	if req.UsageKey != "" {
 		if m.usage[req.UsageKey] == nil {

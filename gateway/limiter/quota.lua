@@ -21,13 +21,13 @@ local QUOTA_MARGIN_S = 3600
 
 local limit = tonumber(ARGV[2])
 local pstart, pend = period(math.floor(now / US / 86400), ARGV[3], tonumber(ARGV[4]))
-local used = 0
+-- as limiter.lua: the stored start is the latest period start seen
+local used, sstart = 0, pstart
+local s = redis.call('HMGET', KEYS[1], 's', 'n')
+if s[1] and tonumber(s[1]) >= pstart then used, sstart = tonumber(s[2]), tonumber(s[1]) end
 if ARGV[5] ~= '' then
   used = limit - tonumber(ARGV[5])
-  redis.call('HSET', KEYS[1], 's', string.format('%.17g', pstart), 'n', string.format('%.17g', used))
+  redis.call('HSET', KEYS[1], 's', string.format('%.17g', sstart), 'n', string.format('%.17g', used))
   redis.call('PEXPIRE', KEYS[1], string.format('%.17g', math.ceil(((pend + QUOTA_MARGIN_S) * US - now) / 1000)))
-else
-  local s = redis.call('HMGET', KEYS[1], 's', 'n')
-  if s[1] and tonumber(s[1]) >= pstart then used = tonumber(s[2]) end
 end
 return {math.max(0, limit - used), pstart, pend, now}
