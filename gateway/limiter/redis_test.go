@@ -25,14 +25,15 @@ func twoLimiters(t *testing.T) (*Limiter, *Limiter) {
 }
 
 // nodeRequest is key keyID's request on plan "p1" with throttle rate/burst,
-// the stage bucket, the account bucket and a DAY quota (0: none).
+// the stage and account buckets (100/s, burst 10000: never binding in a
+// test, full again within 100 s) and a DAY quota (0: none).
 func nodeRequest(l *Limiter, keyID string, rate float64, burst, quota int32) *Request {
 	k := l.Keys()
 	req := &Request{
 		Buckets: []Bucket{
 			{Key: k.PlanBucket(keyID, "p1"), RateLimit: rate, BurstLimit: burst, Level: LevelPlan},
-			{Key: k.StageBucket("api1", "prod", "GET", "/items"), RateLimit: 10000, BurstLimit: 10000, Level: LevelStage},
-			{Key: k.AccountBucket(), RateLimit: 10000, BurstLimit: 10000, Level: LevelAccount},
+			{Key: k.StageBucket("api1", "prod", "GET", "/items"), RateLimit: 100, BurstLimit: 10000, Level: LevelStage},
+			{Key: k.AccountBucket(), RateLimit: 100, BurstLimit: 10000, Level: LevelAccount},
 		},
 		UsageKey: k.Usage(keyID, "p1"),
 	}
@@ -101,7 +102,7 @@ func TestTTLOnEveryKey(t *testing.T) {
 	t.Parallel()
 	a, b := twoLimiters(t)
 	hammer(t, a, b, 50, 20, func(l *Limiter, i int) *Request {
-		return nodeRequest(l, fmt.Sprintf("k%d", i%50), 10, 10, 1000)
+		return nodeRequest(l, fmt.Sprintf("k%d", i%50), 1, 10, 1000)
 	})
 	// rate 0: 400 days
 	if _, err := a.Decide(t.Context(), nodeRequest(a, "zero", 0, 3, 0)); err != nil {
@@ -123,8 +124,10 @@ func TestTTLOnEveryKey(t *testing.T) {
 		switch {
 		case strings.Contains(name, "{k:zero}:tb:"):
 			lo, hi = 399*24*time.Hour, 400*24*time.Hour
-		case strings.Contains(name, ":tb"): // full within 1 s at 10/s or 10000/s, + 1 s
-			lo, hi = time.Millisecond, 2*time.Second+slack
+		case strings.Contains(name, "{k:") && strings.Contains(name, "}:tb:"): // plan 1/s, burst 10: full within 10 s, + 1 s
+			lo, hi = time.Millisecond, 11*time.Second+slack
+		case strings.Contains(name, ":tb"): // stage, account: ≤ 1000 tokens used at 100/s, + 1 s
+			lo, hi = time.Millisecond, 11*time.Second+slack
 		case strings.Contains(name, ":q:"):
 			lo, hi = time.Hour, midnight.Sub(now)+time.Hour+slack
 		case strings.Contains(name, ":u:"):
