@@ -55,7 +55,11 @@ func decodePatch(r *http.Request) ([]patchOp, error) {
 
 // badPath is the 400 for a path (or op on a path) the resource does not have.
 func badPath(op patchOp) error {
-	return plans.Invalid(op.Path, "invalid patch path %s for op %s", op.Path, op.Op)
+	field := op.Path
+	if field == "" {
+		field = "patchOperations.path"
+	}
+	return plans.Invalid(field, "invalid patch path %q for op %q", op.Path, op.Op)
 }
 
 // needOp returns badPath unless op.Op is one of ops.
