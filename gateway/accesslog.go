@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -108,11 +107,4 @@ func statusClass(code int) string {
 		return "other"
 	}
 	return strconv.Itoa(code/100) + "xx"
-}
-
-// debug logs at debug level, building attributes only when enabled.
-func (s *Server) debug(msg string, attrs func() []slog.Attr) {
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.LogAttrs(context.Background(), slog.LevelDebug, msg, attrs()...)
-	}
 }

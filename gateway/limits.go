@@ -49,18 +49,24 @@ func (s *Server) buildRequest(ex *exchange, m *method, rec *plans.KeyRecord, sp 
 // writes the 429 (with the same headers and Retry-After). When the limiter
 // fails, FailureMode decides: "open" admits without limits or headers,
 // "closed" answers 503.
-func (s *Server) limit(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) bool {
+func (s *Server) limit(w *statusWriter, r *http.Request, ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) bool {
 	s.buildRequest(ex, m, rec, sp)
 	d, err := s.limiter.Decide(r.Context(), &ex.lreq)
 	if err != nil {
+		if r.Context().Err() != nil { // the client left; not a limiter outage
+			ex.errType, ex.reason = ErrorTypeClientClosed, err.Error()
+			w.status = statusClientClosed
+			return false
+		}
 		return s.limiterFailed(w, ex, err)
 	}
 	s.limiterRecovered()
-	s.debug("limiter decision", func() []slog.Attr {
-		return []slog.Attr{slog.String("request_id", ex.id), slog.Bool("allowed", d.Allowed),
-			slog.String("refused", d.Refused.String()), slog.Int("buckets", len(ex.lreq.Buckets)),
-			slog.Bool("quota", ex.lreq.Quota != nil), slog.Duration("retry_after", d.RetryAfter)}
-	})
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "limiter decision", slog.String("request_id", ex.id),
+			slog.Bool("allowed", d.Allowed), slog.String("refused", d.Refused.String()),
+			slog.Int("buckets", len(ex.lreq.Buckets)), slog.Bool("quota", ex.lreq.Quota != nil),
+			slog.Duration("retry_after", d.RetryAfter))
+	}
 	if sp != nil {
 		writeRateLimitHeaders(w.Header(), d, planBucket(&ex.lreq), sp.quota != nil)
 	}
@@ -92,7 +98,7 @@ func planBucket(req *limiter.Request) *limiter.Bucket {
 
 // limiterFailed handles a limiter error or timeout: it counts it, logs the
 // first error of an outage (not every request) and applies FailureMode.
-func (s *Server) limiterFailed(w http.ResponseWriter, ex *exchange, err error) bool {
+func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	s.metrics.LimiterErrors.Inc()
 	if s.limiterDown.CompareAndSwap(false, true) {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "limiter unavailable",
