@@ -33,8 +33,12 @@ func pageArgs(p admin.Page) (after string, limit int, err error) {
 }
 
 // cut trims items, fetched with limit+1 rows, to limit and returns the
-// position of the next page ("" when no more remain).
+// position of the next page ("" when no more remain). The page is never
+// nil, so an empty list encodes as [].
 func cut[T any](items []T, limit int, id func(T) string) ([]T, string) {
+	if items == nil {
+		items = []T{}
+	}
 	if len(items) <= limit {
 		return items, ""
 	}

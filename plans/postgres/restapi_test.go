@@ -142,3 +142,17 @@ func TestDeleteRestApi(t *testing.T) {
 		t.Errorf("got change %+v, want snapshot and stage %s:prod", ch, f.api.ID)
 	}
 }
+
+func TestEmptyListsAreNotNil(t *testing.T) {
+	db := newDB(t)
+	apis, next, err := db.ListRestApis(ctx, pageAll)
+	must(t, err)
+	if apis == nil || next != "" {
+		t.Errorf("got %#v and position %q, want an empty slice and none", apis, next)
+	}
+	keys, _, err := db.ListApiKeys(ctx, "", "", pageAll)
+	must(t, err)
+	if keys == nil {
+		t.Errorf("got nil keys, want an empty slice")
+	}
+}
