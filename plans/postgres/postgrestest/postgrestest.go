@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"tollgate/migrations"
 	"tollgate/plans/postgres"
@@ -59,13 +61,16 @@ func MustURL(tb testing.TB) string {
 		tb.Fatalf("postgrestest: template database: %v", tplErr)
 	}
 	name := "tgtest_" + randomHex(8)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := exec(ctx, BaseURL(), `CREATE DATABASE `+name+` TEMPLATE `+tplName); err != nil {
+	err := retryInUse(ctx, func() error {
+		return exec(ctx, BaseURL(), `CREATE DATABASE `+name+` TEMPLATE `+tplName)
+	})
+	if err != nil {
 		tb.Fatalf("postgrestest: create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := exec(ctx, BaseURL(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
 			tb.Errorf("postgrestest: drop database %s: %v", name, err)
@@ -89,7 +94,7 @@ func MustDB(tb testing.TB) *postgres.DB {
 func MustDBWith(tb testing.TB, opts postgres.Options) *postgres.DB {
 	tb.Helper()
 	u := MustURL(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db, err := postgres.Open(ctx, u, opts)
 	if err != nil {
@@ -141,8 +146,29 @@ func build(ctx context.Context, conn *pgx.Conn, name string) error {
 	if err := migrations.Up(u); err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, `ALTER DATABASE `+tmp+` RENAME TO `+name)
-	return err
+	// The migrator's backend may still be exiting; RENAME needs it gone.
+	return retryInUse(ctx, func() error {
+		_, err := conn.Exec(ctx, `ALTER DATABASE `+tmp+` RENAME TO `+name)
+		return err
+	})
+}
+
+// retryInUse runs fn until it does not fail with SQLSTATE 55006
+// (object_in_use: another session is connected to a database that must
+// have none) or ctx ends.
+func retryInUse(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) || pg.Code != "55006" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // databaseURL returns base (a postgres:// URL) naming database db instead.
