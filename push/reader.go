@@ -139,7 +139,10 @@ func (r *Reader) Start(ctx context.Context) error {
 // from the local cache, reload the snapshot when it changed, call the
 // callbacks. It reloads everything on start (unless Start did), after a
 // Redis error (retrying with backoff up to 1s), on a reload entry, and on a
-// version gap (the stream was trimmed past its position).
+// version gap (the stream was trimmed past its position), and when the
+// stream ends before its position (deleted, or recreated by a server whose
+// clock is behind). A blocking XREAD is not interrupted by ctx (go-redis),
+// so Run returns within Block after ctx is done.
 func (r *Reader) Run(ctx context.Context) {
 	const maxBackoff = time.Second
 	delay := 50 * time.Millisecond
@@ -248,7 +251,7 @@ func (r *Reader) readOnce(ctx context.Context) error {
 		Count: readCount, Block: r.opts.Block}).Result()
 	if errors.Is(err, redis.Nil) {
 		r.markOK()
-		return nil
+		return r.checkStreamEnd(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("push: read change stream: %w", err)
@@ -260,6 +263,26 @@ func (r *Reader) readOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// checkStreamEnd, run when a read found nothing new, reloads everything if
+// the stream ends before our position: it was deleted (Redis lost its data)
+// or recreated with smaller ids (a new server whose clock is behind), so
+// the entries the admin appends next might never sort after lastID.
+// Caller holds streamMu.
+func (r *Reader) checkStreamEnd(ctx context.Context) error {
+	if r.lastID == "0-0" {
+		return nil
+	}
+	last, err := r.rdb.XRevRangeN(ctx, StreamKey(r.prefix), "+", "-", 1).Result()
+	if err != nil {
+		return fmt.Errorf("push: read change stream end: %w", err)
+	}
+	if len(last) > 0 && !streamIDLess(last[0].ID, r.lastID) {
+		return nil
+	}
+	r.log.Warn("push: change stream ends before our position; reloading everything", "position", r.lastID)
+	return r.reload(ctx)
 }
 
 // apply handles a batch of entries in order: key records are dropped per

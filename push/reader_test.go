@@ -407,3 +407,49 @@ func TestLookupWhenRedisIsDown(t *testing.T) {
 		t.Errorf("Lookup with Redis down: got (%+v, %v), want KindUnavailable", rec, err)
 	}
 }
+
+// TestRecreatedStreamWithSmallerIDs covers a Redis that lost its data and
+// came back with a clock behind: the reader notices the stream ends before
+// its position, reloads, and then reads entries whatever their ids.
+func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	ctx := context.Background()
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	h := testHash(1)
+	src.putKey(h, true, "plan01")
+	mustPublish(t, p)
+	rc := &recorder{}
+	r := startReader(t, rdb, rc.options(prefix))
+	mustLookup(t, r, h)
+	reloads := rc.reloadCount()
+
+	redistest.DeletePrefix(ctx, rdb, prefix)
+	waitFor(t, "reload after the stream vanished", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	// The restored data comes back with entry ids far in the past.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := func() {
+		rec := src.record(h)
+		doc, _ := encodeRecord(rec, rec.Version)
+		must(rdb.Set(ctx, KeyRecordKey(prefix, h), doc, 0).Err())
+		must(rdb.Set(ctx, VersionKey(prefix), rec.Version, 0).Err())
+	}
+	restore()
+	if got := mustLookup(t, r, h); got == nil || !got.Enabled {
+		t.Fatalf("Lookup of the restored key: got %+v, want the enabled record (now cached)", got)
+	}
+	src.putKey(h, false, "plan01") // v2
+	restore()
+	must(rdb.XAdd(ctx, &redis.XAddArgs{Stream: StreamKey(prefix), ID: "1-1",
+		Values: changeValues(plans.Change{Version: 2, KeyHashes: []string{h}})}).Err())
+	waitFor(t, "key disabled through the recreated stream", 2*time.Second, func() bool {
+		rec, err := r.Lookup(ctx, h)
+		return err == nil && rec != nil && !rec.Enabled
+	})
+}

@@ -201,3 +201,18 @@ func leadingVersion(b []byte) (v int64, ok bool) {
 	v, err := strconv.ParseInt(string(rest[:end]), 10, 64)
 	return v, err == nil
 }
+
+// streamIDLess reports whether stream entry id a ("<ms>-<seq>") sorts
+// before b. Unparsable parts count as 0.
+func streamIDLess(a, b string) bool {
+	am, as := splitStreamID(a)
+	bm, bs := splitStreamID(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func splitStreamID(id string) (ms, seq uint64) {
+	m, s, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(m, 10, 64)
+	seq, _ = strconv.ParseUint(s, 10, 64)
+	return ms, seq
+}

@@ -154,3 +154,24 @@ func FuzzDecodeEntry(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamIDLess(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		a, b string
+		want bool
+	}{
+		{"1-0", "2-0", true},
+		{"2-0", "1-0", false},
+		{"5-1", "5-2", true},
+		{"5-2", "5-2", false},
+		{"9-0", "10-0", true}, // numeric, not lexical
+		{"1700000000000-0", "999-5", false},
+		{"0-0", "1-0", true},
+	}
+	for _, c := range cases {
+		if got := streamIDLess(c.a, c.b); got != c.want {
+			t.Errorf("streamIDLess(%s, %s): got %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
