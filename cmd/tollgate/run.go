@@ -133,6 +133,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 			SecretAccessKey: cfg.Secrets.AdminSecretAccessKey,
 			BearerToken:     cfg.Secrets.AdminToken,
 		},
+		Insecure:  !cfg.Secrets.HasAdminCredentials(), // only reached with --insecure-admin, bound to loopback above
 		KeyPepper: cfg.Secrets.KeyPepper,
 		Logger:    m.Logger,
 		Web:       web.FS(),
