@@ -6,13 +6,9 @@ import (
 	"tollgate/plans"
 )
 
-// Page selects one page of a list: Position is the opaque token from the
-// previous page ("" for the first), Limit the page size (1..500; the admin
-// passes 25 when the caller gives none).
-type Page struct {
-	Position string
-	Limit    int
-}
+// Page selects one page of a list (see plans.Page). It lives in plans so
+// that the store adapter need not import admin.
+type Page = plans.Page
 
 // Store is what the admin API needs from the source of truth (implemented
 // by plans/postgres). Every method runs in one transaction. Errors are

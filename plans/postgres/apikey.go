@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -89,7 +88,7 @@ func (db *DB) GetApiKey(ctx context.Context, id string) (*plans.ApiKey, error) {
 // ListApiKeys returns one page of API keys ordered by id, filtered by name
 // prefix nameQuery and exact customerID when those are not empty. Errors:
 // KindInvalid ("position").
-func (db *DB) ListApiKeys(ctx context.Context, nameQuery, customerID string, p admin.Page) ([]plans.ApiKey, string, error) {
+func (db *DB) ListApiKeys(ctx context.Context, nameQuery, customerID string, p plans.Page) ([]plans.ApiKey, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -135,7 +134,7 @@ func (db *DB) GetDeployment(ctx context.Context, apiID, deploymentID string) (*p
 // ListDeployments returns one page of the API's deployments ordered by id,
 // without their resource copies. Errors: KindNotFound, KindInvalid
 // ("position").
-func (db *DB) ListDeployments(ctx context.Context, apiID string, p admin.Page) ([]plans.Deployment, string, error) {
+func (db *DB) ListDeployments(ctx context.Context, apiID string, p plans.Page) ([]plans.Deployment, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err

@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/base64"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -16,7 +15,7 @@ const (
 // pageArgs decodes p into the id to list after ("" for the first page) and
 // the page size (25 when unset, capped at 500). A position that this store
 // did not produce is 400 naming "position".
-func pageArgs(p admin.Page) (after string, limit int, err error) {
+func pageArgs(p plans.Page) (after string, limit int, err error) {
 	limit = p.Limit
 	if limit <= 0 {
 		limit = defaultLimit

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -78,7 +77,7 @@ type planKeyRow struct {
 // ListUsagePlanKeys returns one page of a plan's keys ordered by key id,
 // filtered by key name prefix nameQuery when not empty. Errors:
 // KindNotFound (plan), KindInvalid ("position").
-func (db *DB) ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p admin.Page) ([]plans.UsagePlanKey, string, error) {
+func (db *DB) ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p plans.Page) ([]plans.UsagePlanKey, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -30,7 +29,7 @@ func (r resourceRow) resource() plans.Resource {
 // ListResources returns one page of the API's resources, ordered by id,
 // each with its methods (and their integrations). Errors: KindNotFound
 // ("Invalid API identifier specified"), KindInvalid ("position").
-func (db *DB) ListResources(ctx context.Context, apiID string, p admin.Page) ([]plans.Resource, string, error) {
+func (db *DB) ListResources(ctx context.Context, apiID string, p plans.Page) ([]plans.Resource, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -95,7 +94,7 @@ func getAPI(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (plans.Re
 
 // ListRestApis returns one page of APIs ordered by id and the position of
 // the next page. Errors: KindInvalid ("position").
-func (db *DB) ListRestApis(ctx context.Context, p admin.Page) ([]plans.RestApi, string, error) {
+func (db *DB) ListRestApis(ctx context.Context, p plans.Page) ([]plans.RestApi, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err

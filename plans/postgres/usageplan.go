@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -191,7 +190,7 @@ func (db *DB) GetUsagePlan(ctx context.Context, id string) (*plans.UsagePlan, er
 // ListUsagePlans returns one page of usage plans ordered by id, only those
 // the API key keyID is in when keyID is not empty. Errors: KindInvalid
 // ("position").
-func (db *DB) ListUsagePlans(ctx context.Context, keyID string, p admin.Page) ([]plans.UsagePlan, string, error) {
+func (db *DB) ListUsagePlans(ctx context.Context, keyID string, p plans.Page) ([]plans.UsagePlan, string, error) {
 	after, limit, err := pageArgs(p)
 	if err != nil {
 		return nil, "", err
