@@ -221,21 +221,38 @@ func (ig *integration) pathValue(name string, r *http.Request, ps *params, vars 
 	if p.greedy {
 		return p.raw, checkGreedy(p.raw)
 	}
-	if p.value == "." || p.value == ".." {
+	if hasDotSegment(p.value) {
 		return "", errBadPath
 	}
 	return url.PathEscape(p.value), nil
 }
 
-// checkGreedy refuses a greedy value with a "." or ".." segment or an
-// encoded slash, so it cannot climb out of the uri's path.
+// hasDotSegment reports whether v, split at "/" or "\\", has a "." or ".."
+// piece. Such a value is refused even though it is escaped as one segment
+// ("..%2F..%2Fx"): an upstream that decodes %2F before routing would climb
+// out of the uri's path.
+func hasDotSegment(v string) bool {
+	if !strings.Contains(v, ".") {
+		return false
+	}
+	for piece := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if piece == "." || piece == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGreedy refuses a greedy value with a "." or ".." segment (also
+// between backslashes) or an encoded slash or backslash, so it cannot climb
+// out of the uri's path.
 func checkGreedy(raw string) error {
 	for seg := range strings.SplitSeq(raw, "/") {
 		if strings.Contains(seg, "%2f") || strings.Contains(seg, "%2F") || strings.Contains(seg, "%5c") || strings.Contains(seg, "%5C") {
 			return errBadPath
 		}
 		dec, ok := unescapeSegment(seg)
-		if !ok || dec == "." || dec == ".." {
+		if !ok || hasDotSegment(dec) {
 			return errBadPath
 		}
 	}
