@@ -161,7 +161,12 @@ func (p *Publisher) writeSnapshot(ctx context.Context, atLeast int64) (int64, er
 }
 
 // writeKeys writes the current records of the keys c touched; keys the
-// Source no longer has get a tombstone at c.Version.
+// Source no longer has get a tombstone at c.Version. That version is a
+// lower bound of the deletion's (the Source read them later), so the
+// tombstone can never beat a newer record of a key re-created with the same
+// value; a live record read by a slower publisher between c and the
+// deletion may survive it until the deletion's own change is published,
+// whose tombstone carries the deletion's version.
 func (p *Publisher) writeKeys(ctx context.Context, c plans.Change) error {
 	if len(c.KeyHashes) == 0 {
 		return nil
