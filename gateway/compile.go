@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	"tollgate/gateway/limiter"
 	"tollgate/plans"
@@ -104,7 +105,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 		apiID: apiID,
 		name:  st.Stage.StageName,
 		root:  &node{},
-		vars:  st.Stage.Variables,
+		vars:  maps.Clone(st.Stage.Variables),
 		plans: make(map[string]*stagePlan, len(covering)),
 	}
 	for _, p := range covering {

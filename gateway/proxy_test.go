@@ -174,6 +174,9 @@ func TestProxyRefusesEscapingPaths(t *testing.T) {
 		"/prod/files/a%2Fb",
 		"/prod/files/a/%2f..%2fb",
 		"/prod/files/./a",
+		"/prod/pets/..%2F..%2Fadmin",
+		"/prod/pets/a%2F..%2Fb",
+		"/prod/files/a%5C..%5Cb",
 	} {
 		t.Run(path, func(t *testing.T) {
 			wantError(t, tg.do(t, "GET", path), 400, "Bad Request", "BadRequestException")
