@@ -19,7 +19,7 @@
 //
 //	<p>:config:snapshot        JSON of plans.Snapshot; its text starts with {"version":N
 //	<p>:key:{<hash>}           JSON key record (see below), one per API key hash
-//	<p>:config:changes         stream of change, flush and reload entries (XADD MAXLEN ~ cap)
+//	<p>:config:changes         stream of change, flush, usage and reload entries (XADD MAXLEN ~ cap)
 //	<p>:config:version         watermark: the last config version fully written (decimal)
 //	<p>:cache:gen:{<api>:<st>} a stage's cache generation (INCR on flush, never expires)
 //
@@ -49,5 +49,6 @@
 //
 // A reader drops the named key hashes from its local cache, reloads the
 // snapshot when snapshot=1, and reloads everything on a reload entry, on a
-// version gap (the stream was trimmed past it), on start and after an error.
+// version gap (the stream was trimmed past it), when the stream ends before its
+// position (Redis lost its data), on start and after an error.
 package push
