@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/redistest"
 	"tollgate/plans"
 )
 
@@ -132,12 +133,31 @@ func (p *propRun) step() string {
 func (p *propRun) decide(k int, viaMethod bool) string {
 	req := p.request(k, viaMethod)
 	want := p.m.decide(p.clock.Now(), req)
-	got, err := p.l.Decide(p.ctx, req)
+	got, err := p.decideTx(req)
 	p.log = append(p.log, fmt.Sprintf("key%d method=%v allowed=%v refused=%v", k, viaMethod, want.Allowed, want.Refused))
 	if err != nil {
 		return "Decide: " + err.Error()
 	}
 	return diffDecision(got, want)
+}
+
+// decideTx runs the script as Queue does, followed in the same MULTI by
+// PERSIST of the request's keys. Redis expires keys in real time while the
+// model runs on the test clock; the script's own stale-state rule, which
+// the model mirrors, is what is under test here (TTLs are tested in
+// redis_test.go), and a stall of the test machine must not fail it.
+func (p *propRun) decideTx(req *Request) (Decision, error) {
+	pipe := p.l.rdb.TxPipeline()
+	pending := p.l.Queue(p.ctx, pipe, req)
+	keys := []string{req.Quota.Key, req.UsageKey}
+	for _, b := range req.Buckets {
+		keys = append(keys, b.Key)
+	}
+	for _, k := range keys {
+		pipe.Persist(p.ctx, k)
+	}
+	_, _ = pipe.Exec(p.ctx)
+	return pending.Result(p.ctx)
 }
 
 // checkUsage compares the usage hashes with the model's counts.
@@ -212,16 +232,18 @@ func FuzzLimiterVsModel(f *testing.F) {
 	f.Add([]byte{3, 0x13, 0x13, 4, 1, 0, 5, 10, 0, 5, 10, 0, 5, 5, 0, 6, 30, 0, 0})
 	f.Add([]byte{5, 0x61, 0x00, 6, 2, 7, 4, 0x17, 0, 0, 8, 16, 6, 255, 255, 0, 8, 7, 2, 3, 0})
 	f.Add([]byte{1, 0x29, 0x42, 7, 3, 0x40, 0x48, 6, 200, 0, 0x40, 7, 1, 0x22, 0x40, 5, 9, 0x40})
-	rdb := mustLimiter(f)
+	rdb, prefix := redistest.MustClient(f)
 	var n int
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 2000 {
 			t.Skip("sequence too long")
 		}
 		n++
-		// A sub-prefix per input keeps inputs apart; cleanup of the
-		// parent prefix deletes it.
-		l := New(rdb.rdb, Options{Prefix: fmt.Sprintf("%s:%d", rdb.keys.prefix(), n), Timeout: testTimeout})
+		// A sub-prefix per input keeps inputs apart; its keys have no TTL
+		// (see decideTx), so they are deleted after each input.
+		sub := fmt.Sprintf("%s:%d", prefix, n)
+		defer redistest.DeletePrefix(context.Background(), rdb, sub)
+		l := New(rdb, Options{Prefix: sub, Timeout: testTimeout})
 		newPropRun(l, ops).run(t)
 	})
 }
