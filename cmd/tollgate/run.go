@@ -172,6 +172,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 	m.reader = push.NewReader(m.rdb, push.ReaderOptions{
 		Prefix:     cfg.RedisPrefix,
 		OnSnapshot: func(s *plans.Snapshot) error { return m.gw.SetSnapshot(s) },
+		OnReject:   func(int64, error) { metrics.ConfigRejected.Inc() },
 		Logger:     m.Logger,
 	})
 	m.gw = gateway.New(gateway.Options{
@@ -183,6 +184,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		TrustedProxies: proxies,
 		Logger:         m.Logger,
 		Metrics:        metrics,
+		Ready:          func(context.Context) error { return m.reader.Ready() },
 	})
 	if err := m.reader.Start(ctx); err != nil {
 		return err
