@@ -265,18 +265,21 @@ func TestClockGoesBack(t *testing.T) {
 		at      time.Time
 		allowed bool
 		refused Level
+		retry   time.Duration
 	}{
-		{t0, true, LevelNone},                        // 1 token, quota 1 used
-		{t0.Add(-10 * time.Second), true, LevelNone}, // back into the previous day: 0 tokens, quota 2 used
-		{t0.Add(500 * time.Millisecond), false, LevelPlan},
-		{t0.Add(time.Second), true, LevelNone}, // quota 3 used
-		{t0.Add(3 * time.Second), false, LevelQuota},
+		{t0, true, LevelNone, 0},                                      // 1 token left, quota 1 used
+		{t0.Add(-10 * time.Second), true, LevelNone, 0},               // back into the previous day: 0 tokens, quota 2 used
+		{t0.Add(-5 * time.Second), false, LevelPlan, 6 * time.Second}, // the next token comes at t0 + 1 s
+		{t0.Add(500 * time.Millisecond), false, LevelPlan, 500 * time.Millisecond},
+		{t0.Add(time.Second), true, LevelNone, 0}, // quota 3 used
+		{t0.Add(3 * time.Second), false, LevelQuota, 24*time.Hour - 8*time.Second},
 	}
 	for i, s := range steps {
 		c.Set(s.at)
 		d := mustDecide(t, l, planRequest(l, "k1", th, q))
-		if d.Allowed != s.allowed || d.Refused != s.refused {
-			t.Fatalf("request %d at %v: got allowed=%v refused=%v, want %v %v", i+1, s.at, d.Allowed, d.Refused, s.allowed, s.refused)
+		if d.Allowed != s.allowed || d.Refused != s.refused || d.RetryAfter != s.retry {
+			t.Fatalf("request %d at %v: got allowed=%v refused=%v retry=%v, want %v %v %v",
+				i+1, s.at, d.Allowed, d.Refused, d.RetryAfter, s.allowed, s.refused, s.retry)
 		}
 	}
 }

@@ -175,7 +175,8 @@ end
 local retry = 0
 if refused >= 1 and refused <= n then
   local r = rates[refused]
-  if r > 0 then retry = math.max(1, ceil_us((1 - tokens[refused]) * US / r)) else retry = -1 end
+  -- refill starts at times[i], later than now only if time went back
+  if r > 0 then retry = math.max(1, times[refused] - now + ceil_us((1 - tokens[refused]) * US / r)) else retry = -1 end
 elseif refused == n + 1 then
   retry = pend * US - now
 end
@@ -184,6 +185,7 @@ local premain, pfull = -1, -1
 if plan >= 1 then
   premain = math.floor(tokens[plan] + EPS)
   pfull = until_full(tokens[plan], rates[plan], bursts[plan])
+  if pfull > 0 then pfull = pfull + times[plan] - now end
 end
 local qremain, qs, qe = -1, 0, 0
 if qkey then
