@@ -292,7 +292,6 @@ func deadLimiter(t *testing.T) *limiter.Limiter {
 
 func TestLimiterFailureModes(t *testing.T) {
 	t.Parallel()
-	snap := limitSnapshot(plans.UsagePlan{Throttle: &plans.Throttle{RateLimit: 1, BurstLimit: 1}}, plans.Stage{})
 	tests := []struct {
 		mode   string
 		status int
@@ -301,6 +300,7 @@ func TestLimiterFailureModes(t *testing.T) {
 		t.Run("mode "+tc.mode, func(t *testing.T) {
 			t.Parallel()
 			metrics := NewMetrics()
+			snap := limitSnapshot(plans.UsagePlan{Throttle: &plans.Throttle{RateLimit: 1, BurstLimit: 1}}, plans.Stage{})
 			tg := mustGateway(t, snap, func(o *Options) {
 				o.Limiter = deadLimiter(t)
 				o.FailureMode = tc.mode
