@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -185,7 +184,11 @@ func (l *Limiter) Decide(ctx context.Context, req *Request) (Decision, error) {
 }
 
 // decideArgs lays out KEYS and ARGV as limiter.lua's header states and
-// returns the index of the plan bucket (-1 if none).
+// returns the index of the plan bucket (-1 if none). Numbers go to go-redis
+// as numbers: it writes an int in decimal and a float64 with
+// strconv.AppendFloat(f, 'f', -1, 64), the shortest decimal that parses
+// back to the same float64, so rates keep full precision (never Lua's
+// 14-digit tostring) without a string allocation per argument.
 func (l *Limiter) decideArgs(req *Request) (keys []string, args []any, plan int) {
 	n := len(req.Buckets)
 	keys = make([]string, 0, n+2)
@@ -197,22 +200,35 @@ func (l *Limiter) decideArgs(req *Request) (keys []string, args []any, plan int)
 			plan = i
 		}
 	}
-	qLimit, qPeriod, qOffset := "-1", "", "0"
+	var qLimit, qOffset int32 = -1, 0
+	qPeriod := ""
 	if q := req.Quota; q != nil {
 		keys = append(keys, q.Key)
-		qLimit, qPeriod, qOffset = strconv.Itoa(int(q.Limit)), q.Period, strconv.Itoa(int(q.Offset))
+		qLimit, qPeriod, qOffset = q.Limit, periodArg(q.Period), q.Offset
 	}
 	usage := "0"
 	if req.UsageKey != "" {
 		keys = append(keys, req.UsageKey)
 		usage = "1"
 	}
-	args = append(args, l.clock.arg(), strconv.Itoa(n), strconv.Itoa(plan+1), qLimit, qPeriod, qOffset, usage)
+	args = append(args, l.clock.arg(), n, plan+1, qLimit, qPeriod, qOffset, usage)
 	for i := range req.Buckets {
-		b := &req.Buckets[i]
-		args = append(args, strconv.FormatFloat(b.RateLimit, 'g', -1, 64), strconv.Itoa(int(b.BurstLimit)))
+		args = append(args, req.Buckets[i].RateLimit, req.Buckets[i].BurstLimit)
 	}
 	return keys, args, plan
+}
+
+// periodArg returns the script's period argument as a constant string
+// (boxing a constant does not allocate); anything unknown counts as DAY.
+func periodArg(p string) string {
+	switch p {
+	case "WEEK":
+		return "WEEK"
+	case "MONTH":
+		return "MONTH"
+	default:
+		return "DAY"
+	}
 }
 
 // argFixed is the number of ARGV entries before the per-bucket pairs.

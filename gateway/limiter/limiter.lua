@@ -19,9 +19,9 @@ ARGV
   5  quota period: "DAY", "WEEK" or "MONTH" (anything else: DAY)
   6  quota offset in days
   7  "1" to count the request in the usage hash, else "0"
-  8+2(i-1), 9+2(i-1)   bucket i: rate (tokens/s, decimal string of a float64
-     with full precision, never round-tripped through tostring) and burst
-     (tokens, integer)
+  8+2(i-1), 9+2(i-1)   bucket i: rate (tokens/s: the shortest decimal that
+     parses back to the same float64, strconv 'f' -1, never round-tripped
+     through Lua's tostring) and burst (tokens, integer)
 Reply: an array of 9 integers
   1 allowed (1/0)     2 refusing index (0 none, i bucket i, n+1 quota)
   3 now (µs)          4 retry-after (µs; 0 when allowed; -1 never: rate 0)

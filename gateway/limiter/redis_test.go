@@ -225,3 +225,21 @@ func TestDecideUsesRedisTime(t *testing.T) {
 		t.Fatalf("Now: got %v, want within 1 s of %v", d.Now, before)
 	}
 }
+
+// Rates reach Redis with full precision (BC-03: Lua's tostring keeps 14
+// digits, which would make 10/13 per second slightly slower).
+func TestRateKeepsFullPrecision(t *testing.T) {
+	t.Parallel()
+	l := mustLimiter(t)
+	for _, rate := range []float64{0.7692307692307693, 0.3333333333333333, 1e-7, 123456.78901234567} {
+		k := l.Keys().PlanBucket("k1", fmt.Sprint(rate))
+		req := &Request{Buckets: []Bucket{{Key: k, RateLimit: rate, BurstLimit: 5, Level: LevelPlan}}}
+		if _, err := l.Decide(t.Context(), req); err != nil {
+			t.Fatalf("Decide: %v", err)
+		}
+		got, err := l.rdb.HGet(t.Context(), k, "r").Float64()
+		if err != nil || got != rate {
+			t.Errorf("stored rate: got %v (err %v), want %v exactly", got, err, rate)
+		}
+	}
+}
