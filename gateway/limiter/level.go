@@ -1,9 +1,8 @@
 package limiter
 
-// Level names the limit that refused a request. The order of the constants
-// after LevelNone is not the check order; the check order is the order of
-// Request.Buckets followed by the quota (DESIGN.md 4.3: plan or plan-method,
-// stage, account, quota).
+// Level names the limit that refused a request. Limits are checked in the
+// order of Request.Buckets, then the quota (DESIGN.md 4.3: plan or
+// plan-method, stage, account, quota).
 type Level uint8
 
 // Levels of limits.
