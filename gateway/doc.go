@@ -18,4 +18,21 @@
 // (429, 503 when failing closed), integration (502, 504), then one access-log
 // line and the metrics. The response cache (DESIGN.md 6) will sit between
 // the limits and the integration: see Server.serveIntegration.
+//
+// # Wiring (cmd)
+//
+//	lim := limiter.New(rdb, limiter.Options{Prefix: "tg", Timeout: redisTimeout})
+//	var srv *gateway.Server
+//	reader := push.NewReader(rdb, push.ReaderOptions{OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }})
+//	metrics := gateway.NewMetrics()
+//	registry.MustRegister(metrics.Collectors()...)
+//	srv = gateway.New(gateway.Options{
+//		Keys: reader, Limiter: lim, LimiterKeys: lim.Keys(),
+//		KeyPepper: pepper, FailureMode: mode, TrustedProxies: proxies,
+//		Logger: logger, Metrics: metrics,
+//		Ready: func(ctx context.Context) error { return reader.Ready() },
+//	})
+//	hs := &http.Server{Handler: srv, ReadHeaderTimeout: gateway.ReadHeaderTimeout, MaxHeaderBytes: gateway.MaxHeaderBytes}
+//
+// srv must be assigned before reader.Start delivers the first snapshot.
 package gateway
