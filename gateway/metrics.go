@@ -22,7 +22,8 @@ type Metrics struct {
 	IntegrationLatency *prometheus.HistogramVec
 	// ConfigVersion is the config version being served.
 	ConfigVersion prometheus.Gauge
-	// ConfigRejected counts snapshots SetSnapshot refused.
+	// ConfigRejected counts refused snapshots; the snapshot's source
+	// increments it (see Server.SetSnapshot).
 	ConfigRejected prometheus.Counter
 	// LimiterErrors counts limiter decisions that failed or timed out.
 	LimiterErrors prometheus.Counter

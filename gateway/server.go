@@ -138,14 +138,19 @@ func New(opts Options) *Server {
 
 // SetSnapshot validates and compiles snap (routers per stage, resolved
 // buckets) and swaps it in whole; requests already running keep the one
-// they loaded. On error the previous snapshot keeps serving, Ready fails
-// until a later SetSnapshot succeeds, tollgate_config_rejected_total is
-// incremented, and the error is returned.
+// they loaded. snap is owned by the Server afterwards (validation
+// normalises it in place). On error the previous snapshot keeps serving,
+// Ready fails until a later SetSnapshot succeeds, and the error is
+// returned.
+//
+// SetSnapshot does not count the rejection in
+// Metrics.ConfigRejected: its caller does (push.Reader's OnReject sees
+// every refused snapshot, including those that never reach SetSnapshot),
+// so one rejection is counted once.
 func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
 	cfg, err := compile(snap, s.keys)
 	if err != nil {
 		s.rejected.Store(&err)
-		s.metrics.ConfigRejected.Inc()
 		s.log.LogAttrs(context.Background(), slog.LevelError, "config snapshot rejected; keeping the previous one", slog.String("error", err.Error()))
 		return err
 	}
