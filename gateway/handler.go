@@ -100,7 +100,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 	cfg := s.cfg.Load()
 	if cfg == nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "no config snapshot loaded"
-		writeError(w, errUnavailable)
+		writeUnavailable(w)
 		return nil, nil
 	}
 	api := cfg.apis[ex.api]

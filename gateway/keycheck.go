@@ -52,7 +52,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, 
 	rec, err := s.lookup.Lookup(r.Context(), plans.HashKey(value, s.pepper))
 	if err != nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "key lookup: "+err.Error()
-		writeError(w, errUnavailable)
+		writeUnavailable(w)
 		return nil, nil, false
 	}
 	switch {

@@ -109,7 +109,7 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 		return true
 	}
 	ex.errType, ex.reason = ErrorTypeUnavailable, "limiter: "+err.Error()
-	writeError(w, errUnavailable)
+	writeUnavailable(w)
 	return false
 }
 

@@ -311,6 +311,9 @@ func TestLimiterFailureModes(t *testing.T) {
 				got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
 				if tc.status == 503 {
 					wantError(t, got, 503, "Service Unavailable", "ServiceUnavailableException")
+					if ra := got.header.Get("Retry-After"); ra != "1" {
+						t.Errorf("503 Retry-After: got %q, want 1", ra)
+					}
 				} else if got.status != tc.status {
 					t.Fatalf("status: got %d, want %d", got.status, tc.status)
 				}

@@ -57,3 +57,11 @@ func writeError(w http.ResponseWriter, e errorType) {
 	w.WriteHeader(e.status)
 	_, _ = w.Write([]byte(body))
 }
+
+// writeUnavailable writes the 503 of a dependency that cannot answer (no
+// snapshot yet, key store or limiter down), with Retry-After: 1: the
+// gateway probes its dependencies more often than that.
+func writeUnavailable(w http.ResponseWriter) {
+	w.Header()[HeaderRetryAfter] = []string{"1"}
+	writeError(w, errUnavailable)
+}
