@@ -143,11 +143,13 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	if ob.ex.keyID != "" {
 		h.Set(HeaderAPIKeyID, ob.ex.keyID)
 	}
-	xff := ob.ex.peer.String()
-	if prior := pr.In.Header[headerForwardedFor]; len(prior) > 0 {
-		xff = strings.Join(prior, ", ") + ", " + xff
+	hops := pr.In.Header[headerForwardedFor]
+	if ob.ex.peer.IsValid() { // not e.g. a unix socket peer
+		hops = append(hops[:len(hops):len(hops)], ob.ex.peer.String())
 	}
-	h.Set(headerForwardedFor, xff)
+	if len(hops) > 0 {
+		h.Set(headerForwardedFor, strings.Join(hops, ", "))
+	}
 	h.Set("X-Forwarded-Proto", ob.proto)
 	h.Set("X-Forwarded-Host", pr.In.Host)
 	ob.m.integ.mapHeaders(h, pr.In, ob.ps, ob.m.stage.vars)
