@@ -45,6 +45,7 @@ type Main struct {
 	rdb      redis.UniversalClient
 	db       *postgres.DB
 	gw       *gateway.Server
+	lim      *limiter.Limiter // the gateway's limiter; tests set its clock
 	reader   *push.Reader
 	servers  []*http.Server
 	cancel   context.CancelFunc
@@ -162,6 +163,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		return err
 	}
 	lim := limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})
+	m.lim = lim
 	if err := lim.Load(ctx); err != nil {
 		m.Logger.Warn("limiter script not loaded; it loads on first use", "err", err)
 	}
