@@ -312,3 +312,35 @@ func assertHeader(t *testing.T, res *http.Response, name, want string) {
 		t.Errorf("%s %s: header %s = %q, want %q", res.Request.Method, res.Request.URL.Path, name, got, want)
 	}
 }
+
+// TestShutdownDrainsInFlight: Close (what SIGTERM triggers) lets a request
+// already being proxied finish with its upstream's answer, then the node
+// stops accepting connections.
+func TestShutdownDrainsInFlight(t *testing.T) {
+	s := mustStack(t)
+	w := s.setupWalk(t, context.Background())
+	s.waitStatus(t, w.apiID, "/prod/items/warm", w.keyValue, http.StatusOK, 2*time.Second)
+
+	done := make(chan int, 1)
+	go func() {
+		res := s.call(t, 0, w.apiID, "/prod/items/slow?delay=400ms", w.keyValue)
+		done <- res.StatusCode
+	}()
+	time.Sleep(100 * time.Millisecond) // the request is now at the upstream
+	closed := make(chan error, 1)
+	go func() { closed <- s.gateways[0].Close() }()
+	select {
+	case code := <-done:
+		if code != http.StatusOK {
+			t.Fatalf("in-flight request during shutdown: got %d, want 200", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight request did not finish during shutdown")
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := http.Get("http://" + s.gateways[0].GatewayAddr + "/healthz"); err == nil {
+		t.Fatal("gateway still accepts connections after Close")
+	}
+}
