@@ -7,6 +7,7 @@ set -euo pipefail
 
 log() { printf 'services: %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else sudo -u postgres "$@"; fi; }
 
 pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
 redis_up() { [ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" = PONG ]; }
@@ -29,7 +30,7 @@ ensure_postgres() {
   # Local trust for the postgres user over TCP, as the README assumes.
   if ! psql -h 127.0.0.1 -U postgres -c 'select 1' >/dev/null 2>&1; then
     local hba
-    hba=$(as_root -u postgres psql -tAc 'show hba_file' 2>/dev/null || as_root su postgres -c "psql -tAc 'show hba_file'")
+    hba=$(as_postgres psql -tAc 'show hba_file')
     log "allowing trust auth for postgres on 127.0.0.1 in $hba"
     as_root sed -i '1i host all postgres 127.0.0.1/32 trust\nhost all postgres ::1/128 trust' "$hba"
     as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main reload
