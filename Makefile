@@ -24,6 +24,10 @@ services:
 demo: services build
 	scripts/demo.sh
 
+## bench: tollgate against a bare reverse proxy on loopback, with wrk (about 2 minutes; README "Benchmarks")
+bench:
+	GO=$(GO) scripts/bench.sh $(BENCHFLAGS)
+
 ## stop: stop what make demo started
 stop:
 	scripts/demo.sh stop

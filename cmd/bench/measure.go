@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+)
+
+// Paths of the report, in the order they run at each concurrency level.
+const (
+	pathBare     = "bare proxy"
+	pathUncached = "gateway uncached"
+	pathCached   = "gateway cache hit"
+	pathRefused  = "gateway over-limit 429"
+)
+
+// row is one wrk run of the report.
+type row struct {
+	path  string
+	conns int
+	wrk   wrkResult
+	redis redisPerRequest
+}
+
+// report is everything bench prints.
+type report struct {
+	machine  string
+	duration time.Duration
+	cacheHit string // X-Cache of the second call to /cached
+	rows     []row
+	halfRate float64 // offered rate of the latency runs (half the bare saturation)
+	latency  []row   // the runs at halfRate
+	push     pushResult
+}
+
+// loads returns the wrk target of each path.
+func (s *stack) loads() map[string]load {
+	host := s.fix.apiID + ".execute-api.localhost"
+	gw := "http://" + s.gateways[0] + "/" + stageName
+	return map[string]load{
+		pathBare:     {url: "http://" + s.proxy + "/uncached"},
+		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey},
+		pathCached:   {url: gw + "/cached", host: host, key: s.fix.mainKey},
+		pathRefused:  {url: gw + "/uncached", host: host, key: s.fix.overKey},
+	}
+}
+
+// measure runs every load, the latency runs and the push latency.
+func (s *stack) measure(ctx context.Context) (*report, error) {
+	rep := &report{machine: machine(ctx, s), duration: s.opts.duration}
+	rep.cacheHit = s.cacheCheck(ctx)
+	loads := s.loads()
+	order := []string{pathBare, pathUncached, pathCached, pathRefused}
+	for _, p := range order { // warm connections, key caches and the cache entry
+		if _, err := runWrk(ctx, s.opts.wrk, s.dir, loads[p], 16, time.Second, 0); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range s.opts.conns {
+		for _, p := range order {
+			r, err := s.loadRow(ctx, p, loads[p], c, s.opts.duration, 0)
+			if err != nil {
+				return nil, err
+			}
+			rep.rows = append(rep.rows, r)
+		}
+	}
+	if err := s.measureLatency(ctx, rep, loads); err != nil {
+		return nil, err
+	}
+	push, err := measurePush(ctx, s.sdk, s.fix, s.gateways, s.opts.changes)
+	if err != nil {
+		return nil, fmt.Errorf("push latency: %w", err)
+	}
+	rep.push = push
+	return rep, nil
+}
+
+// loadRow runs one wrk load and reads the Redis counters around it.
+func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, delay time.Duration) (row, error) {
+	before, err := readCounters(ctx, s.rdb)
+	if err != nil {
+		return row{}, err
+	}
+	w, err := runWrk(ctx, s.opts.wrk, s.dir, l, conns, d, delay)
+	if err != nil {
+		return row{}, err
+	}
+	after, err := readCounters(ctx, s.rdb)
+	if err != nil {
+		return row{}, err
+	}
+	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests)}, nil
+}
+
+// latencyDelay is the pause of each connection between requests in the
+// fixed-rate runs; the rate is set by the number of connections.
+const latencyDelay = 10 * time.Millisecond
+
+// measureLatency offers half the bare proxy's best rate to the bare proxy,
+// the uncached and the cache-hit paths, and records their latencies.
+func (s *stack) measureLatency(ctx context.Context, rep *report, loads map[string]load) error {
+	var sat float64
+	for _, r := range rep.rows {
+		if r.path == pathBare {
+			sat = max(sat, r.wrk.RPS)
+		}
+	}
+	rep.halfRate = sat / 2
+	conns := max(1, int(math.Round(rep.halfRate*latencyDelay.Seconds())))
+	for _, p := range []string{pathBare, pathUncached, pathCached} {
+		r, err := s.loadRow(ctx, p, loads[p], conns, s.opts.duration, latencyDelay)
+		if err != nil {
+			return err
+		}
+		rep.latency = append(rep.latency, r)
+	}
+	return nil
+}
+
+// cacheCheck calls GET /cached twice and returns the second X-Cache value
+// ("" when the gateway sends none: the cache is not wired).
+func (s *stack) cacheCheck(ctx context.Context) string {
+	l := s.loads()[pathCached]
+	var got string
+	for range 2 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+		if err != nil {
+			return ""
+		}
+		req.Host = l.host
+		req.Header.Set("x-api-key", l.key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return ""
+		}
+		_ = res.Body.Close()
+		got = res.Header.Get("X-Cache")
+	}
+	return got
+}

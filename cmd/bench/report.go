@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// machine describes where the bench ran: CPU model and count, Go, wrk and
+// Redis versions.
+func machine(ctx context.Context, s *stack) string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	wrkVersion := "wrk ?"
+	if out, _ := exec.CommandContext(ctx, s.opts.wrk, "-v").CombinedOutput(); len(out) > 0 {
+		wrkVersion = strings.Join(strings.Fields(strings.SplitN(string(out), "\n", 2)[0])[:2], " ")
+	}
+	redisVersion := "?"
+	if info, err := s.rdb.Info(ctx, "server").Result(); err == nil {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+				redisVersion = v
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs (%s), %s, %s, redis %s (own instance, loopback)",
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpu, runtime.Version(), wrkVersion, redisVersion)
+}
+
+// print writes the report as aligned text.
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "tollgate bench, %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "machine: %s\n", r.machine)
+	fmt.Fprintf(w, "config: key required; plan throttle %d/s burst %d + quota %d/MONTH; stage */* throttle %d/s burst %d; "+
+		"method throttle on GET /uncached; caching on GET /cached; account %d/s\n",
+		planRate, planBurst, quotaLimit, stageRate, stageBurst, 1_000_000)
+	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; gateway node 1 of 2 takes the load; access log on\n", r.duration)
+	switch r.cacheHit {
+	case "Hit":
+		fmt.Fprintln(w, "cache: second GET /cached answered X-Cache: Hit")
+	default:
+		fmt.Fprintf(w, "cache: second GET /cached answered X-Cache: %q, not Hit: the cache-hit row measures a cached method without a working cache\n", r.cacheHit)
+	}
+	fmt.Fprintln(w)
+	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "redis rt/req", "cmds/req", "top-level commands/req")
+	bare := map[int]float64{}
+	for _, x := range r.rows {
+		if x.path == pathBare {
+			bare[x.conns] = x.wrk.RPS
+		}
+		tw.row(x.conns, x.path, fmt.Sprintf("%.0f", x.wrk.RPS), ratio(x.wrk.RPS, bare[x.conns]), ms(x.wrk.P50), ms(x.wrk.P99),
+			x.wrk.Non2xx, x.wrk.Errors, fmt.Sprintf("%.2f", x.redis.RoundTrips), fmt.Sprintf("%.2f", x.redis.Commands), x.redis.Top)
+	}
+	tw.flush()
+	r.printBest(w)
+	r.printLatency(w)
+	fmt.Fprintf(w, "\nconfig push (admin 2xx -> both gateways enforce, %d plan throttle changes): p50 %s, p99 %s, max %s (target p99 <= 250ms)\n",
+		r.push.N, ms(r.push.P50), ms(r.push.P99), ms(r.push.Max))
+}
+
+// printBest prints each path's best rate over the concurrency levels
+// against the bare proxy's best, with the issue's targets.
+func (r *report) printBest(w io.Writer) {
+	best := map[string]float64{}
+	for _, x := range r.rows {
+		best[x.path] = max(best[x.path], x.wrk.RPS)
+	}
+	fmt.Fprintln(w, "\nsaturation (best req/s over the levels) against the bare proxy's best:")
+	for _, t := range []struct {
+		path   string
+		target float64
+	}{{pathUncached, 0.70}, {pathCached, 1.3}, {pathRefused, 2}} {
+		got := best[t.path] / best[pathBare]
+		fmt.Fprintf(w, "  %-24s %8.0f req/s  %5.2fx  (target >= %.2fx: %s)\n", t.path, best[t.path], got, t.target, verdict(got >= t.target))
+	}
+}
+
+// printLatency prints the fixed-rate runs and the p99 each path adds to
+// the bare proxy's.
+func (r *report) printLatency(w io.Writer) {
+	if len(r.latency) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nlatency at half the bare proxy's saturation (%.0f req/s offered):\n", r.halfRate)
+	base := r.latency[0].wrk.P99
+	for _, x := range r.latency {
+		added := x.wrk.P99 - base
+		fmt.Fprintf(w, "  %-24s %8.0f req/s  p50 %s  p99 %s  added p99 %s", x.path, x.wrk.RPS, ms(x.wrk.P50), ms(x.wrk.P99), ms(added))
+		if x.path != pathBare {
+			fmt.Fprintf(w, "  (target <= 1ms: %s)", verdict(added <= time.Millisecond))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func ratio(v, base float64) string {
+	if base == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v/base)
+}
+
+// ms formats d in milliseconds with two decimals.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// load is one wrk run's target: URL, Host header and API key ("" for none).
+type load struct {
+	url, host, key string
+}
+
+// wrkResult is what the report needs from one wrk run.
+type wrkResult struct {
+	Requests int64         // completed requests
+	RPS      float64       // requests per second
+	P50, P99 time.Duration // latency percentiles
+	Non2xx   int64         // responses outside 2xx/3xx (429s on the refusal path)
+	Errors   int64         // socket errors (connect, read, write, timeout)
+}
+
+// runWrk loads l with conns connections for d on 2 threads. A positive
+// delay makes every connection wait that long between requests (wrk's Lua
+// delay hook), to offer a fixed rate instead of saturating.
+func runWrk(ctx context.Context, wrk, dir string, l load, conns int, d, delay time.Duration) (wrkResult, error) {
+	threads := min(2, conns)
+	args := []string{"-t", itoa(threads), "-c", itoa(conns), "-d", fmt.Sprintf("%.0fs", d.Seconds()), "--latency", "--timeout", "5s"}
+	if l.host != "" {
+		args = append(args, "-H", "Host: "+l.host)
+	}
+	if l.key != "" {
+		args = append(args, "-H", "x-api-key: "+l.key)
+	}
+	if delay > 0 {
+		script := filepath.Join(dir, "delay.lua")
+		src := fmt.Sprintf("function delay()\n  return %d\nend\n", delay.Milliseconds())
+		if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+			return wrkResult{}, err
+		}
+		args = append(args, "-s", script)
+	}
+	args = append(args, l.url)
+	out, err := exec.CommandContext(ctx, wrk, args...).CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return parseWrk(string(out))
+}
+
+// parseWrk reads wrk 4's text report (with --latency).
+func parseWrk(out string) (wrkResult, error) {
+	var r wrkResult
+	var err error
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) >= 2 && f[0] == "Requests/sec:":
+			r.RPS, err = strconv.ParseFloat(f[1], 64)
+		case len(f) >= 3 && f[1] == "requests" && f[2] == "in":
+			r.Requests, err = strconv.ParseInt(f[0], 10, 64)
+		case len(f) == 2 && f[0] == "50%":
+			r.P50, err = parseWrkDuration(f[1])
+		case len(f) == 2 && f[0] == "99%":
+			r.P99, err = parseWrkDuration(f[1])
+		case len(f) >= 5 && f[0] == "Non-2xx":
+			r.Non2xx, err = strconv.ParseInt(f[len(f)-1], 10, 64)
+		case len(f) >= 3 && f[0] == "Socket" && f[1] == "errors:":
+			r.Errors = socketErrors(f[2:])
+		}
+		if err != nil {
+			return r, fmt.Errorf("wrk output %q: %w", sc.Text(), err)
+		}
+	}
+	if r.Requests == 0 {
+		return r, fmt.Errorf("wrk made no requests:\n%s", out)
+	}
+	return r, nil
+}
+
+// socketErrors sums "connect 0, read 1, write 0, timeout 2".
+func socketErrors(f []string) int64 {
+	var n int64
+	for _, s := range f {
+		v, err := strconv.ParseInt(strings.TrimSuffix(s, ","), 10, 64)
+		if err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// parseWrkDuration reads wrk's "812.00us", "1.23ms", "2.01s" or "1.50m".
+func parseWrkDuration(s string) (time.Duration, error) {
+	for _, u := range []struct {
+		suffix string
+		unit   time.Duration
+	}{{"us", time.Microsecond}, {"ms", time.Millisecond}, {"s", time.Second}, {"m", time.Minute}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(f * float64(u.unit)), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown duration %q", s)
+}
