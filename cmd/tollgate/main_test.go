@@ -4,20 +4,16 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/cmd/echo/echoserver"
-	"tollgate/internal/redistest"
-	"tollgate/plans/postgres/postgrestest"
 )
 
 const (
@@ -38,45 +34,7 @@ type stack struct {
 // mustStack starts the stack; everything is closed at test cleanup.
 func mustStack(t *testing.T) *stack {
 	t.Helper()
-	_ = mustRedisReachable(t)
-	dbURL := postgrestest.MustURL(t)
-	prefix := redistest.MustPrefix(t)
-	s := &stack{echo: echoserver.New()}
-	up := httptest.NewServer(s.echo)
-	t.Cleanup(up.Close)
-	s.echoURL = up.URL
-	base := Config{
-		DatabaseURL: dbURL, RedisURL: redistest.URL(), RedisPrefix: prefix,
-		RedisTimeout: 500 * time.Millisecond, AdminAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
-		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
-		LimiterFailureMode: "open", LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
-		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey},
-	}
-	start := func(role string) *Main {
-		cfg := base
-		cfg.Role = role
-		m := NewMain(cfg)
-		t.Cleanup(func() { _ = m.Close() })
-		if err := m.Run(context.Background()); err != nil {
-			t.Fatalf("start %s: %v", role, err)
-		}
-		return m
-	}
-	s.admin = start("admin")
-	s.gateways[0] = start("gateway")
-	s.gateways[1] = start("gateway")
-	s.sdk = apigateway.New(apigateway.Options{
-		BaseEndpoint: aws.String("http://" + s.admin.AdminAddr),
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(testAccessKey, testSecretKey, ""),
-	})
-	return s
-}
-
-func mustRedisReachable(t *testing.T) bool {
-	t.Helper()
-	c, _ := redistest.MustClient(t)
-	return c != nil
+	return mustStackWith(t, stackOptions{})
 }
 
 // call sends one GET through gateway node i.
