@@ -37,7 +37,14 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 		}
 		r.neg.del(hash)
 	}
-	ch := r.sf.DoChan(hash, func() (any, error) { return r.fetch(ctx, hash) })
+	// The shared read must not die with the first caller's request (a client
+	// hanging up would fail every waiter): it runs detached, bounded by
+	// LookupTimeout, and each caller gives up on its own context.
+	ch := r.sf.DoChan(hash, func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.LookupTimeout)
+		defer cancel()
+		return r.fetch(fctx, hash)
+	})
 	select {
 	case <-ctx.Done():
 		return nil, plans.Unavailable(ctx.Err(), "API key lookup timed out")

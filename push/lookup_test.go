@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/plans"
 )
 
 // getCounter is a go-redis hook counting GET commands on names containing
@@ -117,4 +118,54 @@ func TestRunReconcilerRepairsFlushedRedis(t *testing.T) {
 		rec, _ := readRecord(t, rdb, prefix, testHash(2))
 		return rec != nil && readState(t, rdb, prefix).watermark == 2
 	})
+}
+
+// slowPipelines delays every pipeline by d, so concurrent lookups overlap.
+type slowPipelines struct{ d time.Duration }
+
+func (s slowPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (s slowPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (s slowPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		time.Sleep(s.d)
+		return next(ctx, cmds)
+	}
+}
+
+// A caller that gives up (its client hung up) must not fail the other
+// callers waiting on the same shared read.
+func TestLookupSurvivesFirstCallerCancelling(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	h := testHash(7)
+	src.putKey(h, true, "plan01")
+	mustPublish(t, p)
+	rdb.AddHook(slowPipelines{d: 150 * time.Millisecond})
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+
+	first, cancel := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := r.Lookup(first, h)
+		firstDone <- err
+	}()
+	time.Sleep(30 * time.Millisecond) // the first caller's read is in flight
+	secondDone := make(chan *plans.KeyRecord, 1)
+	go func() {
+		rec, err := r.Lookup(context.Background(), h)
+		if err != nil {
+			t.Errorf("second caller: got error %v, want the record", err)
+		}
+		secondDone <- rec
+	}()
+	time.Sleep(30 * time.Millisecond)
+	cancel()
+	if err := <-firstDone; err == nil {
+		t.Errorf("first caller: got no error after cancelling, want one")
+	}
+	if rec := <-secondDone; rec == nil || !rec.Enabled {
+		t.Errorf("second caller: got %+v, want the enabled record", rec)
+	}
 }

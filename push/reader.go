@@ -55,13 +55,18 @@ type ReaderOptions struct {
 	// CacheSize bounds the local key record cache and, separately, the
 	// unknown-hash memory (entries each); default 100000.
 	CacheSize int
+	// LookupTimeout bounds the one Redis read of a cold key lookup; it is
+	// shared by every caller waiting on that hash, so it does not follow
+	// any one caller's context. Default 500ms.
+	LookupTimeout time.Duration
 }
 
 // Reader defaults.
 const (
-	DefaultBlock       = time.Second
-	DefaultNegativeTTL = 5 * time.Second
-	DefaultCacheSize   = 100000
+	DefaultBlock         = time.Second
+	DefaultNegativeTTL   = 5 * time.Second
+	DefaultCacheSize     = 100000
+	DefaultLookupTimeout = 500 * time.Millisecond
 )
 
 // readCount is the most stream entries one XREAD returns.
@@ -107,6 +112,9 @@ func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	}
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.LookupTimeout <= 0 {
+		opts.LookupTimeout = DefaultLookupTimeout
 	}
 	r := &Reader{rdb: rdb, prefix: opts.Prefix, opts: opts, log: opts.Logger, needReload: true}
 	if r.log == nil {
