@@ -24,6 +24,9 @@ type exchange struct {
 	integrationTime   time.Duration
 	integrationCalled bool
 	params            params
+	built             bool      // lreq is filled (buildRequest ran)
+	denyGen           uint64    // refusal memory generation read before Redis
+	sent              time.Time // when the limiter request left for Redis
 	buckets           [3]limiter.Bucket
 	quota             limiter.Quota
 	lreq              limiter.Request
@@ -65,6 +68,9 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 		if rec, sp, ok = s.checkKey(w, r, ex, m); !ok {
 			return
 		}
+	}
+	if s.refuseRemembered(w, ex, m, rec, sp) {
+		return
 	}
 	if !s.limit(w, r, ex, m, rec, sp) {
 		return

@@ -14,8 +14,12 @@ import (
 // per-method bucket that replaces it; the stage method bucket; the account
 // bucket; the plan quota. Unkeyed requests (sp nil) get no plan limits and
 // no usage count. It reuses ex's arrays, so it does not allocate beyond the
-// per-key Redis key names.
+// per-key Redis key names, and runs once per request (later calls return).
 func (s *Server) buildRequest(ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) {
+	if ex.built { // refuseRemembered built it already
+		return
+	}
+	ex.built = true
 	req := &ex.lreq
 	req.Buckets = ex.buckets[:0]
 	if sp != nil {
@@ -73,6 +77,16 @@ func (s *Server) limit(w *statusWriter, r *http.Request, ex *exchange, m *method
 	if d.Allowed {
 		return true
 	}
+	if sp != nil {
+		s.deny.remember(&ex.lreq, m.stage, ex.keyID, sp.id, d, ex.sent, ex.denyGen)
+	}
+	s.writeRefusal(w, ex, m, d)
+	return false
+}
+
+// writeRefusal writes the 429 of a refusal d (throttle or quota) with its
+// Retry-After and counts it; the rate-limit headers are already set.
+func (s *Server) writeRefusal(w *statusWriter, ex *exchange, m *method, d limiter.Decision) {
 	e := errThrottled
 	ex.errType, ex.reason = ErrorTypeThrottled, d.Refused.String()
 	if d.Refused == limiter.LevelQuota {
@@ -83,7 +97,6 @@ func (s *Server) limit(w *statusWriter, r *http.Request, ex *exchange, m *method
 		setRetryAfter(w.Header(), d.RetryAfter)
 	}
 	writeError(w, e)
-	return false
 }
 
 // planBucket returns the request's plan or plan-method bucket, if any.

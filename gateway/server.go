@@ -64,6 +64,10 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding the client address (TOLLGATE_TRUSTED_PROXIES; default none).
 	TrustedProxies []netip.Prefix
+	// DenyEntries bounds the refusal memory (DESIGN.md 4.3: refusals of a
+	// key's plan bucket or quota remembered until they could admit again);
+	// 0 means DefaultDenyEntries.
+	DenyEntries int
 	// Logger receives the access log and operational messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -94,6 +98,7 @@ type Server struct {
 	readyCheck  func(ctx context.Context) error
 	proxy       *httputil.ReverseProxy
 	attempts    *attempts
+	deny        *denyCache
 	limiterDown atomic.Bool
 }
 
@@ -114,6 +119,7 @@ func New(opts Options) *Server {
 		metrics:     opts.Metrics,
 		readyCheck:  opts.Ready,
 		attempts:    newAttempts(time.Now),
+		deny:        newDenyCache(opts.DenyEntries),
 	}
 	switch s.failureMode {
 	case "":

@@ -175,6 +175,9 @@ func (m *Main) startGateway(ctx context.Context) error {
 		Prefix:     cfg.RedisPrefix,
 		OnSnapshot: func(s *plans.Snapshot) error { return m.gw.SetSnapshot(s) },
 		OnReject:   func(int64, error) { metrics.ConfigRejected.Inc() },
+		OnEvent:    func(c plans.Change) { m.gw.ForgetChange(c) },
+		OnUsage:    func(planID, keyID string) { m.gw.ForgetUsage(planID, keyID) },
+		OnReload:   func() { m.gw.ForgetRefusals() },
 		Logger:     m.Logger,
 	})
 	m.gw = gateway.New(gateway.Options{
