@@ -9,12 +9,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// openLimiterRedis is openRedis for TOLLGATE_REDIS_URL. It refuses Redis
+// Cluster: the limiter script touches a key's own state and the shared
+// stage and account buckets in one call, which Cluster rejects (CROSSSLOT)
+// until the split of DESIGN.md section 9 (shared buckets taken first, given
+// back on refusal) is built. Refusing at start beats a gateway that fails
+// open on every request.
+func openLimiterRedis(raw string) (redis.UniversalClient, error) {
+	if strings.HasPrefix(raw, "redis-cluster://") {
+		return nil, fmt.Errorf("TOLLGATE_REDIS_URL: Redis Cluster is not supported for the limiter yet; use redis://, rediss:// or redis-sentinel:// (the cache Redis may be a cluster)")
+	}
+	return openRedis(raw)
+}
+
 // openRedis returns a client for a Redis URL of one of the schemes of
 // DESIGN.md section 1: redis:// and rediss:// (one server, go-redis's
 // ParseURL), redis-cluster://h1:p1?addr=h2:p2 (Redis Cluster; one seed is
 // enough), and redis-sentinel://[user:pass@]h1:p1[,h2:p2]/db?master=name
 // (a primary found through Sentinel). Errors name the URL's scheme or field;
-// they never include the password.
+// they never include the password. Every client honours context deadlines
+// (ContextTimeoutEnabled), so TOLLGATE_REDIS_TIMEOUT bounds a decision even
+// when Redis stalls: without it go-redis waits for its own 3 s read timeout.
 func openRedis(raw string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -26,12 +41,14 @@ func openRedis(raw string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis url: %w", err)
 		}
+		opt.ContextTimeoutEnabled = true
 		return redis.NewClient(opt), nil
 	case "redis-cluster":
 		opt, err := redis.ParseClusterURL("redis://" + rest)
 		if err != nil {
 			return nil, fmt.Errorf("redis-cluster url: %w", err)
 		}
+		opt.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(opt), nil
 	case "redis-sentinel":
 		return openSentinel(rest)
@@ -47,7 +64,7 @@ func openSentinel(rest string) (redis.UniversalClient, error) {
 		end = len(rest)
 	}
 	authority, tail := rest[:end], rest[end:]
-	opt := &redis.FailoverOptions{}
+	opt := &redis.FailoverOptions{ContextTimeoutEnabled: true}
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 		user, err := url.Parse("redis://" + authority[:at+1] + "x")
 		if err != nil {

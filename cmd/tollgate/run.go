@@ -79,7 +79,10 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.registry = prometheus.NewRegistry()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rdb, err := openRedis(m.Config.RedisURL)
+	if m.runsAdmin() && !m.Config.Secrets.HasAdminCredentials() && !m.Config.InsecureAdmin {
+		return errNoAdminCredentials // before anything binds a port
+	}
+	rdb, err := openLimiterRedis(m.Config.RedisURL)
 	if err != nil {
 		return err
 	}
@@ -104,7 +107,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	addr := cfg.AdminAddr
 	if !cfg.Secrets.HasAdminCredentials() {
 		if !cfg.InsecureAdmin {
-			return errors.New("no admin credentials: set TOLLGATE_ADMIN_TOKEN or TOLLGATE_ADMIN_ACCESS_KEY_ID/TOLLGATE_ADMIN_SECRET_ACCESS_KEY, or pass --insecure-admin")
+			return errNoAdminCredentials
 		}
 		addr = loopbackOnly(addr)
 		m.Logger.Warn("admin API runs without credentials (--insecure-admin); listening on loopback only", "addr", addr)
@@ -145,6 +148,8 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	m.AdminAddr = bound
 	return err
 }
+
+var errNoAdminCredentials = errors.New("admin: no admin credentials: set TOLLGATE_ADMIN_TOKEN or TOLLGATE_ADMIN_ACCESS_KEY_ID/TOLLGATE_ADMIN_SECRET_ACCESS_KEY, or pass --insecure-admin")
 
 func (m *Main) adminReady(ctx context.Context) error {
 	if err := m.db.Ping(ctx); err != nil {
@@ -215,7 +220,7 @@ func (m *Main) listen(addr string, h http.Handler, maxHeader int) (string, error
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeader,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeader,
 		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)}
 	m.servers = append(m.servers, srv)
 	m.goRun(func() {
