@@ -33,6 +33,7 @@ func MustClient(tb testing.TB) (*redis.Client, string) {
 	if err != nil {
 		tb.Fatalf("redistest: parse %s: %v", URL(), err)
 	}
+	opt.ContextTimeoutEnabled = true // as production clients (cmd/tollgate)
 	c := redis.NewClient(opt)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
