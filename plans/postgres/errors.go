@@ -114,6 +114,11 @@ func translatePg(pg *pgconn.PgError, err error) error {
 			msg = ref.inUse
 		}
 		return &plans.Error{Kind: plans.KindInvalid, Field: ref.field, Message: msg, Err: err}
+	case pg.Code == "54000":
+		// program_limit_exceeded: e.g. a 1024-character name of 4-byte
+		// characters is past a btree index row's 2704 bytes. Bad input, not
+		// a server fault.
+		return &plans.Error{Kind: plans.KindInvalid, Field: "name", Message: "name is too long to index: use fewer or shorter (ASCII) characters", Err: err}
 	case pg.Code == "23514", strings.HasPrefix(pg.Code, "22"):
 		return &plans.Error{Kind: plans.KindInvalid, Field: pg.ConstraintName, Message: "Invalid value", Err: err}
 	case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "53"),

@@ -1,0 +1,25 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"tollgate/plans"
+	"tollgate/plans/postgres/postgrestest"
+)
+
+// A name within DESIGN.md's 1024 characters but past an index row's byte
+// limit (4-byte characters) is bad input: 400, never 500.
+func TestLongMultibyteNameIsInvalid(t *testing.T) {
+	t.Parallel()
+	db := postgrestest.MustDB(t)
+	k := &plans.ApiKey{Name: strings.Repeat("😀", plans.MaxNameLen), Enabled: true}
+	if err := k.Validate(); err != nil {
+		t.Fatalf("Validate: %v (the name is within the character limit)", err)
+	}
+	err := db.CreateApiKey(context.Background(), k, plans.HashKey(plans.NewKeyValue(), nil))
+	if plans.ErrorKind(err) != plans.KindInvalid {
+		t.Fatalf("CreateApiKey with a 4096-byte name: got %v (kind %v), want an invalid-input error", err, plans.ErrorKind(err))
+	}
+}
