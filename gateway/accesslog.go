@@ -79,6 +79,7 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	attrs = appendIf(attrs, "plan_id", ex.planID)
 	attrs = appendIf(attrs, "error_type", ex.errType)
 	attrs = appendIf(attrs, "reason", ex.reason)
+	attrs = appendIf(attrs, "cache", ex.cache)
 	if ex.integrationCalled {
 		attrs = append(attrs, slog.Float64("integration_latency_ms", float64(ex.integrationTime.Microseconds())/1000))
 	}

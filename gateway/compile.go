@@ -51,6 +51,7 @@ type method struct {
 	integ         integration
 	shared        []limiter.Bucket
 	planThrottles map[string]plans.Throttle
+	cache         *methodCache // nil when the method does not cache
 }
 
 // compile validates snap and builds its compiled form. Redis key names come
@@ -151,6 +152,7 @@ func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *pl
 		keyRequired: m.APIKeyRequired,
 		integ:       compileIntegration(m.MethodIntegration, stage.Variables),
 		shared:      make([]limiter.Bucket, 0, 2),
+		cache:       compileCache(stage, path, verb, m.MethodIntegration),
 	}
 	if t, ok := stage.StageThrottle(path, verb, acct); ok {
 		cm.shared = append(cm.shared, limiter.Bucket{

@@ -30,6 +30,7 @@ type exchange struct {
 	buckets           [3]limiter.Bucket
 	quota             limiter.Quota
 	lreq              limiter.Request
+	cache             string // X-Cache outcome of a caching method
 }
 
 // ServeHTTP serves API requests on `{restApiId}.execute-api.*` hosts and
@@ -70,6 +71,10 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 		}
 	}
 	if s.refuseRemembered(w, ex, m, rec, sp) {
+		return
+	}
+	if m.cache != nil && s.cache != nil && m.cache.eligible(r.Method) {
+		s.serveCached(w, r, ex, m, ps, rec, sp) // limits and cache in one round trip
 		return
 	}
 	if !s.limit(w, r, ex, m, rec, sp) {

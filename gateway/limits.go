@@ -56,6 +56,13 @@ func (s *Server) buildRequest(ex *exchange, m *method, rec *plans.KeyRecord, sp 
 func (s *Server) limit(w *statusWriter, r *http.Request, ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) bool {
 	s.buildRequest(ex, m, rec, sp)
 	d, err := s.limiter.Decide(r.Context(), &ex.lreq)
+	return s.applyDecision(w, r, ex, m, sp, d, err)
+}
+
+// applyDecision applies the limiter's answer d (or its error err) to the
+// request of ex.lreq, as limit describes; the cache's pipelined round trip
+// uses it too.
+func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, m *method, sp *stagePlan, d limiter.Decision, err error) bool {
 	if err != nil {
 		if r.Context().Err() != nil { // the client left; not a limiter outage
 			ex.errType, ex.reason = ErrorTypeClientClosed, err.Error()

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/cache"
 	"tollgate/gateway/limiter"
 	"tollgate/plans"
 )
@@ -80,6 +83,21 @@ type Options struct {
 	Metrics *Metrics
 	// Ready, when set, is also consulted by Ready (e.g. a Redis ping).
 	Ready func(ctx context.Context) error
+
+	// Cache, when set, is the stage response cache (DESIGN.md 6) on the
+	// cache Redis; nil serves every method uncached. It needs LimiterRedis,
+	// CacheGenKey and a Limiter that is a PipelineLimiter.
+	Cache *cache.Store
+	// LimiterRedis is the limiter's Redis client: the cache generation is
+	// read there, in the limiter decision's pipeline.
+	LimiterRedis redis.UniversalClient
+	// CacheGenKey names the limiter Redis key of a stage's cache generation
+	// (push.CacheGenKey with the Redis prefix).
+	CacheGenKey func(apiID, stage string) string
+	// CacheTimeout bounds the round trip of a caching request (limiter
+	// decision, generation and entry read); 0 means limiter.DefaultTimeout.
+	// cmd passes TOLLGATE_REDIS_TIMEOUT.
+	CacheTimeout time.Duration
 }
 
 // Server is the gateway's http.Handler. Create it with New and give it a
@@ -100,6 +118,7 @@ type Server struct {
 	attempts    *attempts
 	deny        *denyCache
 	limiterDown atomic.Bool
+	cache       *responseCache // nil without Options.Cache
 }
 
 // New returns a Server configured by opts. It panics when Keys or Limiter
@@ -139,6 +158,7 @@ func New(opts Options) *Server {
 		transport = NewTransport()
 	}
 	s.proxy = s.newProxy(transport)
+	s.cache = newResponseCache(opts)
 	return s
 }
 

@@ -1,0 +1,70 @@
+package cache
+
+import (
+	"context"
+	"sync"
+)
+
+// Flight coalesces concurrent misses of one entry on one node (DESIGN.md
+// 6): the first request for a key leads and calls the upstream, the others
+// wait for its response. The zero value is ready to use.
+type Flight struct {
+	mu    sync.Mutex
+	calls map[string]*Call
+}
+
+// Call is one upstream call in flight for an entry key.
+type Call struct {
+	done chan struct{}
+	res  *Shared
+}
+
+// Shared is the leader's response as waiters may reuse it.
+type Shared struct {
+	// Entry is the response (Stored and TTL unset); nil when the leader
+	// has nothing to share (private, over MaxBody, or the client left).
+	Entry *Entry
+	// Variant names the request variant the response is for (the Vary
+	// names and the leader's values): a waiter whose own variant differs
+	// makes its own call.
+	Variant string
+}
+
+// Join returns the call in flight for key and false, or a new call that
+// the caller leads and must end with Done.
+func (f *Flight) Join(key string) (c *Call, leader bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.calls[key]; c != nil {
+		return c, false
+	}
+	if f.calls == nil {
+		f.calls = map[string]*Call{}
+	}
+	c = &Call{done: make(chan struct{})}
+	f.calls[key] = c
+	return c, true
+}
+
+// Done ends the leader's call for key, handing res (nil: nothing to
+// share) to its waiters. Later requests for key start a new call.
+func (f *Flight) Done(key string, c *Call, res *Shared) {
+	f.mu.Lock()
+	if f.calls[key] == c {
+		delete(f.calls, key)
+	}
+	f.mu.Unlock()
+	c.res = res
+	close(c.done)
+}
+
+// Wait waits for the leader and returns what it shared: nil when it
+// shared nothing or ctx ended first.
+func (c *Call) Wait(ctx context.Context) *Shared {
+	select {
+	case <-c.done:
+		return c.res
+	case <-ctx.Done():
+		return nil
+	}
+}

@@ -1,0 +1,28 @@
+-- lookup.lua: read the variant of a response cache entry that matches a
+-- request (DESIGN.md 6), in one round trip.
+--
+-- KEYS[1]  the entry hash (cache.Key): field "vary" holds the Vary names
+--          of the stored response (lowercase, sorted, comma-separated,
+--          "" for none); every other field is one variant, named as
+--          cache.Variant names it.
+-- ARGV     request header name/value pairs: names lowercase, values as
+--          cache.VaryValue normalises them.
+-- Returns  the encoded entry (cache.Entry), or nil when there is none.
+local vary = redis.call('HGET', KEYS[1], 'vary')
+if not vary then
+  return false
+end
+local h = {}
+for i = 1, #ARGV, 2 do
+  h[ARGV[i]] = ARGV[i + 1]
+end
+local field = 'v'
+for name in string.gmatch(vary, '[^,]+') do
+  local v = h[name]
+  if v then
+    field = field .. '\n' .. name .. ':' .. v
+  else
+    field = field .. '\n' .. name .. '!'
+  end
+end
+return redis.call('HGET', KEYS[1], field)

@@ -1,0 +1,113 @@
+package cache
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lookup.lua
+var lookupSource string
+
+// Options configures a Store.
+type Options struct {
+	// Prefix starts every entry's Redis key ("tg" in production; tests
+	// use a unique prefix each).
+	Prefix string
+}
+
+// Store keeps response cache entries in the cache Redis: one hash per
+// entry key (Key), holding the stored response's Vary names and one field
+// per variant, expiring with the entry's TTL. It is safe for concurrent
+// use.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// New returns a Store on rdb, the cache Redis (TOLLGATE_CACHE_REDIS_URL,
+// which should run allkeys-lru).
+func New(rdb redis.UniversalClient, opts Options) *Store {
+	return &Store{rdb: rdb, prefix: opts.Prefix}
+}
+
+// Client returns the cache Redis client, so a caller can tell whether it
+// is the limiter's and put both in one pipeline.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Key returns the entry key of req under params (see the package Key).
+func (s *Store) Key(params []Param, req *Request) string { return Key(s.prefix, params, req) }
+
+// Lookup is an entry read queued on a pipeline by Queue.
+type Lookup struct {
+	cmd *redis.Cmd
+}
+
+// Queue adds the read of entry key's variant for request header h to pipe
+// (an EVAL, so a restarted Redis never answers NOSCRIPT). Run pipe, then
+// call Result.
+func (s *Store) Queue(ctx context.Context, pipe redis.Pipeliner, key string, h http.Header) *Lookup {
+	return &Lookup{cmd: pipe.Eval(ctx, lookupSource, []string{key}, headerArgs(h)...)}
+}
+
+// Result returns the entry read, nil without an error when there is none
+// (stale entries are returned: check Entry.Fresh). An error means the
+// cache Redis did not answer or the entry is corrupt.
+func (l *Lookup) Result() (*Entry, error) {
+	s, err := l.cmd.Text()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: lookup: %w", err)
+	}
+	return decodeEntry([]byte(s))
+}
+
+// Get reads entry key's variant for request header h in its own round
+// trip; see Lookup.Result.
+func (s *Store) Get(ctx context.Context, key string, h http.Header) (*Entry, error) {
+	pipe := s.rdb.Pipeline()
+	l := s.Queue(ctx, pipe, key, h)
+	_, _ = pipe.Exec(ctx)
+	return l.Result()
+}
+
+// Put stores e as the variant of entry key for request header h (by the
+// Vary names of e.Header) and sets the key's expiry to e.TTL, in one
+// MULTI. Older variants keep their own Stored and TTL and are not served
+// once stale. The caller checks Storable first. Errors come from Redis.
+func (s *Store) Put(ctx context.Context, key string, h http.Header, e *Entry) error {
+	names, _ := VaryNames(e.Header)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, "vary", strings.Join(names, ","), Variant(names, h), e.encode())
+		p.PExpire(ctx, key, e.TTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cache: store %s: %w", key, err)
+	}
+	return nil
+}
+
+// headerArgs flattens a request header into lookup.lua's ARGV: lowercase
+// name, VaryValue. Credentials (x-api-key, Authorization, Cookie) are not
+// sent to the cache Redis; a Vary on them then never matches, which only
+// costs hits.
+func headerArgs(h http.Header) []any {
+	args := make([]any, 0, 2*len(h))
+	for k := range h {
+		switch strings.ToLower(k) {
+		case "x-api-key", "authorization", "cookie":
+			continue
+		}
+		v, _ := VaryValue(h, k)
+		args = append(args, strings.ToLower(k), v)
+	}
+	return args
+}

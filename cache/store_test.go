@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+)
+
+func TestEntryEncodeRoundTrip(t *testing.T) {
+	e := &Entry{Status: 203, Header: http.Header{"Content-Type": {"text/plain"}, "X-Multi": {"a", ""}},
+		Body: []byte("hello"), Stored: time.UnixMilli(1700000000123), TTL: 300 * time.Second}
+	got, err := decodeEntry(e.encode())
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	if got.Status != e.Status || !bytes.Equal(got.Body, e.Body) || !got.Stored.Equal(e.Stored) || got.TTL != e.TTL ||
+		len(got.Header) != 2 || got.Header.Values("X-Multi")[1] != "" {
+		t.Errorf("got %+v, want %+v", got, e)
+	}
+	for _, bad := range [][]byte{nil, {9}, e.encode()[:10]} {
+		if _, err := decodeEntry(bad); err == nil {
+			t.Errorf("decode %q: got no error, want one", bad)
+		}
+	}
+}
+
+func TestEntryFreshAndAge(t *testing.T) {
+	now := time.Now()
+	e := &Entry{Stored: now.Add(-10 * time.Second), TTL: 11 * time.Second}
+	if !e.Fresh(now) || e.Fresh(now.Add(time.Second)) {
+		t.Errorf("Fresh: got %v then %v, want true then false", e.Fresh(now), e.Fresh(now.Add(time.Second)))
+	}
+	if got := e.Age(now); got != 10*time.Second {
+		t.Errorf("Age: got %v, want 10s", got)
+	}
+	if got := (&Entry{Stored: now.Add(time.Second)}).Age(now); got != 0 {
+		t.Errorf("Age of a future entry: got %v, want 0", got)
+	}
+}
+
+func TestStorable(t *testing.T) {
+	cases := []struct {
+		name     string
+		status   int
+		h        http.Header
+		n        int
+		complete bool
+		want     bool
+	}{
+		{"200", 200, nil, 10, true, true},
+		{"204", 204, nil, 0, true, true},
+		{"body of exactly 1 MiB", 200, nil, MaxBody, true, true},
+		{"body over 1 MiB", 200, nil, MaxBody + 1, true, false},
+		{"incomplete", 200, nil, 10, false, false},
+		{"301", 301, nil, 0, true, false},
+		{"404", 404, nil, 0, true, false},
+		{"429", 429, nil, 0, true, false},
+		{"503", 503, nil, 0, true, false},
+		{"Set-Cookie", 200, http.Header{"Set-Cookie": {"a=b"}}, 1, true, false},
+		{"no-store", 200, http.Header{"Cache-Control": {"max-age=60, no-store"}}, 1, true, false},
+		{"private", 200, http.Header{"Cache-Control": {"Private"}}, 1, true, false},
+		{"private with field names", 200, http.Header{"Cache-Control": {`private="x"`}}, 1, true, false},
+		{"public", 200, http.Header{"Cache-Control": {"public, max-age=60"}}, 1, true, true},
+		{"Vary star", 200, http.Header{"Vary": {"Accept, *"}}, 1, true, false},
+		{"Vary header", 200, http.Header{"Vary": {"Accept-Encoding"}}, 1, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Storable(c.status, c.h, c.n, c.complete); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestAcceptEncoding(t *testing.T) {
+	cases := []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"none", nil, "identity"},
+		{"gzip", []string{"gzip"}, "gzip"},
+		{"x-gzip", []string{"x-gzip"}, "gzip"},
+		{"browsers", []string{"gzip, deflate, br, zstd"}, "br,gzip"},
+		{"order does not matter", []string{"br;q=0.5, gzip"}, "br,gzip"},
+		{"q=0 refuses", []string{"gzip;q=0, br"}, "br"},
+		{"q=0.000 refuses", []string{"gzip;q=0.000"}, "identity"},
+		{"star", []string{"*"}, "br,gzip"},
+		{"deflate only", []string{"deflate"}, "identity"},
+		{"two lines", []string{"gzip", "br"}, "br,gzip"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := AcceptEncoding(c.lines); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestStorePutGetVariants(t *testing.T) {
+	rdb, prefix := redistest.MustClient(t)
+	s := New(rdb, Options{Prefix: prefix})
+	ctx := t.Context()
+	key := s.Key(nil, baseRequest())
+	if e, err := s.Get(ctx, key, http.Header{}); e != nil || err != nil {
+		t.Fatalf("empty store: got %v, %v, want nil, nil", e, err)
+	}
+	vary := http.Header{"Vary": {"Accept-Encoding, X-Tenant"}}
+	put := func(body string, req http.Header) {
+		e := &Entry{Status: 200, Header: vary, Body: []byte(body), Stored: time.Now(), TTL: time.Minute}
+		if err := s.Put(ctx, key, req, e); err != nil {
+			t.Fatalf("Put: %v", err)
+		}
+	}
+	put("gzip-a", http.Header{"Accept-Encoding": {"gzip, deflate"}, "X-Tenant": {"a"}})
+	put("plain-a", http.Header{"X-Tenant": {"a"}})
+	put("plain-none", http.Header{})
+	cases := []struct {
+		name string
+		req  http.Header
+		want string // "" for a miss
+	}{
+		{"same class of Accept-Encoding", http.Header{"Accept-Encoding": {"gzip"}, "X-Tenant": {"a"}}, "gzip-a"},
+		{"no Accept-Encoding", http.Header{"X-Tenant": {"a"}}, "plain-a"},
+		{"identity is not gzip", http.Header{"Accept-Encoding": {"identity"}, "X-Tenant": {"a"}}, ""},
+		{"other tenant", http.Header{"X-Tenant": {"b"}}, ""},
+		{"empty tenant differs from absent", http.Header{"X-Tenant": {""}}, ""},
+		{"absent both", http.Header{"Other": {"x"}}, "plain-none"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := s.Get(ctx, key, c.req)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			got := ""
+			if e != nil {
+				got = string(e.Body)
+			}
+			if got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+	ttl, err := rdb.PTTL(ctx, key).Result()
+	if err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Errorf("PTTL: got %v, %v, want (0, 1m]", ttl, err)
+	}
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	rdb := deadRedis(t)
+	s := New(rdb, Options{Prefix: "t"})
+	if _, err := s.Get(t.Context(), "t:cache:e:x", http.Header{}); err == nil {
+		t.Errorf("Get on a dead Redis: got no error, want one")
+	}
+}

@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/cache"
+	"tollgate/gateway/limiter"
+	"tollgate/plans"
+)
+
+// PipelineLimiter is a Limiter that can also queue its decision on a Redis
+// pipeline (*limiter.Limiter), so a caching method reads its cache
+// generation in the same round trip. Options.Cache requires one.
+type PipelineLimiter interface {
+	Limiter
+	Queue(ctx context.Context, pipe redis.Pipeliner, req *limiter.Request) *limiter.Pending
+}
+
+// Values of X-Cache (DESIGN.md 6).
+const (
+	cacheHit     = "Hit"
+	cacheMiss    = "Miss"
+	cacheRefresh = "Refresh"
+	cacheBypass  = "Bypass"
+)
+
+// Header values the cache writes.
+var (
+	headerAge           = "Age"
+	headerWarning       = "Warning"
+	warningUnauthorized = []string{`199 - "cache-control ignored: caller not authorized to invalidate"`}
+	errAccessDenied     = errorType{http.StatusForbidden, "Forbidden", "AccessDeniedException"}
+)
+
+// ErrorTypeAccessDenied is logged for a max-age=0 refused under
+// FAIL_WITH_403.
+const ErrorTypeAccessDenied = "ACCESS_DENIED"
+
+// fillTimeout bounds one cache write (up to MaxBody bytes); it runs after
+// the response was sent.
+const fillTimeout = time.Second
+
+// responseCache is the gateway's side of the stage cache: the entry store,
+// the limiter pipeline that carries the generation read, single flight,
+// and the last generation seen per stage.
+//
+// Where the generation lives: the admin bumps it in the limiter Redis
+// (push.Publisher.FlushStageCache), so it is read there, queued after the
+// limiter decision in the limiter pipeline, while the entry is read from
+// the cache Redis in a pipeline of its own, sent in parallel (one round
+// trip per server; one pipeline when both are the same client). The entry
+// key needs the generation before the round trip, so it is built with the
+// last generation this node read for the stage; when the generation read
+// in the round trip differs (a flush happened), the entry read is
+// discarded as a miss and the fill uses the new generation. So every
+// request that starts after a flush's 202 misses, on any node, without
+// waiting for the change stream.
+type responseCache struct {
+	store   *cache.Store
+	limRDB  redis.UniversalClient
+	lim     PipelineLimiter
+	shared  bool // the cache Redis is the limiter Redis: one pipeline
+	genKey  func(apiID, stage string) string
+	timeout time.Duration
+	flight  cache.Flight
+	gens    sync.Map // "api\x00stage" → *atomic.Int64
+}
+
+// newResponseCache wires the cache from opts, or returns nil when
+// opts.Cache is nil. It panics on a wiring bug (no limiter Redis, no
+// generation key function, or a Limiter that cannot pipeline).
+func newResponseCache(opts Options) *responseCache {
+	if opts.Cache == nil {
+		return nil
+	}
+	lim, ok := opts.Limiter.(PipelineLimiter)
+	if !ok || opts.LimiterRedis == nil || opts.CacheGenKey == nil {
+		panic("gateway: Options.Cache needs LimiterRedis, CacheGenKey and a PipelineLimiter")
+	}
+	c := &responseCache{store: opts.Cache, limRDB: opts.LimiterRedis, lim: lim, genKey: opts.CacheGenKey, timeout: opts.CacheTimeout}
+	c.shared = opts.Cache.Client() == opts.LimiterRedis
+	if c.timeout <= 0 {
+		c.timeout = limiter.DefaultTimeout
+	}
+	return c
+}
+
+// generation returns the stage's last generation seen by this node.
+func (c *responseCache) generation(apiID, stage string) *atomic.Int64 {
+	k := apiID + "\x00" + stage
+	if g, ok := c.gens.Load(k); ok {
+		return g.(*atomic.Int64)
+	}
+	g, _ := c.gens.LoadOrStore(k, new(atomic.Int64))
+	return g.(*atomic.Int64)
+}
+
+// trip is the outcome of the pipelined round trip of a caching request.
+type trip struct {
+	decision limiter.Decision
+	decErr   error
+	gen      int64
+	genErr   error
+	entry    *cache.Entry
+	entErr   error
+}
+
+// roundTrip runs, within the cache timeout, the limiter decision and the
+// generation read on the limiter Redis and, when lookup is set, the entry
+// read on the cache Redis: one pipeline per server, in parallel.
+func (c *responseCache) roundTrip(ctx context.Context, lreq *limiter.Request, genKey, key string, h http.Header, lookup bool) trip {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	lp := c.limRDB.Pipeline()
+	pending := c.lim.Queue(ctx, lp, lreq)
+	genCmd := lp.Get(ctx, genKey)
+	var (
+		lk *cache.Lookup
+		wg sync.WaitGroup
+	)
+	if lookup && c.shared {
+		lk = c.store.Queue(ctx, lp, key, h)
+	} else if lookup {
+		cp := c.store.Client().Pipeline()
+		lk = c.store.Queue(ctx, cp, key, h)
+		wg.Go(func() { _, _ = cp.Exec(ctx) })
+	}
+	_, _ = lp.Exec(ctx)
+	wg.Wait()
+	var t trip
+	t.decision, t.decErr = pending.Result(ctx)
+	t.gen, t.genErr = genCmd.Int64()
+	if t.genErr == redis.Nil {
+		t.gen, t.genErr = 0, nil // never flushed
+	}
+	if lk != nil {
+		t.entry, t.entErr = lk.Result()
+	}
+	return t
+}
+
+// serveCached serves a request of a caching method (DESIGN.md 4.2 steps
+// 3-4 and 6): the key check already passed; the limiter decides (hits are
+// charged too), then a fresh entry is served, or the integration is called
+// once per entry on this node and a storable response is written to the
+// cache after it was sent.
+func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, rec *plans.KeyRecord, sp *stagePlan) {
+	mode, warn := m.cache.mode(r, rec)
+	switch mode {
+	case modeForbidden: // refused before anything is charged (A3)
+		ex.errType, ex.reason = ErrorTypeAccessDenied, "cache-control max-age=0 without cache invalidation permission"
+		writeError(w, errAccessDenied)
+		return
+	case modeBypass:
+		if s.limit(w, r, ex, m, rec, sp) {
+			s.serveUncached(w, r, ex, m, ps)
+		}
+		return
+	}
+	c := s.cache
+	gen := c.generation(m.stage.apiID, m.stage.name)
+	kreq := cacheRequest(r, m, ps, gen.Load())
+	key := c.store.Key(m.cache.params, kreq)
+	s.buildRequest(ex, m, rec, sp)
+	t := c.roundTrip(r.Context(), &ex.lreq, c.genKey(m.stage.apiID, m.stage.name), key, r.Header, mode == modeLookup)
+	if !s.applyDecision(w, r, ex, m, sp, t.decision, t.decErr) {
+		return
+	}
+	if warn {
+		w.Header()[headerWarning] = warningUnauthorized
+	}
+	if t.decErr != nil || t.genErr != nil { // generation unknown: nothing may be served or stored
+		s.serveUncached(w, r, ex, m, ps)
+		return
+	}
+	if t.gen != kreq.Generation {
+		gen.Store(t.gen)
+		kreq.Generation = t.gen
+		key, t.entry = c.store.Key(m.cache.params, kreq), nil
+	}
+	switch {
+	case t.entErr != nil: // cache Redis unavailable: uncached, single flight kept
+		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
+		s.serveMiss(w, r, ex, m, ps, key, cacheBypass, 0)
+	case mode == modeRefresh:
+		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
+		s.serveRefresh(w, r, ex, m, ps, key)
+	case t.entry != nil && t.entry.Fresh(time.Now()):
+		s.metrics.CacheHits.WithLabelValues(ex.api, ex.stage).Inc()
+		ex.cache = cacheHit
+		writeEntry(w, r, t.entry, cacheHit, true)
+	default:
+		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
+		s.serveMiss(w, r, ex, m, ps, key, cacheMiss, m.cache.ttl)
+	}
+}
+
+// cacheRequest gathers the parts of r its cache key is built from; HEAD
+// uses the GET entry.
+func cacheRequest(r *http.Request, m *method, ps *params, gen int64) *cache.Request {
+	verb := r.Method
+	if verb == http.MethodHead {
+		verb = http.MethodGet
+	}
+	return &cache.Request{
+		APIID: m.stage.apiID, Stage: m.stage.name, Generation: gen, Method: verb,
+		Host: r.Host, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header,
+		PathParam: func(name string) (string, bool) {
+			p, ok := ps.get(name)
+			return p.value, ok
+		},
+	}
+}
+
+// serveUncached calls the integration with X-Cache: Bypass, neither
+// reading nor storing an entry.
+func (s *Server) serveUncached(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params) {
+	ex.cache = cacheBypass
+	w.Header()[headerXCache] = []string{cacheBypass}
+	s.serveIntegration(w, r, ex, m, ps)
+}
+
+// writeEntry writes a stored (or shared) response: its headers, except
+// those the gateway already set (rate-limit headers), X-Cache, Age on
+// hits, Content-Length, and the body unless the request is HEAD.
+func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache string, hit bool) {
+	h := w.Header()
+	for k, vs := range e.Header {
+		if _, set := h[k]; !set {
+			h[k] = vs
+		}
+	}
+	h[headerXCache] = []string{xcache}
+	if hit {
+		h[headerAge] = []string{strconv.FormatInt(int64(e.Age(time.Now())/time.Second), 10)}
+	}
+	h[headerContentLen] = []string{strconv.Itoa(len(e.Body))}
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.Body)
+	}
+}

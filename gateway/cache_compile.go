@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"tollgate/cache"
+	"tollgate/plans"
+)
+
+// methodCache is a method's compiled cache settings (DESIGN.md 6); a
+// method that does not cache has none.
+type methodCache struct {
+	ttl         time.Duration
+	params      []cache.Param
+	authKeyed   bool // Authorization is a key parameter, so it may be cached
+	cookieKeyed bool // Cookie is a key parameter
+	requireAuth bool
+	strategy    string
+	verb        string
+}
+
+// compileCache resolves the cache settings of a method on a stage: nil
+// unless the stage has cacheClusterEnabled and the method's setting (its
+// own entry, or "*/*" for GET) enables caching with a TTL above 0. An
+// unusable cacheKeyParameters list (Validate refuses it first) disables
+// caching rather than keying on less than asked.
+func compileCache(stage *plans.Stage, path, verb string, in *plans.Integration) *methodCache {
+	if !stage.CacheClusterEnabled {
+		return nil
+	}
+	ms := stage.CacheSetting(path, verb)
+	if !ms.CachingEnabled || ms.CacheTTLInSeconds <= 0 {
+		return nil
+	}
+	var list []string
+	if in != nil {
+		list = in.CacheKeyParameters
+	}
+	params, err := cache.ParseParams(list)
+	if err != nil {
+		return nil
+	}
+	return &methodCache{
+		ttl:         time.Duration(ms.CacheTTLInSeconds) * time.Second,
+		params:      params,
+		authKeyed:   cache.HasHeader(params, "Authorization"),
+		cookieKeyed: cache.HasHeader(params, "Cookie"),
+		requireAuth: ms.RequireAuthorizationForCacheControl,
+		strategy:    ms.UnauthorizedCacheControlHeaderStrategy,
+		verb:        verb,
+	}
+}
+
+// eligible reports whether a request of this method may use the cache: a
+// GET (or ANY) method caches GET and HEAD requests; a method configured for
+// another verb caches only that verb. Other requests are served as by a
+// method that does not cache (no X-Cache).
+func (mc *methodCache) eligible(reqMethod string) bool {
+	if mc.verb == http.MethodGet || mc.verb == "ANY" {
+		return reqMethod == http.MethodGet || reqMethod == http.MethodHead
+	}
+	return reqMethod == mc.verb
+}
+
+// cacheMode is what the cache does for one request.
+type cacheMode int
+
+const (
+	modeLookup    cacheMode = iota // serve a hit, else call and store
+	modeRefresh                    // authorized max-age=0: call and replace the entry
+	modeBypass                     // not eligible: neither read nor store
+	modeForbidden                  // unauthorized max-age=0 under FAIL_WITH_403
+)
+
+// mode decides how a request uses the cache, and whether an ignored
+// "Cache-Control: max-age=0" earns the Warning header. A request with
+// Authorization or Cookie bypasses unless that header is a key parameter.
+// max-age=0 refreshes when authorization is not required or the caller's
+// key is tagged tollgate:invalidate-cache=true; otherwise the
+// unauthorizedCacheControlHeaderStrategy decides.
+func (mc *methodCache) mode(r *http.Request, rec *plans.KeyRecord) (cacheMode, bool) {
+	if !mc.authKeyed && len(r.Header.Values("Authorization")) > 0 || !mc.cookieKeyed && len(r.Header.Values("Cookie")) > 0 {
+		return modeBypass, false
+	}
+	if !maxAgeZero(r.Header) {
+		return modeLookup, false
+	}
+	if !mc.requireAuth || rec != nil && rec.InvalidateCache {
+		return modeRefresh, false
+	}
+	switch mc.strategy {
+	case plans.FailWith403:
+		return modeForbidden, false
+	case plans.SucceedWithoutResponseHeader:
+		return modeLookup, false
+	}
+	return modeLookup, true // SUCCEED_WITH_RESPONSE_HEADER, the default
+}
+
+// maxAgeZero reports whether Cache-Control carries max-age=0.
+func maxAgeZero(h http.Header) bool {
+	for _, v := range h.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(strings.TrimSpace(d), "=")
+			if strings.EqualFold(k, "max-age") && strings.Trim(val, `"`) == "0" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"tollgate/cache"
+)
+
+// serveMiss calls the integration for a request that found no entry,
+// once per entry key on this node: the first request leads, concurrent
+// ones wait and share its response unless it is private, too large or
+// meant for another Vary variant (then each makes its own call). A
+// storable response is written to the cache after it was sent, unless ttl
+// is 0 (the cache Redis is unavailable). HEAD requests neither lead nor
+// fill: their response has no body.
+func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, key, xcache string, ttl time.Duration) {
+	ex.cache = xcache
+	if r.Method == http.MethodHead {
+		w.Header()[headerXCache] = []string{xcache}
+		s.serveIntegration(w, r, ex, m, ps)
+		return
+	}
+	call, leader := s.cache.flight.Join(key)
+	if !leader {
+		sh := call.Wait(r.Context())
+		if sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header) {
+			writeEntry(w, r, sh.Entry, xcache, false)
+			return
+		}
+		s.fill(w, r, key, s.capture(w, r, ex, m, ps, xcache), ttl)
+		return
+	}
+	done := false
+	defer func() { // ReverseProxy panics with http.ErrAbortHandler on a broken copy
+		if !done {
+			s.cache.flight.Done(key, call, nil)
+		}
+	}()
+	cw := s.capture(w, r, ex, m, ps, xcache)
+	s.cache.flight.Done(key, call, cw.shared(r, ex))
+	done = true
+	s.fill(w, r, key, cw, ttl)
+}
+
+// serveRefresh calls the integration for an authorized
+// "Cache-Control: max-age=0" and replaces the entry with its response.
+func (s *Server) serveRefresh(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, key string) {
+	ex.cache = cacheRefresh
+	s.fill(w, r, key, s.capture(w, r, ex, m, ps, cacheRefresh), m.cache.ttl)
+}
+
+// capture calls the integration with X-Cache set, recording the response
+// as it streams to the client.
+func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, xcache string) *captureWriter {
+	w.Header()[headerXCache] = []string{xcache}
+	cw := &captureWriter{ResponseWriter: w}
+	s.serveIntegration(cw, r, ex, m, ps)
+	if ex.errType == ErrorTypeClientClosed { // proxyError cannot see the statusWriter through cw
+		w.status = statusClientClosed
+	}
+	return cw
+}
+
+// fill stores cw's response under key when it is storable and the
+// request is not HEAD: it flushes the response to the client first, so
+// the write costs the client nothing (the connection's next request waits
+// for it, which keeps a client's own sequence of calls consistent). A
+// failed write is logged at debug level and leaves the entry absent.
+func (s *Server) fill(w http.ResponseWriter, r *http.Request, key string, cw *captureWriter, ttl time.Duration) {
+	if ttl <= 0 || r.Method == http.MethodHead || !cache.Storable(cw.status, cw.header, cw.body.Len(), cw.complete()) {
+		return
+	}
+	_ = http.NewResponseController(w).Flush()
+	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: time.Now(), TTL: ttl}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)
+	defer cancel()
+	if err := s.cache.store.Put(ctx, key, r.Header, e); err != nil && s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "cache fill failed", slog.String("error", err.Error()))
+	}
+}
+
+// captureWriter passes a response through to the client while keeping its
+// status, the headers worth storing and up to cache.MaxBody bytes of body.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	header http.Header
+	body   bytes.Buffer
+	over   bool // the body passed cache.MaxBody and was not kept
+}
+
+func (cw *captureWriter) WriteHeader(code int) {
+	if cw.status == 0 && code >= 200 {
+		cw.status = code
+		cw.header = storedHeader(cw.ResponseWriter.Header())
+	}
+	cw.ResponseWriter.WriteHeader(code)
+}
+
+func (cw *captureWriter) Write(b []byte) (int, error) {
+	if cw.status == 0 {
+		cw.WriteHeader(http.StatusOK)
+	}
+	if !cw.over {
+		if cw.body.Len()+len(b) > cache.MaxBody {
+			cw.over = true
+			cw.body = bytes.Buffer{}
+		} else {
+			cw.body.Write(b)
+		}
+	}
+	return cw.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the underlying ResponseWriter (for flushing).
+func (cw *captureWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
+
+// complete reports whether the whole response was kept.
+func (cw *captureWriter) complete() bool { return cw.status != 0 && !cw.over }
+
+// shared is what waiters for the same entry may reuse: nothing when the
+// response is private, incomplete, or the client left before it ended.
+func (cw *captureWriter) shared(r *http.Request, ex *exchange) *cache.Shared {
+	if !cw.complete() || ex.errType == ErrorTypeClientClosed || cache.Private(cw.header) {
+		return nil
+	}
+	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes()}
+	return &cache.Shared{Entry: e, Variant: cache.Variant(varyNames(cw.header), r.Header)}
+}
+
+// varyNames returns the Vary names of a response header.
+func varyNames(h http.Header) []string {
+	names, _ := cache.VaryNames(h)
+	return names
+}
+
+// notStored are the response headers a cache entry leaves out
+// (lowercase): those the gateway owns or sets per response, and
+// Content-Length, recomputed when the entry is served.
+var notStored = func() map[string]bool {
+	out := map[string]bool{"age": true, "warning": true, "retry-after": true, "content-length": true, "x-amzn-errortype": true}
+	for _, n := range ownedHeaders {
+		out[strings.ToLower(n)] = true
+	}
+	return out
+}()
+
+// storedHeader copies h without the headers in notStored.
+func storedHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if !notStored[strings.ToLower(k)] {
+			out[k] = append([]string(nil), vs...)
+		}
+	}
+	return out
+}
