@@ -1,0 +1,113 @@
+//go:build testclock
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+)
+
+// TestCaseBC10EveryStateKeyExpires: after concurrent load over both nodes,
+// every per-request state key (buckets, quota, usage) has a TTL of the
+// right size and unit, and only config state persists. Buckets then expire
+// by themselves, and a day later every key is admitted again.
+func TestCaseBC10EveryStateKeyExpires(t *testing.T) {
+	t.Parallel()
+	s := mustStack(t)
+	api := s.mustCaseAPI(t)
+	p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(10, 10), Quota: quota(1000, types.QuotaPeriodTypeDay, 0)})
+	keys := make([]string, 50)
+	for i := range keys {
+		_, keys[i] = s.mustKey(t, p)
+	}
+	s.sync(t)
+	for _, k := range keys {
+		if ok, _ := s.countOK(t, api.id, k, 20); ok < 10 {
+			t.Fatalf("20 concurrent requests of a fresh key: %d admitted, want at least its burst 10", ok)
+		}
+	}
+	now := time.Now().UTC()
+	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	counts := s.checkTTLs(t, map[string]time.Duration{
+		":tb":  2 * time.Second,                               // burst 10 at 10/s: full within 1 s, + 1 s
+		":q:":  midnight.Sub(now) + time.Hour + 5*time.Second, // period end + the script's 1 h margin
+		":u:":  100 * 24 * time.Hour,                          // daily usage, 100 days
+		"{s:":  2 * time.Second,
+		"acct": 2 * time.Second,
+	})
+	if counts[":q:"] != 50 || counts[":u:"] != 50 {
+		t.Errorf("state keys: %d quota and %d usage, want 50 of each", counts[":q:"], counts[":u:"])
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for s.countKeys(t, "*:tb*") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("bucket keys left 5 s after the load: %d, want 0 (full again + 1 s)", s.countKeys(t, "*:tb*"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.useClock(t, midnight.Add(10*time.Minute))
+	for i, k := range keys {
+		if res := s.call(t, i%2, api.id, "/prod/items", k); res.StatusCode != 200 || res.Header.Get("X-RateLimit-Remaining") != "999" {
+			t.Errorf("key %d the next day: got %d Remaining %q, want 200 and 999", i, res.StatusCode, res.Header.Get("X-RateLimit-Remaining"))
+		}
+	}
+}
+
+// checkTTLs scans the stack's keys: a key whose name contains one of
+// limits' markers must have a TTL in (0, limit]; any other key must be
+// config state (config:*, key:{...}, cache:gen:*). It returns how many keys
+// matched each marker.
+func (s *stack) checkTTLs(t *testing.T, limits map[string]time.Duration) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	prefix := s.admin.Config.RedisPrefix + ":"
+	counts := map[string]int{}
+	iter := s.admin.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		name := iter.Val()
+		ttl, err := s.admin.rdb.PTTL(ctx, name).Result()
+		if err != nil {
+			t.Fatalf("PTTL %s: %v", name, err)
+		}
+		if ttl == -2 { // expired since SCAN returned it (go-redis: -2 ns)
+			continue
+		}
+		marker := ""
+		for m := range limits {
+			if strings.Contains(strings.TrimPrefix(name, prefix), m) {
+				marker = m
+			}
+		}
+		switch {
+		case marker != "":
+			counts[marker]++
+			if ttl <= 0 || ttl > limits[marker] {
+				t.Errorf("%s: TTL %v, want in (0, %v]", name, ttl, limits[marker])
+			}
+		case isConfigKey(strings.TrimPrefix(name, prefix)):
+			if ttl >= 0 {
+				t.Errorf("config key %s: TTL %v, want none (config state persists)", name, ttl)
+			}
+		default:
+			t.Errorf("unexpected key %s (TTL %v)", name, ttl)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("SCAN: %v", err)
+	}
+	return counts
+}
+
+func isConfigKey(name string) bool {
+	for _, p := range []string{"config:", "key:{", "cache:gen:"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
