@@ -171,3 +171,30 @@ func assertField(t *testing.T, err error, field string) {
 		t.Errorf("got %v, want an invalid error naming %s", err, field)
 	}
 }
+
+func TestStageValidateResolvedBurstZero(t *testing.T) {
+	key := MethodSettingKey("/pets", "GET")
+	entry := func(rate float64, burst int32) MethodSetting {
+		ms := DefaultMethodSetting()
+		ms.ThrottlingRateLimit, ms.ThrottlingBurstLimit = rate, burst
+		return ms
+	}
+	tests := []struct {
+		name     string
+		settings map[string]MethodSetting
+		field    string
+	}{
+		{"burst 0 rate inherited from account", map[string]MethodSetting{AllMethods: entry(Inherit, 0)}, "methodSettings.*/*.throttlingBurstLimit"},
+		{"burst 0 rate from star", map[string]MethodSetting{AllMethods: entry(5, Inherit), key: entry(Inherit, 0)}, "methodSettings." + key + ".throttlingBurstLimit"},
+		{"burst 0 from star, method rate", map[string]MethodSetting{AllMethods: entry(Inherit, 0)}, "methodSettings.*/*.throttlingBurstLimit"},
+		{"explicit 0/0 blocks, valid", map[string]MethodSetting{AllMethods: entry(0, 0)}, ""},
+		{"method 0/0 under star 5/5", map[string]MethodSetting{AllMethods: entry(5, 5), key: entry(0, 0)}, ""},
+		{"rate 0 from star, burst 0 here", map[string]MethodSetting{AllMethods: entry(0, 3), key: entry(Inherit, 0)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Stage{StageName: "prod", MethodSettings: tt.settings}
+			assertField(t, s.Validate(), tt.field)
+		})
+	}
+}

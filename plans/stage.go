@@ -145,6 +145,9 @@ func (s *Stage) Validate() error {
 		if err := ms.Validate(key); err != nil {
 			return err
 		}
+		if err := s.validateResolvedThrottle(key, ms); err != nil {
+			return err
+		}
 	}
 	for k := range s.Variables {
 		if !stageVariableName.MatchString(k) {
@@ -152,6 +155,27 @@ func (s *Stage) Validate() error {
 		}
 	}
 	return ValidateTags(s.Tags)
+}
+
+// validateResolvedThrottle refuses an entry whose throttle resolves (entry,
+// then "*/*", then account) to burst 0 with a rate above 0, e.g. burst 0
+// with the rate inherited: such a bucket would refuse every request while
+// its Retry-After promised a token. The account's rate is taken as above 0,
+// so only an explicit rate 0 makes a burst of 0 valid.
+func (s *Stage) validateResolvedThrottle(key string, ms MethodSetting) error {
+	rate, burst := ms.ThrottlingRateLimit, ms.ThrottlingBurstLimit
+	if all, ok := s.MethodSettings[AllMethods]; ok && key != AllMethods {
+		if rate == Inherit {
+			rate = all.ThrottlingRateLimit
+		}
+		if burst == Inherit {
+			burst = all.ThrottlingBurstLimit
+		}
+	}
+	if burst == 0 && rate != 0 {
+		return Invalid("methodSettings."+key+".throttlingBurstLimit", "throttling burst limit resolves to 0 while the rate limit is above 0 (inherited or set), which would refuse every request; set a burst of at least 1 or a rate of 0")
+	}
+	return nil
 }
 
 var stageVariableName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
