@@ -22,6 +22,7 @@ type row struct {
 	conns int
 	wrk   wrkResult
 	redis redisPerRequest
+	cpu   string // CPU µs per request by process
 }
 
 // report is everything bench prints.
@@ -84,15 +85,18 @@ func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, 
 	if err != nil {
 		return row{}, err
 	}
+	cpuBefore := s.procs.cpuTimes()
 	w, err := runWrk(ctx, s.opts.wrk, s.dir, l, conns, d, delay)
 	if err != nil {
 		return row{}, err
 	}
+	cpuAfter := s.procs.cpuTimes()
 	after, err := readCounters(ctx, s.rdb)
 	if err != nil {
 		return row{}, err
 	}
-	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests)}, nil
+	cpu := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "redis", "echo"})
+	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu}, nil
 }
 
 // latencyDelay is the pause of each connection between requests in the

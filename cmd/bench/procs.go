@@ -16,8 +16,9 @@ import (
 // procs starts the processes of one bench run and stops them, in reverse,
 // at the end. Each process logs to its own file in dir.
 type procs struct {
-	dir  string
-	cmds []*exec.Cmd
+	dir    string
+	cmds   []*exec.Cmd
+	labels []string // label of each of cmds
 }
 
 // start runs name with args and the extra environment, logging to
@@ -36,6 +37,7 @@ func (p *procs) start(label, name string, env []string, args ...string) error {
 		return fmt.Errorf("start %s: %w", label, err)
 	}
 	p.cmds = append(p.cmds, cmd)
+	p.labels = append(p.labels, label)
 	return nil
 }
 
@@ -54,7 +56,7 @@ func (p *procs) stop() {
 			<-done
 		}
 	}
-	p.cmds = nil
+	p.cmds, p.labels = nil, nil
 }
 
 // freeAddr returns a loopback address with a port that was free a moment

@@ -57,14 +57,14 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "cache: second GET /cached answered X-Cache: %q, not Hit: the cache-hit row measures a cached method without a working cache\n", r.cacheHit)
 	}
 	fmt.Fprintln(w)
-	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "redis rt/req", "cmds/req", "top-level commands/req")
+	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "redis rt/req", "cmds/req", "top-level commands/req", "CPU µs/req")
 	bare := map[int]float64{}
 	for _, x := range r.rows {
 		if x.path == pathBare {
 			bare[x.conns] = x.wrk.RPS
 		}
 		tw.row(x.conns, x.path, fmt.Sprintf("%.0f", x.wrk.RPS), ratio(x.wrk.RPS, bare[x.conns]), ms(x.wrk.P50), ms(x.wrk.P99),
-			x.wrk.Non2xx, x.wrk.Errors, fmt.Sprintf("%.2f", x.redis.RoundTrips), fmt.Sprintf("%.2f", x.redis.Commands), x.redis.Top)
+			x.wrk.Non2xx, x.wrk.Errors, fmt.Sprintf("%.2f", x.redis.RoundTrips), fmt.Sprintf("%.2f", x.redis.Commands), x.redis.Top, x.cpu)
 	}
 	tw.flush()
 	r.printBest(w)
