@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/admin"
+	"tollgate/cache"
 	"tollgate/gateway"
 	"tollgate/gateway/limiter"
 	"tollgate/migrations"
@@ -43,6 +44,7 @@ type Main struct {
 
 	registry *prometheus.Registry
 	rdb      redis.UniversalClient
+	cacheRDB redis.UniversalClient // nil when the cache shares rdb
 	db       *postgres.DB
 	gw       *gateway.Server
 	lim      *limiter.Limiter // the gateway's limiter; tests set its clock
@@ -185,6 +187,10 @@ func (m *Main) startGateway(ctx context.Context) error {
 		OnReload:   func() { m.gw.ForgetRefusals() },
 		Logger:     m.Logger,
 	})
+	store, err := m.openCache()
+	if err != nil {
+		return err
+	}
 	m.gw = gateway.New(gateway.Options{
 		Keys:           m.reader,
 		Limiter:        lim,
@@ -195,6 +201,10 @@ func (m *Main) startGateway(ctx context.Context) error {
 		Logger:         m.Logger,
 		Metrics:        metrics,
 		Ready:          func(context.Context) error { return m.reader.Ready() },
+		Cache:          store,
+		LimiterRedis:   m.rdb,
+		CacheGenKey:    func(apiID, stage string) string { return push.CacheGenKey(cfg.RedisPrefix, apiID, stage) },
+		CacheTimeout:   cfg.RedisTimeout,
 	})
 	if err := m.reader.Start(ctx); err != nil {
 		return err
@@ -203,6 +213,21 @@ func (m *Main) startGateway(ctx context.Context) error {
 	bound, err := m.listen(cfg.GatewayAddr, m.gw, gateway.MaxHeaderBytes)
 	m.GatewayAddr = bound
 	return err
+}
+
+// openCache returns the response cache store on TOLLGATE_CACHE_REDIS_URL,
+// or on the limiter Redis when that is empty or the same URL.
+func (m *Main) openCache() (*cache.Store, error) {
+	url := m.Config.CacheRedisURL
+	if url == "" || url == m.Config.RedisURL {
+		return cache.New(m.rdb, cache.Options{Prefix: m.Config.RedisPrefix}), nil
+	}
+	rdb, err := openRedis(url)
+	if err != nil {
+		return nil, fmt.Errorf("cache redis: %w", err)
+	}
+	m.cacheRDB = rdb
+	return cache.New(rdb, cache.Options{Prefix: m.Config.RedisPrefix}), nil
 }
 
 func (m *Main) startMetrics() error {
@@ -262,6 +287,9 @@ func (m *Main) Close() error {
 		}
 		if m.rdb != nil {
 			_ = m.rdb.Close()
+		}
+		if m.cacheRDB != nil {
+			_ = m.cacheRDB.Close()
 		}
 	})
 	return m.closeErr
