@@ -12,7 +12,9 @@ mkdir -p "$run"
 stop() {
   for p in tollgate echo; do
     if [ -f "$run/$p.pid" ]; then
-      kill "$(cat "$run/$p.pid")" 2>/dev/null || true
+      pid=$(cat "$run/$p.pid")
+      # Only our own process: the pid may have been reused since.
+      if [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "$p" ]; then kill "$pid" 2>/dev/null || true; fi
       rm -f "$run/$p.pid"
     fi
   done
@@ -25,6 +27,17 @@ export TOLLGATE_ADMIN_ACCESS_KEY_ID=${TOLLGATE_ADMIN_ACCESS_KEY_ID:-AKIDTOLLGATE
 export TOLLGATE_ADMIN_SECRET_ACCESS_KEY=${TOLLGATE_ADMIN_SECRET_ACCESS_KEY:-tollgate-demo-secret-change-me}
 export TOLLGATE_ADMIN_TOKEN=${TOLLGATE_ADMIN_TOKEN:-tollgate-demo-token-0123456789abcdef}
 export TOLLGATE_LOG_FORMAT=${TOLLGATE_LOG_FORMAT:-text}
+export TOLLGATE_ADMIN_ADDR=${TOLLGATE_ADMIN_ADDR:-127.0.0.1:8001} # well-known demo credentials: loopback only
+
+# Refuse to start over something else (an earlier demo, another clone's).
+in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for port in 8000 8001 8080; do
+  for _ in $(seq 1 30); do in_use "$port" || break; sleep 0.1; done # our own stopped demo lets go
+  if in_use "$port"; then
+    echo "demo: port $port is in use (an earlier demo? run 'make stop' in its folder)" >&2
+    exit 1
+  fi
+done
 
 bin/echo -addr 127.0.0.1:8080 >"$run/echo.log" 2>&1 &
 echo $! >"$run/echo.pid"
@@ -33,6 +46,9 @@ echo $! >"$run/tollgate.pid"
 
 wait_ready() {
   for _ in $(seq 1 100); do
+    for p in tollgate echo; do
+      kill -0 "$(cat "$run/$p.pid")" 2>/dev/null || { echo "demo: $p exited; see $run/$p.log" >&2; tail -n 20 "$run/$p.log" >&2; exit 1; }
+    done
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ] && return 0
     sleep 0.1
   done

@@ -85,3 +85,16 @@ func (m *migrateCmd) Run() error {
 	fmt.Printf("version %d dirty %t\n", v, dirty)
 	return nil
 }
+
+// Help is the long help of `tollgate serve`: what the flags cannot say.
+func (s *serveCmd) Help() string {
+	return `Every flag also reads the environment variable shown beside it.
+
+Secrets are read only from the environment, or from a file named by the
+same variable with a _FILE suffix:
+  TOLLGATE_ADMIN_ACCESS_KEY_ID, TOLLGATE_ADMIN_SECRET_ACCESS_KEY   SigV4 credentials of the admin API
+  TOLLGATE_ADMIN_TOKEN                                             bearer token, at least 32 characters
+  TOLLGATE_KEY_PEPPER                                              API key hashes become HMAC-SHA-256
+Without any admin credential the admin refuses to start unless --insecure-admin
+is given (it then listens on 127.0.0.1 only).`
+}
