@@ -36,29 +36,41 @@ type param struct {
 	greedy           bool
 }
 
-// maxParams bounds the parameters collected for one request; deeper trees
-// still match, but only so many parameters fit in the fixed array.
+// maxParams is how many parameters fit in a request's fixed array; a
+// deeper tree spills into extra, allocated only then.
 const maxParams = 8
 
-// params is a small fixed-capacity list of path parameters, so matching
-// does not allocate for ordinary trees.
+// params is the list of path parameters of one request, in a fixed array
+// so that matching does not allocate for ordinary trees.
 type params struct {
-	list [maxParams]param
-	n    int
+	list  [maxParams]param
+	extra []param
+	n     int
 }
 
+// push appends p; it always succeeds (the bool keeps call sites uniform).
 func (ps *params) push(p param) bool {
-	if ps.n == maxParams {
-		return false
+	if ps.n < maxParams {
+		ps.list[ps.n] = p
+	} else {
+		ps.extra = append(ps.extra[:ps.n-maxParams], p)
 	}
-	ps.list[ps.n] = p
 	ps.n++
 	return true
 }
 
+// at returns the i-th parameter (i < ps.n).
+func (ps *params) at(i int) param {
+	if i < maxParams {
+		return ps.list[i]
+	}
+	return ps.extra[i-maxParams]
+}
+
 // get returns the parameter named name.
 func (ps *params) get(name string) (param, bool) {
-	for _, p := range ps.list[:ps.n] {
+	for i := range ps.n {
+		p := ps.at(i)
 		if p.name == name {
 			return p, true
 		}

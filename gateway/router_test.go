@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"tollgate/gateway/limiter"
@@ -75,7 +77,7 @@ func TestMatchPrecedence(t *testing.T) {
 				t.Fatalf("match(%q): got %q, want %q", tc.path, got, tc.want)
 			}
 			if ps.n != len(tc.params) {
-				t.Errorf("params: got %d, want %d (%v)", ps.n, len(tc.params), ps.list[:ps.n])
+				t.Errorf("params: got %d, want %d", ps.n, len(tc.params))
 			}
 			for name, want := range tc.params {
 				if p, ok := ps.get(name); !ok || p.value != want {
@@ -83,6 +85,28 @@ func TestMatchPrecedence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// More parameters than the fixed array holds still match, each with its value.
+func TestMatchManyParams(t *testing.T) {
+	t.Parallel()
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
+	path, req := "", ""
+	for i, n := range names {
+		path += "/{" + n + "}"
+		req += "/" + strconv.Itoa(i)
+	}
+	st := mustStage(t, snapshot(plans.Stage{}, res{"/", nil}, res{path, methods(mock(false), "GET")}))
+	var ps params
+	rt := st.root.match(strings.TrimPrefix(req, "/"), &ps)
+	if rt == nil || rt.path != path {
+		t.Fatalf("match(%q): got %v, want %s", req, rt, path)
+	}
+	for i, n := range names {
+		if p, ok := ps.get(n); !ok || p.value != strconv.Itoa(i) {
+			t.Errorf("param %s: got %q (found %v), want %d", n, p.value, ok, i)
+		}
 	}
 }
 
