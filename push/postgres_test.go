@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/admin"
 	"tollgate/internal/redistest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
@@ -26,7 +25,7 @@ type pgWorld struct {
 	hash, hash2 string
 }
 
-var postgresPage = admin.Page{Limit: 500}
+var postgresPage = plans.Page{Limit: 500}
 
 func must(t *testing.T, err error) {
 	t.Helper()

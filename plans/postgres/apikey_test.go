@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -91,9 +90,9 @@ func TestListApiKeys(t *testing.T) {
 			}
 		})
 	}
-	first, next, err := db.ListApiKeys(ctx, "", "", admin.Page{Limit: 3})
+	first, next, err := db.ListApiKeys(ctx, "", "", plans.Page{Limit: 3})
 	must(t, err)
-	rest, last, err := db.ListApiKeys(ctx, "", "", admin.Page{Limit: 3, Position: next})
+	rest, last, err := db.ListApiKeys(ctx, "", "", plans.Page{Limit: 3, Position: next})
 	must(t, err)
 	if len(first) != 3 || len(rest) != 1 || last != "" || rest[0].ID <= first[2].ID {
 		t.Errorf("got pages of %d and %d (position %q), want 3 then 1 in id order", len(first), len(rest), last)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/admin"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -151,4 +150,4 @@ func lastChange(t *testing.T, db *postgres.DB) plans.Change {
 
 func slicesSort(s []string) { slices.Sort(s) }
 
-func plansPage(limit int) admin.Page { return admin.Page{Limit: limit} }
+func plansPage(limit int) plans.Page { return plans.Page{Limit: limit} }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
@@ -78,7 +77,7 @@ func TestListUsagePlanKeys(t *testing.T) {
 	if strings.Join(names, ",") != "alpha,alpine" {
 		t.Errorf("got %v, want alpha, alpine", names)
 	}
-	page, next, err := db.ListUsagePlanKeys(ctx, p.ID, "", admin.Page{Limit: 2})
+	page, next, err := db.ListUsagePlanKeys(ctx, p.ID, "", plans.Page{Limit: 2})
 	must(t, err)
 	if len(page) != 2 || next == "" {
 		t.Errorf("got %d keys and position %q, want 2 and a position", len(page), next)

@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/admin"
 	"tollgate/plans"
 )
 
-var pageAll = admin.Page{Limit: 500}
+var pageAll = plans.Page{Limit: 500}
 
 func TestCreateRestApi(t *testing.T) {
 	db := newDB(t)
@@ -80,7 +79,7 @@ func TestListRestApisPages(t *testing.T) {
 		if pages > 5 {
 			t.Fatal("got more than 5 pages, want 3")
 		}
-		apis, next, err := db.ListRestApis(ctx, admin.Page{Position: pos, Limit: 2})
+		apis, next, err := db.ListRestApis(ctx, plans.Page{Position: pos, Limit: 2})
 		must(t, err)
 		if len(apis) > 2 {
 			t.Fatalf("got page of %d, want at most 2", len(apis))
@@ -97,7 +96,7 @@ func TestListRestApisPages(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(ids, ",") {
 		t.Errorf("got ids %v, want %v", got, ids)
 	}
-	_, _, err := db.ListRestApis(ctx, admin.Page{Position: "!!"})
+	_, _, err := db.ListRestApis(ctx, plans.Page{Position: "!!"})
 	wantErr(t, err, plans.KindInvalid, "position")
 }
 
