@@ -70,7 +70,8 @@ type responseCache struct {
 	genKey  func(apiID, stage string) string
 	timeout time.Duration
 	flight  cache.Flight
-	gens    sync.Map // "api\x00stage" → *atomic.Int64
+	gens    sync.Map       // "api\x00stage" → *atomic.Int64
+	fills   sync.WaitGroup // cache writes in progress (tests wait for them)
 }
 
 // newResponseCache wires the cache from opts, or returns nil when
@@ -146,6 +147,14 @@ func (c *responseCache) roundTrip(ctx context.Context, lreq *limiter.Request, ge
 	return t
 }
 
+// reread reads an entry again under a new generation: one more round trip
+// to the cache Redis, only for the first request after a flush.
+func (c *responseCache) reread(ctx context.Context, key string, h http.Header) (*cache.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.store.Get(ctx, key, h)
+}
+
 // serveCached serves a request of a caching method (DESIGN.md 4.2 steps
 // 3-4 and 6): the key check already passed; the limiter decides (hits are
 // charged too), then a fresh entry is served, or the integration is called
@@ -180,10 +189,13 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange, m *
 		s.serveUncached(w, r, ex, m, ps)
 		return
 	}
-	if t.gen != kreq.Generation {
+	if t.gen != kreq.Generation { // flushed since this node last looked
 		gen.Store(t.gen)
 		kreq.Generation = t.gen
 		key, t.entry = c.store.Key(m.cache.params, kreq), nil
+		if mode == modeLookup && t.entErr == nil { // another node may have filled it already
+			t.entry, t.entErr = c.reread(r.Context(), key, r.Header)
+		}
 	}
 	switch {
 	case t.entErr != nil: // cache Redis unavailable: uncached, single flight kept

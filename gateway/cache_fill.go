@@ -75,6 +75,8 @@ func (s *Server) fill(w http.ResponseWriter, r *http.Request, key string, cw *ca
 	if ttl <= 0 || r.Method == http.MethodHead || !cache.Storable(cw.status, cw.header, cw.body.Len(), cw.complete()) {
 		return
 	}
+	s.cache.fills.Add(1) // before the client can see the response
+	defer s.cache.fills.Done()
 	_ = http.NewResponseController(w).Flush()
 	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: time.Now(), TTL: ttl}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)

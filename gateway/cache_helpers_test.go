@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -39,7 +40,8 @@ type upstream struct {
 	header   http.Header
 	size     int
 	delay    time.Duration
-	echoAE   bool // append " ae=<Accept-Encoding>" to the body
+	echoAE   bool          // append " ae=<Accept-Encoding>" to the body
+	gate     chan struct{} // when set, answers wait until it is closed
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -62,7 +64,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range u.header {
 		w.Header()[k] = vs
 	}
+	gate := u.gate
 	u.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	time.Sleep(delay)
 	if size > 0 {
 		body = strings.Repeat("x", size)
@@ -182,7 +188,9 @@ func (tg *testGateway) getAs(t *testing.T, key, path string, hdr ...string) resp
 	if key != "" {
 		hdr = append([]string{"x-api-key", key}, hdr...)
 	}
-	return tg.do(t, http.MethodGet, path, hdr...)
+	res := tg.do(t, http.MethodGet, path, hdr...)
+	tg.cache.fills.Wait() // the fill lands after the response; later steps expect it
+	return res
 }
 
 // want checks a response's status, X-Cache and body (body "" is not checked).
@@ -205,4 +213,19 @@ func (u *upstream) wantHits(t *testing.T, label string, n int64) {
 	if got := u.hits.Load(); got != n {
 		t.Errorf("%s: upstream hits: got %d, want %d", label, got, n)
 	}
+}
+
+// sleepMillis sleeps n milliseconds.
+func sleepMillis(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }

@@ -1,0 +1,45 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+func TestFlight(t *testing.T) {
+	var f Flight
+	c, leader := f.Join("k")
+	if !leader {
+		t.Fatalf("first Join: got leader false, want true")
+	}
+	const n = 4
+	var wg sync.WaitGroup
+	got := make([]*Shared, n)
+	for i := range n {
+		w, lead := f.Join("k")
+		if lead || w != c {
+			t.Fatalf("Join %d: got leader %v, want a waiter of the same call", i, lead)
+		}
+		wg.Go(func() { got[i] = w.Wait(context.Background()) })
+	}
+	if w := f.Waiters("k"); w != n {
+		t.Errorf("Waiters: got %d, want %d", w, n)
+	}
+	res := &Shared{Variant: "v"}
+	f.Done("k", c, res)
+	wg.Wait()
+	for i, g := range got {
+		if g != res {
+			t.Errorf("waiter %d: got %v, want the leader's result", i, g)
+		}
+	}
+	if _, lead := f.Join("k"); !lead {
+		t.Errorf("Join after Done: got a waiter, want a new leader")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w, _ := f.Join("k")
+	if g := w.Wait(ctx); g != nil {
+		t.Errorf("Wait with an ended context: got %v, want nil", g)
+	}
+}
