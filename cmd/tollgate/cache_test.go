@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+	"github.com/aws/smithy-go"
+)
+
+// cacheWalk is the API of the cache walk: GET /items (key required,
+// cacheKeyParameters q) proxied to the echo upstream, stage prod with the
+// cache on, and a key on a generous plan.
+type cacheWalk struct {
+	apiID, key string
+}
+
+// setupCacheWalk creates the cache walk's API through the AWS SDK, as an
+// operator following the README would.
+func (s *stack) setupCacheWalk(t *testing.T, ctx context.Context) cacheWalk {
+	t.Helper()
+	c := s.sdk
+	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("cached")})
+	must(t, "CreateRestApi", err)
+	res, err := c.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})
+	must(t, "GetResources", err)
+	items, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: res.Items[0].Id, PathPart: aws.String("items")})
+	must(t, "CreateResource", err)
+	_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api.Id, ResourceId: items.Id, HttpMethod: aws.String("GET"),
+		AuthorizationType: aws.String("NONE"), ApiKeyRequired: true})
+	must(t, "PutMethod", err)
+	_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api.Id, ResourceId: items.Id, HttpMethod: aws.String("GET"),
+		Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(s.echoURL + "/things"),
+		CacheKeyParameters: []string{"method.request.querystring.q"}})
+	must(t, "PutIntegration", err)
+	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})
+	must(t, "CreateDeployment", err)
+	_, err = c.UpdateStage(ctx, &apigateway.UpdateStageInput{RestApiId: api.Id, StageName: aws.String("prod"), PatchOperations: []types.PatchOperation{
+		{Op: types.OpReplace, Path: aws.String("/cacheClusterEnabled"), Value: aws.String("true")},
+		{Op: types.OpReplace, Path: aws.String("/cacheClusterSize"), Value: aws.String("0.5")},
+		{Op: types.OpReplace, Path: aws.String("/*/*/caching/enabled"), Value: aws.String("true")},
+		{Op: types.OpReplace, Path: aws.String("/*/*/caching/ttlInSeconds"), Value: aws.String("300")},
+	}})
+	must(t, "UpdateStage", err)
+	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("cached-plan"),
+		Throttle:  &types.ThrottleSettings{RateLimit: 1000, BurstLimit: 1000},
+		ApiStages: []types.ApiStage{{ApiId: api.Id, Stage: aws.String("prod")}}})
+	must(t, "CreateUsagePlan", err)
+	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("cached-key"), Enabled: true})
+	must(t, "CreateApiKey", err)
+	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	return cacheWalk{apiID: *api.Id, key: *key.Value}
+}
+
+// cached is one answer of the cache walk: X-Cache and the upstream's hit
+// number in the body.
+type cached struct {
+	status int
+	xcache string
+	hit    int64
+}
+
+// get sends GET path through gateway node i and reads X-Cache and the echo
+// upstream's hit number.
+func (s *stack) get(t *testing.T, i int, w cacheWalk, path string) cached {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.gateways[i].GatewayAddr+path, nil)
+	must(t, "NewRequest", err)
+	req.Host = w.apiID + ".execute-api.localhost"
+	req.Header.Set("x-api-key", w.key)
+	res, err := http.DefaultClient.Do(req)
+	must(t, "GET "+path, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	must(t, "read body", err)
+	var reply struct{ Hits int64 }
+	_ = json.Unmarshal(body, &reply)
+	return cached{status: res.StatusCode, xcache: res.Header.Get("X-Cache"), hit: reply.Hits}
+}
+
+// waitCached calls node i until the answer is a 200 with an X-Cache (the
+// stage settings reached the node), and returns it.
+func (s *stack) waitCached(t *testing.T, i int, w cacheWalk, path string) cached {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := s.get(t, i, w, path)
+		if got.status == http.StatusOK && got.xcache != "" || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitHit calls node i until it answers from the cache (the previous
+// fill, written after its response was sent, has landed) or 2 s passed.
+func (s *stack) waitHit(t *testing.T, i int, w cacheWalk, path string) cached {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		got := s.get(t, i, w, path)
+		if got.xcache == "Hit" || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCacheEndToEnd walks the README's response cache as a new user:
+// the second call of a cached method is a hit on either node with the
+// upstream's hit count unchanged; FlushStageCache through the SDK (202)
+// makes the next call a miss on each node; an out-of-range TTL is 400.
+func TestCacheEndToEnd(t *testing.T) {
+	s := mustStack(t)
+	ctx := context.Background()
+	w := s.setupCacheWalk(t, ctx)
+	for i := range s.gateways {
+		if got := s.waitCached(t, i, w, "/prod/items?q=warm"+string(rune('0'+i))); got.xcache != "Miss" {
+			t.Fatalf("node %d: first call: got %+v, want a 200 Miss", i+1, got)
+		}
+	}
+	first := s.get(t, 0, w, "/prod/items?q=a")
+	hits := s.echo.Hits()
+	second := s.waitHit(t, 0, w, "/prod/items?q=a")
+	if first.xcache != "Miss" || second.xcache != "Hit" || second.hit != first.hit {
+		t.Errorf("two calls: got %+v then %+v, want a Miss then a Hit of the same upstream answer", first, second)
+	}
+	if other := s.get(t, 1, w, "/prod/items?q=a"); other.xcache != "Hit" || other.hit != first.hit {
+		t.Errorf("node 2: got %+v, want a Hit of upstream answer %d", other, first.hit)
+	}
+	if got := s.echo.Hits(); got != hits {
+		t.Errorf("upstream hits after the hits: got %d, want %d", got, hits)
+	}
+	for i := range s.gateways {
+		_, err := s.sdk.FlushStageCache(ctx, &apigateway.FlushStageCacheInput{RestApiId: aws.String(w.apiID), StageName: aws.String("prod")})
+		must(t, "FlushStageCache", err)
+		if got := s.get(t, i, w, "/prod/items?q=a"); got.xcache != "Miss" || got.hit <= first.hit {
+			t.Errorf("node %d after a flush: got %+v, want a Miss with a new upstream answer", i+1, got)
+		}
+	}
+	_, err := s.sdk.UpdateStage(ctx, &apigateway.UpdateStageInput{RestApiId: aws.String(w.apiID), StageName: aws.String("prod"),
+		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/*/*/caching/ttlInSeconds"), Value: aws.String("3601")}}})
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "BadRequestException" {
+		t.Errorf("ttl 3601: got %v, want BadRequestException", err)
+	}
+}
+
+// TestCacheResizeFlushes: changing cacheClusterSize flushes the stage, as
+// AWS; the size is reported back.
+func TestCacheResizeFlushes(t *testing.T) {
+	s := mustStack(t)
+	ctx := context.Background()
+	w := s.setupCacheWalk(t, ctx)
+	s.waitCached(t, 0, w, "/prod/items?q=a")
+	before := s.waitHit(t, 0, w, "/prod/items?q=a")
+	st, err := s.sdk.UpdateStage(ctx, &apigateway.UpdateStageInput{RestApiId: aws.String(w.apiID), StageName: aws.String("prod"),
+		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/cacheClusterSize"), Value: aws.String("1.6")}}})
+	must(t, "UpdateStage cacheClusterSize", err)
+	if st.CacheClusterSize != types.CacheClusterSizeSize1Point6Gb {
+		t.Errorf("cacheClusterSize: got %q, want 1.6", st.CacheClusterSize)
+	}
+	if got := s.get(t, 1, w, "/prod/items?q=a"); got.xcache != "Miss" || got.hit <= before.hit {
+		t.Errorf("after a resize: got %+v, want a Miss with a new upstream answer", got)
+	}
+}
