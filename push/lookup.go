@@ -45,9 +45,16 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 		defer cancel()
 		return r.fetch(fctx, hash)
 	})
+	// The caller waits at most LookupTimeout too: a Redis client may overrun
+	// its context (go-redis dial retries on a dead server took 1-3 s against
+	// a 500 ms deadline), and an outage must answer 503 promptly.
+	timer := time.NewTimer(r.opts.LookupTimeout)
+	defer timer.Stop()
 	select {
 	case <-ctx.Done():
 		return nil, plans.Unavailable(ctx.Err(), "API key lookup timed out")
+	case <-timer.C:
+		return nil, plans.Unavailable(context.DeadlineExceeded, "API key lookup timed out")
 	case res := <-ch:
 		if res.Err != nil {
 			return nil, res.Err
