@@ -13,6 +13,13 @@ import (
 // 0: about 200 bytes each, so 64 Ki entries cost some 13 MiB at most.
 const DefaultDenyEntries = 64 << 10
 
+// maxDenySkew is how far a decision's time may be from the node's clock
+// for its refusal to be remembered. Redis TIME on a synchronised host is
+// within milliseconds of it; a decision further off ran on another clock
+// (a test clock, or a Redis host whose clock is wrong), on which local
+// deadlines cannot be trusted, so it is not remembered.
+const maxDenySkew = time.Second
+
 // denyShards is the number of independently locked parts of the refusal
 // memory.
 const denyShards = 32
@@ -127,8 +134,9 @@ func (c *denyCache) get(key string, st *stageConfig, now time.Time) (limiter.Dec
 }
 
 // remember stores the refusal d of req (sent to Redis at sent, decided
-// under stage st) if a per-key limit refused and no clear happened since
-// generation gen was read.
+// under stage st) if a per-key limit refused, its time is within
+// maxDenySkew of sent, and no clear happened since generation gen was
+// read.
 func (c *denyCache) remember(req *limiter.Request, st *stageConfig, keyID, planID string, d limiter.Decision, sent time.Time, gen uint64) {
 	var key string
 	switch d.Refused {
@@ -137,6 +145,9 @@ func (c *denyCache) remember(req *limiter.Request, st *stageConfig, keyID, planI
 	case limiter.LevelQuota:
 		key = req.Quota.Key
 	default:
+		return
+	}
+	if skew := d.Now.Sub(sent); skew > maxDenySkew || skew < -maxDenySkew {
 		return
 	}
 	e := &denyEntry{stage: st, keyID: keyID, planID: planID, sent: sent, dec: d}

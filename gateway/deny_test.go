@@ -45,6 +45,11 @@ func TestDenyCache(t *testing.T) {
 		{"other snapshot", refusal(limiter.LevelPlan, time.Second, false), other, 0, false, 0},
 		{"stage bucket not remembered", refusal(limiter.LevelStage, time.Second, false), st, 0, false, 0},
 		{"account bucket not remembered", refusal(limiter.LevelAccount, time.Second, false), st, 0, false, 0},
+		{"decided on another clock", func() limiter.Decision {
+			d := refusal(limiter.LevelPlan, time.Second, false)
+			d.Now = sent.Add(-time.Hour)
+			return d
+		}(), st, 0, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dc := newDenyCache(0)
@@ -74,7 +79,7 @@ func TestDenyCacheForget(t *testing.T) {
 	t.Parallel()
 	st := &stageConfig{}
 	now := time.Now()
-	d := limiter.Decision{Refused: limiter.LevelQuota, RetryAfter: time.Hour, Quota: &limiter.State{}}
+	d := limiter.Decision{Refused: limiter.LevelQuota, RetryAfter: time.Hour, Now: now, Quota: &limiter.State{}}
 	fill := func(dc *denyCache) {
 		dc.remember(denyRequest("k1"), st, "k1", "p1", d, now, dc.generation())
 		dc.remember(denyRequest("k2"), st, "k2", "p1", d, now, dc.generation())
@@ -113,7 +118,7 @@ func TestDenyCacheNotStoredAfterClear(t *testing.T) {
 	st, now := &stageConfig{}, time.Now()
 	gen := dc.generation() // read before the Redis call
 	dc.forget(nil)         // a usage update arrives meanwhile
-	dc.remember(denyRequest("k1"), st, "k1", "p1", limiter.Decision{Refused: limiter.LevelQuota, RetryAfter: time.Hour, Quota: &limiter.State{}}, now, gen)
+	dc.remember(denyRequest("k1"), st, "k1", "p1", limiter.Decision{Refused: limiter.LevelQuota, RetryAfter: time.Hour, Now: now, Quota: &limiter.State{}}, now, gen)
 	if n := dc.len(); n != 0 {
 		t.Errorf("entries: got %d, want 0 (decided before the clear)", n)
 	}
@@ -124,7 +129,7 @@ func TestDenyCacheBounded(t *testing.T) {
 	const limit = 64
 	dc := newDenyCache(limit)
 	st, now := &stageConfig{}, time.Now()
-	d := limiter.Decision{Refused: limiter.LevelPlan, RetryAfter: time.Hour, Plan: &limiter.State{}}
+	d := limiter.Decision{Refused: limiter.LevelPlan, RetryAfter: time.Hour, Now: now, Plan: &limiter.State{}}
 	for i := range 10 * limit {
 		k := fmt.Sprint("k", i)
 		dc.remember(denyRequest(k), st, k, "p1", d, now, dc.generation())
