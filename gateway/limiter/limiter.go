@@ -110,6 +110,7 @@ type Limiter struct {
 	keys    Keys
 	timeout time.Duration
 	clock   clockHook
+	batch   batcher
 }
 
 //go:embed limiter.lua
@@ -168,7 +169,8 @@ func (l *Limiter) evalSha(ctx context.Context, s *redis.Script, keys []string, a
 
 // Decide takes one token from every bucket of req and one unit of its quota,
 // all or nothing, in one script run (EVALSHA) under a deadline of
-// Options.Timeout. The first refusing limit in check order decides. A
+// Options.Timeout; concurrent calls share round trips (batch.go). The
+// first refusing limit in check order decides. A
 // request with no buckets and no quota is admitted (and its usage counted).
 // Errors (Redis unreachable, deadline exceeded, a malformed reply) are
 // wrapped; the caller applies the failure mode.
@@ -176,7 +178,7 @@ func (l *Limiter) Decide(ctx context.Context, req *Request) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	keys, args, plan := l.decideArgs(req)
-	v, err := l.evalSha(ctx, decideScript, keys, args)
+	v, err := l.do(ctx, keys, args)
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: decide: %w", err)
 	}
