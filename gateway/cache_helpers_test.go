@@ -44,7 +44,7 @@ type upstream struct {
 	gate     chan struct{} // when set, answers wait until it is closed
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{version: "v1"}
 	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
 	t.Cleanup(u.srv.Close)
@@ -126,14 +126,14 @@ type cacheEnv struct {
 	prefix string
 }
 
-func newCacheEnv(t *testing.T) *cacheEnv {
+func newCacheEnv(t testing.TB) *cacheEnv {
 	rdb, prefix := redistest.MustClient(t)
 	return &cacheEnv{rdb: rdb, prefix: prefix}
 }
 
 // gateway starts one caching gateway node on snap; cacheRDB nil means the
 // cache shares the limiter's client. k1 and k2 are keys of plan01.
-func (env *cacheEnv) gateway(t *testing.T, snap *plans.Snapshot, cacheRDB redis.UniversalClient) *testGateway {
+func (env *cacheEnv) gateway(t testing.TB, snap *plans.Snapshot, cacheRDB redis.UniversalClient) *testGateway {
 	t.Helper()
 	lim := limiter.New(env.rdb, limiter.Options{Prefix: env.prefix})
 	if err := lim.Load(t.Context()); err != nil {
