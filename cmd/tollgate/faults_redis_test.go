@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+)
+
+// faultStack is a stack on a redis-server of the test's own.
+type faultStack struct {
+	*stack
+	redis *redisProc
+	logs  *logBuffer
+	api   caseAPI
+	plan  string
+	known string // a key each gateway has used (its record is cached)
+	fresh string // a key no gateway has seen yet
+}
+
+// mustFaultStack starts a redis-server, a stack on it in failure mode mode,
+// an API, a plan (quota 1000 per DAY) and two keys; known has been used on
+// both gateways.
+func mustFaultStack(t *testing.T, mode string) *faultStack {
+	t.Helper()
+	f := &faultStack{redis: mustRedisServer(t), logs: &logBuffer{}}
+	f.stack = mustStackWith(t, stackOptions{redisURL: f.redis.url(), failureMode: mode, redisTimeout: 100 * time.Millisecond, logs: f.logs})
+	f.api = f.mustCaseAPI(t)
+	f.plan = f.mustPlan(t, f.api.id, planSpec{Throttle: throttle(1000, 1000), Quota: quota(1000, types.QuotaPeriodTypeDay, 0)})
+	_, f.known = f.mustKey(t, f.plan)
+	_, f.fresh = f.mustKey(t, f.plan)
+	f.sync(t)
+	f.expectSeq(t, f.api.id, f.known, []seq{{200, "999", "1000"}, {200, "998", "1000"}})
+	return f
+}
+
+// limiterErrors sums tollgate_limiter_errors_total over both gateways.
+func (f *faultStack) limiterErrors(t *testing.T) float64 {
+	return counterValue(t, f.gateways[0], "tollgate_limiter_errors_total") + counterValue(t, f.gateways[1], "tollgate_limiter_errors_total")
+}
+
+// waitAdmitted polls key on both gateways until each answers 200 with
+// rate-limit headers (the limiter decides again); it returns how long that
+// took, or fails after limit. Every answer on the way must be 200 or 503,
+// never 403.
+func (f *faultStack) waitAdmitted(t *testing.T, key string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		done := true
+		for i := range 2 {
+			res := f.call(t, i, f.api.id, "/prod/items", key)
+			if res.StatusCode != 200 && res.StatusCode != 503 {
+				t.Fatalf("while Redis recovers, gateway %d: got %d, want 200 or 503 (never 403)", i, res.StatusCode)
+			}
+			done = done && res.StatusCode == 200 && res.Header.Get("X-RateLimit-Limit") != ""
+		}
+		if done {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("key not admitted with limits on both gateways %v after Redis returned", limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFaultRedisDown kills the limiter's Redis: open admits known keys
+// without limits (a metric, one log line per node and outage), closed
+// answers 503; a key that cannot be verified gets 503 in both modes. When
+// Redis is started again (with its append-only file, without its scripts:
+// NOSCRIPT), both nodes enforce limits again within 1 s without a restart.
+func TestFaultRedisDown(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"open", "closed"} {
+		t.Run(mode, func(t *testing.T) {
+			f := mustFaultStack(t, mode)
+			errs := f.limiterErrors(t)
+			f.redis.stop(t)
+			wantKnown := map[string]int{"open": 200, "closed": 503}[mode]
+			for i := range 10 {
+				res := f.call(t, i%2, f.api.id, "/prod/items", f.known)
+				if res.StatusCode != wantKnown {
+					t.Fatalf("known key, Redis down, request %d: got %d, want %d", i+1, res.StatusCode, wantKnown)
+				}
+				if h := res.Header.Get("X-RateLimit-Limit"); h != "" {
+					t.Errorf("known key, Redis down: X-RateLimit-Limit %q, want none", h)
+				}
+				if mode == "closed" {
+					checkHeader(t, i+1, res, "x-amzn-ErrorType", "ServiceUnavailableException")
+				}
+			}
+			for name, key := range map[string]string{"fresh": f.fresh, "unknown": "NeverCreatedNeverCreated01"} {
+				for i := range 2 {
+					if res := f.call(t, i, f.api.id, "/prod/items", key); res.StatusCode != 503 {
+						t.Errorf("%s key, Redis down, via gateway %d: got %d, want 503 (never 403)", name, i, res.StatusCode)
+					}
+				}
+			}
+			if got := f.limiterErrors(t) - errs; got < 10 {
+				t.Errorf("tollgate_limiter_errors_total grew by %v, want ≥ 10", got)
+			}
+			if n := logCount(f.logs, "limiter unavailable"); n != 2 {
+				t.Errorf("'limiter unavailable' logged %d times, want 2 (once per node for the outage)", n)
+			}
+			f.redis.start(t)
+			took := f.waitAdmitted(t, f.known, time.Second)
+			t.Logf("%s: known key admitted with limits on both nodes %v after Redis answered", mode, took)
+			f.waitAdmitted(t, f.fresh, time.Second)
+			// The quota survived the restart: 2 used before, 2 by each wait.
+			f.expectSeq(t, f.api.id, f.fresh, []seq{{200, "997", "1000"}})
+		})
+	}
+}
+
+// TestFaultNoScript: a script cache flushed under a running gateway (as a
+// Redis restart or failover does) is reloaded on the spot: no failed
+// decision, no 503.
+func TestFaultNoScript(t *testing.T) {
+	t.Parallel()
+	f := mustFaultStack(t, "closed")
+	errs := f.limiterErrors(t)
+	for round := range 3 {
+		if err := f.redis.client.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			res := f.call(t, i, f.api.id, "/prod/items", f.known)
+			if res.StatusCode != 200 || res.Header.Get("X-RateLimit-Limit") != "1000" {
+				t.Errorf("round %d, gateway %d after SCRIPT FLUSH: got %d with limit %q, want 200 with 1000", round+1, i, res.StatusCode, res.Header.Get("X-RateLimit-Limit"))
+			}
+		}
+	}
+	if got := f.limiterErrors(t) - errs; got != 0 {
+		t.Errorf("limiter errors after SCRIPT FLUSH: got %v, want 0", got)
+	}
+}
+
+// TestFaultRedisRestartedEmpty: Redis comes back without its data. Valid
+// keys get 503 (never 403) until the reconciler has republished; within
+// 5 s both nodes enforce again, counting from zero.
+func TestFaultRedisRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	f := mustFaultStack(t, "open")
+	f.redis.stop(t)
+	f.redis.wipe(t)
+	f.redis.start(t)
+	took := f.waitAdmitted(t, f.fresh, 5*time.Second)
+	t.Logf("fresh key admitted on both nodes %v after an empty restart", took)
+	f.waitAdmitted(t, f.known, time.Second)
+	f.expectSeq(t, f.api.id, f.known, []seq{{200, "-", "1000"}})
+}
+
+// TestFaultRedisFlushed: Redis loses everything while running (FLUSHALL on
+// the test's own server). Until the admin's reconciler has republished,
+// valid keys get 503, never 403; within 5 s both nodes enforce again, the
+// quota counting from zero (counters live only in Redis), and an unknown
+// key is 403 again.
+func TestFaultRedisFlushed(t *testing.T) {
+	t.Parallel()
+	f := mustFaultStack(t, "open")
+	if err := f.redis.client.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	took := f.waitAdmitted(t, f.fresh, 5*time.Second)
+	t.Logf("fresh key admitted on both nodes %v after FLUSHALL", took)
+	f.waitAdmitted(t, f.known, time.Second)
+	if res := f.call(t, 0, f.api.id, "/prod/items", "NeverCreatedNeverCreated01"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("unknown key after the republish: got %d, want 403", res.StatusCode)
+	}
+	if v := f.publishedVersion(t); v < 1 {
+		t.Errorf("republished snapshot version %d, want ≥ 1", v)
+	}
+}
