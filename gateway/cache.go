@@ -71,7 +71,7 @@ type responseCache struct {
 	timeout time.Duration
 	flight  cache.Flight
 	gens    sync.Map       // "api\x00stage" → *atomic.Int64
-	fills   sync.WaitGroup // cache writes in progress (tests wait for them)
+	fills   sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
 }
 
 // newResponseCache wires the cache from opts, or returns nil when

@@ -25,6 +25,8 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, m *me
 		s.serveIntegration(w, r, ex, m, ps)
 		return
 	}
+	s.cache.fills.Add(1) // before the client can see any of the response
+	defer s.cache.fills.Done()
 	call, leader := s.cache.flight.Join(key)
 	if !leader {
 		sh := call.Wait(r.Context())
@@ -51,6 +53,8 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, m *me
 // "Cache-Control: max-age=0" and replaces the entry with its response.
 func (s *Server) serveRefresh(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, key string) {
 	ex.cache = cacheRefresh
+	s.cache.fills.Add(1)
+	defer s.cache.fills.Done()
 	s.fill(w, r, key, s.capture(w, r, ex, m, ps, cacheRefresh), m.cache.ttl)
 }
 
@@ -75,8 +79,6 @@ func (s *Server) fill(w http.ResponseWriter, r *http.Request, key string, cw *ca
 	if ttl <= 0 || r.Method == http.MethodHead || !cache.Storable(cw.status, cw.header, cw.body.Len(), cw.complete()) {
 		return
 	}
-	s.cache.fills.Add(1) // before the client can see the response
-	defer s.cache.fills.Done()
 	_ = http.NewResponseController(w).Flush()
 	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: time.Now(), TTL: ttl}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)
