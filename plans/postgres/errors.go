@@ -146,5 +146,6 @@ func unavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	return pgconn.SafeToRetry(err) || pgconn.Timeout(err) || errors.As(err, &ne) ||
 		errors.As(err, &ce) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed)
+		errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, pgconn.ErrConnClosed) // a pooled connection the server or network dropped
 }

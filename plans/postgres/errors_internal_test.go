@@ -40,6 +40,7 @@ func TestTranslate(t *testing.T) {
 		{"check", &pgconn.PgError{Code: "23514", ConstraintName: "usage_plans_quota_check"}, plans.KindInvalid, "usage_plans_quota_check", "Invalid value"},
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, plans.KindUnavailable, "", "database unavailable"},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, plans.KindUnavailable, "", "database unavailable"},
+		{"pooled connection dropped", fmt.Errorf("begin: %w", pgconn.ErrConnClosed), plans.KindUnavailable, "", "database unavailable"},
 		{"net error", &net.OpError{Op: "dial", Err: errors.New("refused")}, plans.KindUnavailable, "", "database unavailable"},
 		{"deadline", context.DeadlineExceeded, plans.KindUnavailable, "", "database unavailable"},
 		{"other", errors.New("boom"), plans.KindInternal, "", "Internal server error"},
