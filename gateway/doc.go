@@ -16,8 +16,10 @@
 // Order of work for one request (DESIGN.md 4.2): input limits (414, 413),
 // route (404, 405), key check (403, 429 for repeated failures, 503), limits
 // (429, 503 when failing closed), integration (502, 504), then one access-log
-// line and the metrics. The response cache (DESIGN.md 6) will sit between
-// the limits and the integration: see Server.serveIntegration.
+// line and the metrics. A method that caches (DESIGN.md 6, package cache)
+// runs its limits, its stage's cache generation and its cache entry in one
+// pipelined round trip per Redis server, then serves the hit or calls the
+// integration once per entry on the node (see serveCached).
 //
 // # Wiring (cmd)
 //
@@ -31,6 +33,9 @@
 //		KeyPepper: pepper, FailureMode: mode, TrustedProxies: proxies,
 //		Logger: logger, Metrics: metrics,
 //		Ready: func(ctx context.Context) error { return reader.Ready() },
+//		Cache: cache.New(cacheRDB, cache.Options{Prefix: "tg"}), LimiterRedis: rdb,
+//		CacheGenKey: func(api, stage string) string { return push.CacheGenKey("tg", api, stage) },
+//		CacheTimeout: redisTimeout,
 //	})
 //	hs := &http.Server{Handler: srv, ReadHeaderTimeout: gateway.ReadHeaderTimeout, MaxHeaderBytes: gateway.MaxHeaderBytes}
 //

@@ -13,7 +13,8 @@ type Metrics struct {
 	// (plan, method, stage, account, quota).
 	Throttled *prometheus.CounterVec
 	// CacheHits and CacheMisses count response cache outcomes by api and
-	// stage (DESIGN.md 6; the cache is not wired yet).
+	// stage (DESIGN.md 6): hits, and misses including refreshes and
+	// misses while the cache Redis is unavailable.
 	CacheHits, CacheMisses *prometheus.CounterVec
 	// Latency is the time from request to response end, seconds, by api and stage.
 	Latency *prometheus.HistogramVec

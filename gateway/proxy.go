@@ -60,8 +60,8 @@ func (s *Server) newProxy(t http.RoundTripper) *httputil.ReverseProxy {
 
 // serveIntegration calls the method's integration: MOCK answers 200 {},
 // HTTP_PROXY forwards to the upstream, an unusable integration answers 500.
-// It is the response cache's seam (DESIGN.md 6): the cache will wrap this
-// call, serving hits and storing misses with X-Cache and Age.
+// A caching method reaches it through serveCached (cache.go), which serves
+// hits without it and records its responses to store them.
 func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, ps *params) {
 	ig := &m.integ
 	switch {
