@@ -20,6 +20,10 @@ func TestCacheHitMissAndHead(t *testing.T) {
 	second := tg.get(t, "/prod/items")
 	want(t, "second GET", second, 200, "Hit", "v1 GET /items")
 	u.wantHits(t, "after two GETs", 1)
+	hits, misses := tg.metrics.CacheHits.WithLabelValues(testAPI, testStage), tg.metrics.CacheMisses.WithLabelValues(testAPI, testStage)
+	if h, m := counterValue(t, hits), counterValue(t, misses); h != 1 || m != 1 {
+		t.Errorf("tollgate_cache_hits_total, _misses_total: got %v, %v, want 1, 1", h, m)
+	}
 	if second.header.Get("Age") == "" || first.header.Get("Age") != "" {
 		t.Errorf("Age: got %q on the miss and %q on the hit, want none then a number", first.header.Get("Age"), second.header.Get("Age"))
 	}

@@ -63,19 +63,30 @@ func (s *stack) setupCacheWalk(t *testing.T, ctx context.Context) cacheWalk {
 // cached is one answer of the cache walk: X-Cache and the upstream's hit
 // number in the body.
 type cached struct {
-	status int
-	xcache string
-	hit    int64
+	status  int
+	xcache  string
+	hit     int64
+	warning string
 }
 
 // get sends GET path through gateway node i and reads X-Cache and the echo
 // upstream's hit number.
 func (s *stack) get(t *testing.T, i int, w cacheWalk, path string) cached {
 	t.Helper()
+	return s.getWith(t, i, w, w.key, path, "")
+}
+
+// getWith is get with the API key key and a Cache-Control header (when
+// not "").
+func (s *stack) getWith(t *testing.T, i int, w cacheWalk, key, path, cacheControl string) cached {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+s.gateways[i].GatewayAddr+path, nil)
 	must(t, "NewRequest", err)
 	req.Host = w.apiID + ".execute-api.localhost"
-	req.Header.Set("x-api-key", w.key)
+	req.Header.Set("x-api-key", key)
+	if cacheControl != "" {
+		req.Header.Set("Cache-Control", cacheControl)
+	}
 	res, err := http.DefaultClient.Do(req)
 	must(t, "GET "+path, err)
 	defer res.Body.Close()
@@ -83,7 +94,7 @@ func (s *stack) get(t *testing.T, i int, w cacheWalk, path string) cached {
 	must(t, "read body", err)
 	var reply struct{ Hits int64 }
 	_ = json.Unmarshal(body, &reply)
-	return cached{status: res.StatusCode, xcache: res.Header.Get("X-Cache"), hit: reply.Hits}
+	return cached{status: res.StatusCode, xcache: res.Header.Get("X-Cache"), hit: reply.Hits, warning: res.Header.Get("Warning")}
 }
 
 // waitCached calls node i until the answer is a 200 with an X-Cache (the
@@ -151,6 +162,42 @@ func TestCacheEndToEnd(t *testing.T) {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "BadRequestException" {
 		t.Errorf("ttl 3601: got %v, want BadRequestException", err)
+	}
+}
+
+// TestCacheInvalidateTag: a key created with the tag
+// tollgate:invalidate-cache=true refreshes an entry with
+// "Cache-Control: max-age=0"; an untagged key is served the entry with a
+// Warning (the default strategy) and reaches no upstream.
+func TestCacheInvalidateTag(t *testing.T) {
+	s := mustStack(t)
+	ctx := context.Background()
+	w := s.setupCacheWalk(t, ctx)
+	plans, err := s.sdk.GetUsagePlans(ctx, &apigateway.GetUsagePlansInput{})
+	must(t, "GetUsagePlans", err)
+	key, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("ops"), Enabled: true,
+		Tags: map[string]string{"tollgate:invalidate-cache": "true"}})
+	must(t, "CreateApiKey", err)
+	_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plans.Items[0].Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	s.waitCached(t, 0, w, "/prod/items?q=a")
+	filled := s.waitHit(t, 0, w, "/prod/items?q=a")
+	untagged := s.getWith(t, 0, w, w.key, "/prod/items?q=a", "max-age=0")
+	if untagged.xcache != "Hit" || untagged.hit != filled.hit || untagged.warning == "" {
+		t.Errorf("untagged max-age=0: got %+v, want a Hit of answer %d with a Warning", untagged, filled.hit)
+	}
+	ops := cacheWalk{apiID: w.apiID, key: *key.Value}
+	var tagged cached
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if tagged = s.getWith(t, 1, ops, ops.key, "/prod/items?q=a", "max-age=0"); tagged.status == http.StatusOK {
+			break // the association reached the node
+		}
+	}
+	if tagged.xcache != "Refresh" || tagged.hit <= filled.hit {
+		t.Errorf("tagged max-age=0: got %+v, want a Refresh with a new upstream answer", tagged)
+	}
+	if after := s.waitHit(t, 0, w, "/prod/items?q=a"); after.hit != tagged.hit {
+		t.Errorf("after the refresh: got %+v, want a Hit of answer %d", after, tagged.hit)
 	}
 }
 
