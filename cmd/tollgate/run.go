@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,21 +55,25 @@ type Main struct {
 	wg       sync.WaitGroup
 	closeErr error
 	once     sync.Once
+	logs     *logWriter // buffers Logger's output; flushed by Close
 }
 
-// NewMain returns a Main for cfg with a logger built from its log settings.
+// NewMain returns a Main for cfg with a logger built from its log
+// settings, writing to stderr through a buffer (logWriter) that Close
+// flushes.
 func NewMain(cfg Config) *Main {
-	return &Main{Config: cfg, Logger: newLogger(cfg.LogLevel, cfg.LogFormat)}
+	logs := newLogWriter(os.Stderr)
+	return &Main{Config: cfg, Logger: newLogger(logs, cfg.LogLevel, cfg.LogFormat), logs: logs}
 }
 
-func newLogger(level, format string) *slog.Logger {
+func newLogger(w io.Writer, level, format string) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lv}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 func (m *Main) runsAdmin() bool   { return m.Config.Role == "admin" || m.Config.Role == "all" }
@@ -287,6 +292,9 @@ func (m *Main) Close() error {
 		}
 		if m.rdb != nil {
 			_ = m.rdb.Close()
+		}
+		if m.logs != nil {
+			m.logs.Flush()
 		}
 		if m.cacheRDB != nil {
 			_ = m.cacheRDB.Close()

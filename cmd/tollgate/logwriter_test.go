@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the flush timer's goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestLogWriter(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		lines int
+		size  int
+	}{
+		{"one line, written by the timer", 1, 10},
+		{"more than the buffer, written as it fills", 100, 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out lockedBuffer
+			w := newLogWriter(&out)
+			line := strings.Repeat("x", c.size-1) + "\n"
+			for range c.lines {
+				if n, err := w.Write([]byte(line)); n != len(line) || err != nil {
+					t.Fatalf("Write: got %d, %v, want %d, nil", n, err, len(line))
+				}
+			}
+			want := strings.Repeat(line, c.lines)
+			deadline := time.Now().Add(5 * time.Second)
+			for out.String() != want && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := out.String(); got != want {
+				t.Errorf("got %d bytes written, want %d", len(got), len(want))
+			}
+		})
+	}
+}
+
+func TestLogWriterFlush(t *testing.T) {
+	var out lockedBuffer
+	w := newLogWriter(&out)
+	_, _ = w.Write([]byte("line\n"))
+	w.Flush()
+	if got := out.String(); got != "line\n" {
+		t.Errorf("after Flush: got %q, want %q", got, "line\n")
+	}
+}
