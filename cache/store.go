@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,6 +21,9 @@ type Options struct {
 	// Prefix starts every entry's Redis key ("tg" in production; tests
 	// use a unique prefix each).
 	Prefix string
+	// MemoryCheck is how often Put re-reads the Redis memory state (see
+	// ErrFull); 0 means DefaultMemoryCheck.
+	MemoryCheck time.Duration
 }
 
 // Store keeps response cache entries in the cache Redis: one hash per
@@ -26,14 +31,22 @@ type Options struct {
 // per variant, expiring with the entry's TTL. It is safe for concurrent
 // use.
 type Store struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb         redis.UniversalClient
+	prefix      string
+	memoryCheck time.Duration
+	full        atomic.Bool  // the last memory check found the Redis full
+	checked     atomic.Int64 // Unix ns of the last memory check
+	checking    atomic.Bool
 }
 
 // New returns a Store on rdb, the cache Redis (TOLLGATE_CACHE_REDIS_URL,
 // which should run allkeys-lru).
 func New(rdb redis.UniversalClient, opts Options) *Store {
-	return &Store{rdb: rdb, prefix: opts.Prefix}
+	s := &Store{rdb: rdb, prefix: opts.Prefix, memoryCheck: opts.MemoryCheck}
+	if s.memoryCheck <= 0 {
+		s.memoryCheck = DefaultMemoryCheck
+	}
+	return s
 }
 
 // Client returns the cache Redis client, so a caller can tell whether it
@@ -81,8 +94,14 @@ func (s *Store) Get(ctx context.Context, key string, h http.Header) (*Entry, err
 // Put stores e as the variant of entry key for request header h (by the
 // Vary names of e.Header) and sets the key's expiry to e.TTL, in one
 // MULTI. Older variants keep their own Stored and TTL and are not served
-// once stale. The caller checks Storable first. Errors come from Redis.
+// once stale. The caller checks Storable first. Errors come from Redis,
+// or are ErrFull while the Redis is near maxmemory without eviction (its
+// memory state is re-read in the background every Options.MemoryCheck).
 func (s *Store) Put(ctx context.Context, key string, h http.Header, e *Entry) error {
+	s.maybeCheckMemory()
+	if s.full.Load() {
+		return ErrFull
+	}
 	names, _ := VaryNames(e.Header)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, "vary", strings.Join(names, ","), Variant(names, h), e.encode())
