@@ -174,3 +174,36 @@ func TestFaultRedisFlushed(t *testing.T) {
 		t.Errorf("republished snapshot version %d, want ≥ 1", v)
 	}
 }
+
+// TestFaultRedisSlow: Redis answers, but later than TOLLGATE_REDIS_TIMEOUT
+// (CLIENT PAUSE holds every command): open admits known keys without
+// limits, closed answers 503, an unverifiable key is 503 in both; limits
+// apply again within 1 s of Redis answering in time.
+func TestFaultRedisSlow(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"open", "closed"} {
+		t.Run(mode, func(t *testing.T) {
+			f := mustFaultStack(t, mode)
+			ctx := context.Background()
+			if err := f.redis.client.Do(ctx, "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
+				t.Fatal(err)
+			}
+			wantKnown := map[string]int{"open": 200, "closed": 503}[mode]
+			for i := range 4 {
+				res := f.call(t, i%2, f.api.id, "/prod/items", f.known)
+				if res.StatusCode != wantKnown || res.Header.Get("X-RateLimit-Limit") != "" {
+					t.Errorf("known key, Redis slow, request %d: got %d with limit %q, want %d without limits", i+1, res.StatusCode, res.Header.Get("X-RateLimit-Limit"), wantKnown)
+				}
+			}
+			if res := f.call(t, 0, f.api.id, "/prod/items", f.fresh); res.StatusCode != 503 {
+				t.Errorf("fresh key, Redis slow: got %d, want 503 (never 403)", res.StatusCode)
+			}
+			if err := f.redis.client.Ping(ctx).Err(); err != nil { // returns when the pause ends
+				t.Fatal(err)
+			}
+			took := f.waitAdmitted(t, f.known, time.Second)
+			t.Logf("%s: limits apply %v after the pause ended", mode, took)
+			f.waitAdmitted(t, f.fresh, time.Second)
+		})
+	}
+}
