@@ -12,7 +12,7 @@
 // saturation rate, and the config push latency over many changes.
 // Everything it started is stopped and the database dropped at the end.
 //
-//	bench [-bin bin] [-wrk wrk] [-duration 4s] [-rounds 2] [-conns 8,32,128] [-changes 100]
+//	bench [-bin bin] [-wrk wrk] [-duration 3s] [-rounds 2] [-conns 8,32,128] [-changes 100]
 //	bench proxy -addr 127.0.0.1:8081 -upstream http://127.0.0.1:8080
 package main
 
@@ -71,7 +71,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary (the bench runs its own instance)")
 	fs.StringVar(&o.postgresURL, "postgres", envOr("TOLLGATE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL URL of a maintenance database; the bench creates and drops its own database there")
-	fs.DurationVar(&o.duration, "duration", 4*time.Second, "length of each wrk run")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each wrk run")
 	conns := fs.String("conns", "8,32,128", "comma-separated wrk connection counts")
 	fs.IntVar(&o.changes, "changes", 100, "config changes for the push latency measurement")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds over the paths at each level; each path's best run is reported (the machine may be busy with other work)")

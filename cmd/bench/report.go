@@ -52,9 +52,9 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; paths interleaved, best of %d rounds per path and level; gateway node 1 of 2 takes the load; access log on\n", r.duration, r.rounds)
 	switch r.cacheHit {
 	case "Hit":
-		fmt.Fprintln(w, "cache: second GET /cached answered X-Cache: Hit")
+		fmt.Fprintln(w, "cache: GET /cached answers X-Cache: Hit once stored")
 	default:
-		fmt.Fprintf(w, "cache: second GET /cached answered X-Cache: %q, not Hit: the cache-hit row measures a cached method without a working cache\n", r.cacheHit)
+		fmt.Fprintf(w, "cache: GET /cached answered X-Cache: %q, never Hit: the cache-hit row measures a cached method without a working cache\n", r.cacheHit)
 	}
 	fmt.Fprintln(w)
 	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "redis rt/req", "cmds/req", "top-level commands/req", "CPU µs/req")
