@@ -94,16 +94,16 @@ func (l *Limiter) flush() {
 // whose caller has gone are not sent (nothing is charged for them). A
 // NOSCRIPT reply loads the script and runs that call again alone.
 func (l *Limiter) send(batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	defer cancel()
-	if len(batch) == 1 {
+	if len(batch) == 1 { // the caller's context carries Decide's deadline
 		c := batch[0]
 		if c.ctx.Err() == nil {
-			c.reply, c.err = l.evalSha(ctx, decideScript, c.keys, c.args)
+			c.reply, c.err = l.evalSha(c.ctx, decideScript, c.keys, c.args)
 		}
 		close(c.done)
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
