@@ -31,10 +31,14 @@ const (
 	cacheBypass  = "Bypass"
 )
 
-// Header values the cache writes.
+// Headers the cache writes.
+const (
+	headerAge     = "Age"
+	headerWarning = "Warning"
+)
+
+// Values the cache writes.
 var (
-	headerAge           = "Age"
-	headerWarning       = "Warning"
 	warningUnauthorized = []string{`199 - "cache-control ignored: caller not authorized to invalidate"`}
 	errAccessDenied     = errorType{http.StatusForbidden, "Forbidden", "AccessDeniedException"}
 )

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tollgate/plans"
 )
@@ -50,6 +51,29 @@ func TestCacheHitMissAndHead(t *testing.T) {
 		t.Errorf("Content-Length: got %s, want %d", cl, len(get2.body))
 	}
 	u.wantHits(t, "end", 6)
+}
+
+// TestCacheTTL: an entry is served until its TTL and missed after; Age
+// counts from the fill, and an upstream's own Age or X-Cache never
+// reaches the client (the gateway owns them).
+func TestCacheTTL(t *testing.T) {
+	u := newUpstream(t)
+	u.set(func(u *upstream) { u.header = http.Header{"Age": {"99"}, "X-Cache": {"upstream"}} })
+	tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(1)}), nil,
+		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
+	miss := tg.get(t, "/prod/items")
+	want(t, "fill", miss, 200, "Miss", "")
+	if got := miss.header.Values("Age"); len(got) != 0 {
+		t.Errorf("Age on a miss: got %q, want none (the upstream's is dropped)", got)
+	}
+	hit := tg.get(t, "/prod/items")
+	want(t, "within the TTL", hit, 200, "Hit", "")
+	if got := hit.header.Get("Age"); got != "0" {
+		t.Errorf("Age on a hit: got %q, want 0", got)
+	}
+	time.Sleep(1100 * time.Millisecond) // the TTL is 1 s, the smallest there is
+	want(t, "after the TTL", tg.get(t, "/prod/items"), 200, "Miss", "")
+	u.wantHits(t, "end", 2)
 }
 
 func TestCacheSettings(t *testing.T) {

@@ -26,7 +26,7 @@ const (
 
 // ownedHeaders are the response headers the gateway owns: any copy an
 // upstream sends is dropped so the gateway's (or none) reaches the client.
-var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRateLimit, HeaderRatePolicy, headerXCache, headerRequestID}
+var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRateLimit, HeaderRatePolicy, headerXCache, headerAge, headerRequestID}
 
 // writeRateLimitHeaders sets the caller's own rate-limit headers from a
 // decision: X-RateLimit-* from the quota when the plan has one, else from
