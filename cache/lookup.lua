@@ -5,16 +5,19 @@
 --          of the stored response (lowercase, sorted, comma-separated,
 --          "" for none); every other field is one variant, named as
 --          cache.Variant names it.
--- ARGV     request header name/value pairs: names lowercase, values as
---          cache.VaryValue normalises them.
+-- ARGV[1]  the request headers, one "<name>:<value>\n" line each: names
+--          lowercase, values as cache.VaryValue normalises them.
 -- Returns  the encoded entry (cache.Entry), or nil when there is none.
 local vary = redis.call('HGET', KEYS[1], 'vary')
 if not vary then
   return false
 end
 local h = {}
-for i = 1, #ARGV, 2 do
-  h[ARGV[i]] = ARGV[i + 1]
+for line in string.gmatch(ARGV[1], '[^\n]+') do
+  local name, v = string.match(line, '^([^:]*):(.*)$')
+  if name then
+    h[name] = v
+  end
 end
 local field = 'v'
 for name in string.gmatch(vary, '[^,]+') do

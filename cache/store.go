@@ -65,7 +65,7 @@ type Lookup struct {
 // (an EVAL, so a restarted Redis never answers NOSCRIPT). Run pipe, then
 // call Result.
 func (s *Store) Queue(ctx context.Context, pipe redis.Pipeliner, key string, h http.Header) *Lookup {
-	return &Lookup{cmd: pipe.Eval(ctx, lookupSource, []string{key}, headerArgs(h)...)}
+	return &Lookup{cmd: pipe.Eval(ctx, lookupSource, []string{key}, headerArg(h))}
 }
 
 // Result returns the entry read, nil without an error when there is none
@@ -114,19 +114,29 @@ func (s *Store) Put(ctx context.Context, key string, h http.Header, e *Entry) er
 	return nil
 }
 
-// headerArgs flattens a request header into lookup.lua's ARGV: lowercase
-// name, VaryValue. Credentials (x-api-key, Authorization, Cookie) are not
-// sent to the cache Redis; a Vary on them then never matches, which only
-// costs hits.
-func headerArgs(h http.Header) []any {
-	args := make([]any, 0, 2*len(h))
+// headerArg flattens a request header into lookup.lua's ARGV[1]: one line
+// "<lowercase name>:<VaryValue>\n" per header (HTTP forbids line breaks in
+// names and values, and ':' in names). Credentials (x-api-key,
+// Authorization, Cookie) are not sent to the cache Redis; a Vary on them
+// then never matches, which only costs hits.
+func headerArg(h http.Header) string {
+	var b strings.Builder
 	for k := range h {
-		switch strings.ToLower(k) {
-		case "x-api-key", "authorization", "cookie":
+		if strings.EqualFold(k, "x-api-key") || strings.EqualFold(k, "authorization") || strings.EqualFold(k, "cookie") {
 			continue
 		}
 		v, _ := VaryValue(h, k)
-		args = append(args, strings.ToLower(k), v)
+		b.Grow(len(k) + len(v) + 2)
+		for i := 0; i < len(k); i++ {
+			c := k[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+		b.WriteByte(':')
+		b.WriteString(v)
+		b.WriteByte('\n')
 	}
-	return args
+	return b.String()
 }
