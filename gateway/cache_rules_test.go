@@ -76,8 +76,11 @@ func TestCacheControlMaxAgeZero(t *testing.T) {
 			u := newUpstream(t)
 			ms := caching(300)
 			ms.RequireAuthorizationForCacheControl, ms.UnauthorizedCacheControlHeaderStrategy = c.require, c.strategy
-			tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": ms}), nil,
-				res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
+			env := newCacheEnv(t)
+			snap := func() *plans.Snapshot {
+				return cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": ms}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
+			}
+			tg, node2 := env.gateway(t, snap(), nil), env.gateway(t, snap(), nil)
 			want(t, "fill v1", tg.get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
 			u.set(func(u *upstream) { u.version = "v2" })
 			got := tg.get(t, "/prod/items", "Cache-Control", "max-age=0")
@@ -101,6 +104,7 @@ func TestCacheControlMaxAgeZero(t *testing.T) {
 			}
 			want(t, "k2 max-age=0", tg.getAs(t, cacheKey2, "/prod/items", "Cache-Control", "max-age=0"), 200, "Refresh", "v2 GET /items")
 			want(t, "k1 plain after k2's refresh", tg.get(t, "/prod/items"), 200, "Hit", "v2 GET /items")
+			want(t, "k1 plain on node 2", node2.get(t, "/prod/items"), 200, "Hit", "v2 GET /items")
 		})
 	}
 }
