@@ -29,7 +29,7 @@ type stackOptions struct {
 	redisURL       string        // "" = the shared test Redis
 	databaseURL    string        // "" = a fresh database (postgrestest.MustURL)
 	failureMode    string        // "" = "open"
-	redisTimeout   time.Duration // 0 = 500ms
+	redisTimeout   time.Duration // 0 = 5s: a loaded test machine never fails open by accident
 	trustedProxies []string      // TOLLGATE_TRUSTED_PROXIES of the gateways
 	logs           *logBuffer    // when set, every node logs into it
 }
@@ -59,7 +59,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		o.failureMode = "open"
 	}
 	if o.redisTimeout == 0 {
-		o.redisTimeout = 500 * time.Millisecond
+		o.redisTimeout = 5 * time.Second
 	}
 	s := &stack{echo: echoserver.New()}
 	up := httptest.NewServer(s.echo)
