@@ -5,7 +5,7 @@ The Go side prepends clock.lua, which defines now (µs), period() and
 date_string().
 
 KEYS
-  1..n        bucket state hashes, in check order (plan or plan-method,
+  1..n        bucket state strings, in check order (plan or plan-method,
               stage, account)
   n+1         quota state hash        (only when ARGV[4] >= 0)
   next        daily usage hash        (only when ARGV[7] == "1")
@@ -33,7 +33,10 @@ Reply: an array of 9 integers
 Algorithm. A token bucket per bucket key: capacity burst, refill rate
 tokens/s, starting full, one token per request (the classic token bucket,
 e.g. RFC 2697's committed bucket; compare go-redis/redis_rate's GCRA, which
-is equivalent but keeps no explicit token count). State hash fields:
+is equivalent but keeps no explicit token count). State: one string
+"t l r b" per bucket (read for all buckets with one MGET, written with one
+SET ... PX: two Redis calls per bucket instead of three, which is most of
+the script's cost; each redis.call costs a few µs however small its work):
   t  tokens (float, written with %.17g so it round-trips exactly)
   l  time of t (µs; never moves back if Redis time does)
   r  rate as sent by Go     b  burst
@@ -59,7 +62,7 @@ Admission needs a token in every bucket and n + 1 <= limit; then every
 bucket loses one token, n grows by one and the usage hash field for today
 ("YYYY-MM-DD", UTC) grows by one, all in this script. Every write sets its
 TTL in the same script: bucket until full again + 1 s (400 days at rate 0,
-PEXPIRE ms); quota until its period end + 1 hour (PEXPIRE ms); usage 100
+SET PX ms); quota until its period end + 1 hour (PEXPIRE ms); usage 100
 days (EXPIRE s), and fields older than 100 days are deleted when a new day
 starts.
 
@@ -101,21 +104,27 @@ local plan = tonumber(ARGV[3])
 local qlimit = tonumber(ARGV[4])
 
 -- Buckets: tokens now, and whether the state must be rebased to new limits.
+-- All bucket states in one read (MGET: false for an absent key, and for a
+-- key of another type: the hash of a version before this format counts as
+-- absent, so after that upgrade each bucket starts full once).
 local tokens, rates, bursts, rebase, times = {}, {}, {}, {}, {}
 local refused = 0
+local states = {}
+if n > 0 then states = redis.call('MGET', unpack(KEYS, 1, n)) end
 for i = 1, n do
   local rs = ARGV[6 + 2 * i]
   local r, b = tonumber(rs), tonumber(ARGV[7 + 2 * i])
   rates[i], bursts[i] = r, b
-  local s = redis.call('HMGET', KEYS[i], 't', 'l', 'r', 'b')
+  local s1, s2, s3, s4
+  if states[i] then s1, s2, s3, s4 = string.match(states[i], '^(%S+) (%S+) (%S+) (%S+)$') end
   local t, tt = b, now
-  if s[1] then
-    local st, sl, sr, sb = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]), tonumber(s[4])
+  if s1 then
+    local st, sl, sr, sb = tonumber(s1), tonumber(s2), tonumber(s3), tonumber(s4)
     if now < sl + ttl_us(st, sr, sb) then
       if now > sl then st = math.min(sb, st + (now - sl) * sr / US) end
       t = math.min(st, b)
       tt = math.max(sl, now) -- time went back (failover): refill nothing twice
-      rebase[i] = (s[3] ~= rs) or (sb ~= b)
+      rebase[i] = (s3 ~= rs) or (sb ~= b)
     end
   end
   tokens[i], times[i] = t, tt
@@ -139,9 +148,10 @@ if qlimit >= 0 then
   if refused == 0 and used + 1 > qlimit then refused = n + 1 end
 end
 
+-- one SET with its TTL (at least SLACK_US ahead, so PX is always > 0)
 local function write_bucket(i, t)
-  redis.call('HSET', KEYS[i], 't', fmt(t), 'l', fmt(times[i]), 'r', ARGV[6 + 2 * i], 'b', ARGV[7 + 2 * i])
-  redis.call('PEXPIRE', KEYS[i], fmt(math.ceil((times[i] + ttl_us(t, rates[i], bursts[i]) - now) / 1000)))
+  local state = fmt(t) .. ' ' .. fmt(times[i]) .. ' ' .. ARGV[6 + 2 * i] .. ' ' .. ARGV[7 + 2 * i]
+  redis.call('SET', KEYS[i], state, 'PX', fmt(math.ceil((times[i] + ttl_us(t, rates[i], bursts[i]) - now) / 1000)))
 end
 
 local allowed = (refused == 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,7 +238,11 @@ func TestRateKeepsFullPrecision(t *testing.T) {
 		if _, err := l.Decide(t.Context(), req); err != nil {
 			t.Fatalf("Decide: %v", err)
 		}
-		got, err := l.rdb.HGet(t.Context(), k, "r").Float64()
+		state, err := l.rdb.Get(t.Context(), k).Result() // "tokens time rate burst"
+		var got float64
+		if f := strings.Fields(state); err == nil && len(f) == 4 {
+			got, err = strconv.ParseFloat(f[2], 64)
+		}
 		if err != nil || got != rate {
 			t.Errorf("stored rate: got %v (err %v), want %v exactly", got, err, rate)
 		}
