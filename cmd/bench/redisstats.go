@@ -71,9 +71,11 @@ func perRequest(before, after redisCounters, n int64) redisPerRequest {
 	return p
 }
 
-// topLevel lists the commands a gateway sends itself (the rest run inside
-// the limiter script or come from background loops).
+// topLevel lists commands the gateway sends itself (the limiter and cache
+// scripts, cache entry and key record reads, script loads). The limiter
+// script's own MGET, SET, HMGET... count in Commands only; a GET inside a
+// script would count here too, so the list names what, not who.
 var topLevel = map[string]bool{
-	"evalsha": true, "eval": true, "get": true, "mget": true, "set": true,
-	"hgetall": true, "xread": true, "script|load": true, "script": true,
+	"evalsha": true, "eval": true, "evalsha_ro": true, "eval_ro": true, "get": true,
+	"script|load": true,
 }
