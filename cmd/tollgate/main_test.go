@@ -85,6 +85,13 @@ type walkConfig struct {
 // association.
 func (s *stack) setupWalk(t *testing.T, ctx context.Context) walkConfig {
 	t.Helper()
+	return s.setupWalkThrottle(t, ctx, 10)
+}
+
+// setupWalkThrottle is setupWalk with the plan's rate limit given
+// (requests per second; burst stays 3).
+func (s *stack) setupWalkThrottle(t *testing.T, ctx context.Context, rate float64) walkConfig {
+	t.Helper()
 	c := s.sdk
 	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("walk")})
 	must(t, "CreateRestApi", err)
@@ -104,7 +111,7 @@ func (s *stack) setupWalk(t *testing.T, ctx context.Context) walkConfig {
 	must(t, "CreateDeployment", err)
 	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{
 		Name:      aws.String("walk-plan"),
-		Throttle:  &types.ThrottleSettings{RateLimit: 10, BurstLimit: 3},
+		Throttle:  &types.ThrottleSettings{RateLimit: rate, BurstLimit: 3},
 		Quota:     &types.QuotaSettings{Limit: 6, Period: types.QuotaPeriodTypeDay},
 		ApiStages: []types.ApiStage{{ApiId: api.Id, Stage: aws.String("prod")}},
 	})
@@ -131,7 +138,9 @@ func must(t *testing.T, what string, err error) {
 func TestEndToEnd(t *testing.T) {
 	s := mustStack(t)
 	ctx := context.Background()
-	w := s.setupWalk(t, ctx)
+	// Rate 0.001/s: nothing refills during the burst phase, however slow
+	// the machine.
+	w := s.setupWalkThrottle(t, ctx, 0.001)
 
 	// The config reaches both gateways: the first 200 also proves proxying.
 	start := time.Now()
@@ -156,24 +165,38 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if want == 429 {
 			assertHeader(t, res, "x-amzn-ErrorType", "TooManyRequestsException")
-			assertHeader(t, res, "Retry-After", "1")
+			// One token at 0.001/s takes 1000 s (a little less has passed).
+			if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 990 || ra > 1000 {
+				t.Errorf("Retry-After: got %q, want about 1000", res.Header.Get("Retry-After"))
+			}
 			assertHeader(t, res, "X-RateLimit-Remaining", "3") // the quota, uncharged by the refusal
 		}
 	}
 	if got := s.echo.Hits(); got != 3 {
 		t.Fatalf("upstream hits after the burst: got %d, want 3", got)
 	}
-	// Refill (10/s) and spend the rest of the quota: remaining 2, 1, 0.
+	// Raise the throttle (existing tokens stay: none), then spend the rest
+	// of the quota: remaining 2, 1, 0. Throttled calls while the change
+	// propagates cost no quota.
+	_, err := s.sdk.UpdateUsagePlan(ctx, &apigateway.UpdateUsagePlanInput{UsagePlanId: aws.String(w.planID),
+		PatchOperations: []types.PatchOperation{
+			{Op: types.OpReplace, Path: aws.String("/throttle/rateLimit"), Value: aws.String("1000")},
+			{Op: types.OpReplace, Path: aws.String("/throttle/burstLimit"), Value: aws.String("1000")},
+		}})
+	must(t, "UpdateUsagePlan", err)
 	for i, want := range []string{"2", "1", "0"} {
-		time.Sleep(120 * time.Millisecond)
 		res := s.call(t, i%2, w.apiID, "/prod/items/q", w.keyValue)
+		for start := time.Now(); i == 0 && res.StatusCode == 429 && time.Since(start) < 2*time.Second; {
+			assertHeader(t, res, "X-RateLimit-Remaining", "3")
+			time.Sleep(5 * time.Millisecond)
+			res = s.call(t, i%2, w.apiID, "/prod/items/q", w.keyValue)
+		}
 		if res.StatusCode != 200 {
 			t.Fatalf("quota request %d: got %d, want 200", i+1, res.StatusCode)
 		}
 		assertHeader(t, res, "X-RateLimit-Limit", "6")
 		assertHeader(t, res, "X-RateLimit-Remaining", want)
 	}
-	time.Sleep(120 * time.Millisecond)
 	for i := range 2 {
 		res := s.call(t, i, w.apiID, "/prod/items/over", w.keyValue)
 		if res.StatusCode != 429 {
@@ -190,7 +213,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Disable the key: both gateways refuse it within 1 s.
-	_, err := s.sdk.UpdateApiKey(ctx, &apigateway.UpdateApiKeyInput{ApiKey: aws.String(w.keyID),
+	_, err = s.sdk.UpdateApiKey(ctx, &apigateway.UpdateApiKeyInput{ApiKey: aws.String(w.keyID),
 		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/enabled"), Value: aws.String("false")}}})
 	must(t, "UpdateApiKey", err)
 	took := s.waitStatus(t, w.apiID, "/prod/items/1", w.keyValue, http.StatusForbidden, time.Second)
