@@ -31,7 +31,7 @@ import (
 // options are the bench's flags.
 type options struct {
 	bin, wrk, redisServer, postgresURL string
-	duration                           time.Duration
+	duration, redisTimeout             time.Duration
 	conns                              []int
 	changes, rounds                    int
 	logLevel                           string
@@ -72,6 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.postgresURL, "postgres", envOr("TOLLGATE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL URL of a maintenance database; the bench creates and drops its own database there")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each wrk run")
+	fs.DurationVar(&o.redisTimeout, "redis-timeout", time.Second, "TOLLGATE_REDIS_TIMEOUT of the gateways (decisions that miss it fail open and skip the measured work)")
 	conns := fs.String("conns", "8,32,128", "comma-separated wrk connection counts")
 	fs.IntVar(&o.changes, "changes", 100, "config changes for the push latency measurement")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds over the paths at each level; each path's best run is reported (the machine may be busy with other work)")

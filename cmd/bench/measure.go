@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,18 +26,23 @@ type row struct {
 	wrk   wrkResult
 	redis redisPerRequest
 	cpu   string // CPU µs per request by process
+	// failOpen is how many requests gateway0 admitted without a limiter
+	// decision (tollgate_limiter_errors_total: Redis did not answer within
+	// TOLLGATE_REDIS_TIMEOUT); such requests did less than the full work.
+	failOpen int64
 }
 
 // report is everything bench prints.
 type report struct {
-	machine  string
-	duration time.Duration
-	rounds   int    // runs per path and level; the best is reported
-	cacheHit string // X-Cache of the second call to /cached
-	rows     []row
-	halfRate float64 // offered rate of the latency runs (half the bare saturation)
-	latency  []row   // the runs at halfRate
-	push     pushResult
+	machine      string
+	duration     time.Duration
+	rounds       int // runs per path and level; the best is reported
+	redisTimeout time.Duration
+	cacheHit     string // X-Cache of the second call to /cached
+	rows         []row
+	halfRate     float64 // offered rate of the latency runs (half the bare saturation)
+	latency      []row   // the runs at halfRate
+	push         pushResult
 }
 
 // loads returns the wrk target of each path.
@@ -51,7 +59,7 @@ func (s *stack) loads() map[string]load {
 
 // measure runs every load, the latency runs and the push latency.
 func (s *stack) measure(ctx context.Context) (*report, error) {
-	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds}
+	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds, redisTimeout: s.opts.redisTimeout}
 	rep.cacheHit = s.cacheCheck(ctx)
 	loads := s.loads()
 	order := []string{pathBare, pathUncached, pathCached, pathRefused}
@@ -93,17 +101,19 @@ func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, 
 		return row{}, err
 	}
 	cpuBefore := s.procs.cpuTimes()
+	errsBefore := s.limiterErrors(ctx)
 	w, err := runWrk(ctx, s.opts.wrk, s.dir, l, conns, d, delay)
 	if err != nil {
 		return row{}, err
 	}
 	cpuAfter := s.procs.cpuTimes()
+	failOpen := s.limiterErrors(ctx) - errsBefore
 	after, err := readCounters(ctx, s.rdb)
 	if err != nil {
 		return row{}, err
 	}
 	cpu := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "redis", "echo"})
-	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu}, nil
+	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, failOpen: failOpen}, nil
 }
 
 // latencyDelay is the pause of each connection between requests in the
@@ -156,4 +166,35 @@ func (s *stack) cacheCheck(ctx context.Context) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return got
+}
+
+// limiterErrors reads tollgate_limiter_errors_total from gateway0's
+// metrics (0 when it cannot be read).
+func (s *stack) limiterErrors(ctx context.Context) int64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.metrics+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0
+	}
+	return metricValue(string(body), "tollgate_limiter_errors_total")
+}
+
+// metricValue returns the value of an unlabelled metric in Prometheus
+// text format, 0 when absent.
+func metricValue(text, name string) int64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f)
+		}
+	}
+	return 0
 }

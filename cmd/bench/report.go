@@ -49,7 +49,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "config: key required; plan throttle %d/s burst %d + quota %d/MONTH; stage */* throttle %d/s burst %d; "+
 		"method throttle on GET /uncached; caching on GET /cached; account %d/s\n",
 		planRate, planBurst, quotaLimit, stageRate, stageBurst, 1_000_000)
-	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; paths interleaved, best of %d rounds per path and level; gateway node 1 of 2 takes the load; access log on\n", r.duration, r.rounds)
+	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; paths interleaved, best of %d rounds per path and level; gateway node 1 of 2 takes the load; access log on; TOLLGATE_REDIS_TIMEOUT %v\n", r.duration, r.rounds, r.redisTimeout)
 	switch r.cacheHit {
 	case "Hit":
 		fmt.Fprintln(w, "cache: GET /cached answers X-Cache: Hit once stored")
@@ -57,14 +57,14 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "cache: GET /cached answered X-Cache: %q, never Hit: the cache-hit row measures a cached method without a working cache\n", r.cacheHit)
 	}
 	fmt.Fprintln(w)
-	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "redis rt/req", "cmds/req", "top-level commands/req", "CPU µs/req")
+	tw := newTable(w, "conns", "path", "req/s", "x bare", "p50", "p99", "non-2xx", "errors", "fail-open", "redis rt/req", "cmds/req", "top-level commands/req", "CPU µs/req")
 	bare := map[int]float64{}
 	for _, x := range r.rows {
 		if x.path == pathBare {
 			bare[x.conns] = x.wrk.RPS
 		}
 		tw.row(x.conns, x.path, fmt.Sprintf("%.0f", x.wrk.RPS), ratio(x.wrk.RPS, bare[x.conns]), ms(x.wrk.P50), ms(x.wrk.P99),
-			x.wrk.Non2xx, x.wrk.Errors, fmt.Sprintf("%.2f", x.redis.RoundTrips), fmt.Sprintf("%.2f", x.redis.Commands), x.redis.Top, x.cpu)
+			x.wrk.Non2xx, x.wrk.Errors, x.failOpen, fmt.Sprintf("%.2f", x.redis.RoundTrips), fmt.Sprintf("%.2f", x.redis.Commands), x.redis.Top, x.cpu)
 	}
 	tw.flush()
 	r.printBest(w)

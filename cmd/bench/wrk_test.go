@@ -67,3 +67,20 @@ func TestPerRequest(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+func TestMetricValue(t *testing.T) {
+	text := "# HELP tollgate_limiter_errors_total x\n# TYPE tollgate_limiter_errors_total counter\ntollgate_limiter_errors_total 42\ntollgate_limiter_errors_total_other 7\n"
+	for _, c := range []struct {
+		name, metric string
+		want         int64
+	}{
+		{"present", "tollgate_limiter_errors_total", 42},
+		{"absent", "tollgate_requests_total", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := metricValue(text, c.metric); got != c.want {
+				t.Errorf("metricValue(%s): got %d, want %d", c.metric, got, c.want)
+			}
+		})
+	}
+}
