@@ -37,17 +37,20 @@ func (p *procs) cpuTimes() map[string]time.Duration {
 
 // cpuPerRequest formats the CPU each process spent per request between
 // two cpuTimes readings, "gateway0 120 redis 40 echo 35" (µs), for the
-// processes that took at least 1 µs per request.
-func cpuPerRequest(before, after map[string]time.Duration, n int64, order []string) string {
+// processes that took at least 1 µs per request, and returns their sum in
+// µs.
+func cpuPerRequest(before, after map[string]time.Duration, n int64, order []string) (string, float64) {
 	if n <= 0 {
-		return ""
+		return "", 0
 	}
 	var parts []string
+	var total float64
 	for _, l := range order {
 		us := float64(after[l]-before[l]) / float64(time.Microsecond) / float64(n)
+		total += us
 		if us >= 1 {
 			parts = append(parts, fmt.Sprintf("%s %.0f", l, us))
 		}
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, " "), total
 }

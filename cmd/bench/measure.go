@@ -25,7 +25,8 @@ type row struct {
 	conns int
 	wrk   wrkResult
 	redis redisPerRequest
-	cpu   string // CPU µs per request by process
+	cpu   string  // CPU µs per request by process
+	cpuUS float64 // their sum
 	// failOpen is how many requests gateway0 admitted without a limiter
 	// decision (tollgate_limiter_errors_total: Redis did not answer within
 	// TOLLGATE_REDIS_TIMEOUT); such requests did less than the full work.
@@ -112,8 +113,8 @@ func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, 
 	if err != nil {
 		return row{}, err
 	}
-	cpu := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "redis", "echo"})
-	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, failOpen: failOpen}, nil
+	cpu, cpuUS := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "redis", "echo"})
+	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, cpuUS: cpuUS, failOpen: failOpen}, nil
 }
 
 // latencyDelay is the pause of each connection between requests in the

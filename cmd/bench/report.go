@@ -76,17 +76,23 @@ func (r *report) print(w io.Writer) {
 // printBest prints each path's best rate over the concurrency levels
 // against the bare proxy's best, with the targets.
 func (r *report) printBest(w io.Writer) {
-	best := map[string]float64{}
+	best, cpu, runs := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, x := range r.rows {
 		best[x.path] = max(best[x.path], x.wrk.RPS)
+		cpu[x.path] += x.cpuUS
+		runs[x.path]++
 	}
-	fmt.Fprintln(w, "\nsaturation (best req/s over the levels) against the bare proxy's best:")
+	fmt.Fprintln(w, "\nsaturation (best req/s over the levels) against the bare proxy's best; and the CPU ratio,")
+	fmt.Fprintln(w, "bare proxy's CPU per request (all processes but wrk, mean over the levels) over the path's,")
+	fmt.Fprintln(w, "which other work on the machine disturbs less:")
 	for _, t := range []struct {
 		path   string
 		target float64
 	}{{pathUncached, 0.70}, {pathCached, 1.3}, {pathRefused, 2}} {
 		got := best[t.path] / best[pathBare]
-		fmt.Fprintf(w, "  %-24s %8.0f req/s  %5.2fx  (target >= %.2fx: %s)\n", t.path, best[t.path], got, t.target, verdict(got >= t.target))
+		byCPU := (cpu[pathBare] / runs[pathBare]) / (cpu[t.path] / runs[t.path])
+		fmt.Fprintf(w, "  %-24s %8.0f req/s  %5.2fx  CPU %4.0f µs/req %5.2fx  (target >= %.2fx: %s)\n",
+			t.path, best[t.path], got, cpu[t.path]/runs[t.path], byCPU, t.target, verdict(got >= t.target))
 	}
 }
 
