@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -206,7 +207,9 @@ func (s *syncBuffer) String() string {
 func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testGateway {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
-	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
+	// A 5 s deadline: with the default 50 ms a loaded test machine sometimes
+	// failed open (200 without limits) and flaked the header tests.
+	lim := limiter.New(rdb, limiter.Options{Prefix: prefix, Timeout: 5 * time.Second})
 	if err := lim.Load(t.Context()); err != nil {
 		t.Fatalf("limiter Load: %v", err)
 	}
