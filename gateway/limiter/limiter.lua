@@ -55,16 +55,19 @@ Redis had expired the key, whatever clock the caller uses.
 Quota: UTC calendar periods of the current time, computed in the script by
 clock.lua's period() (no key name holds a time): DAY from 00:00; WEEK from
 Sunday + offset days; MONTH from the 1st + offset days. State hash fields: s period start (Unix
-seconds; the latest one seen), n requests admitted since. A period that
+seconds; the latest one seen), n requests admitted since, e the period end
+(Unix seconds) its TTL was last set for. A period that
 starts after s resets n; a lower limit gives remaining max(0, limit - n).
 
 Admission needs a token in every bucket and n + 1 <= limit; then every
 bucket loses one token, n grows by one and the usage hash field for today
 ("YYYY-MM-DD", UTC) grows by one, all in this script. Every write sets its
 TTL in the same script: bucket until full again + 1 s (400 days at rate 0,
-SET PX ms); quota until its period end + 1 hour (PEXPIRE ms); usage 100
-days (EXPIRE s), and fields older than 100 days are deleted when a new day
-starts.
+SET PX ms); quota until its period end + 1 hour (PEXPIRE ms, only when e
+differs: the moment is fixed for a period); usage 100 days (EXPIRE s, with
+the first count of each UTC day, when fields older than 100 days are
+deleted). So an admitted keyed request with three buckets and a quota makes 8 Redis calls:
+TIME, MGET, HMGET, 3 SET, HSET, HINCRBY.
 
 Cluster (DESIGN.md 9): this script expects every key on one node. TODO: on
 Redis Cluster, run the per-key part (plan bucket, quota, usage: one slot)
@@ -132,13 +135,14 @@ for i = 1, n do
 end
 
 -- Quota: used count in the current period.
-local qkey, used, pstart, pend, sstart
+local qkey, used, pstart, pend, sstart, qexpiry
 local nkeys = n
 if qlimit >= 0 then
   nkeys = nkeys + 1
   qkey = KEYS[nkeys]
   pstart, pend = period(math.floor(now / US / 86400), ARGV[5], tonumber(ARGV[6]))
-  local s = redis.call('HMGET', qkey, 's', 'n')
+  local s = redis.call('HMGET', qkey, 's', 'n', 'e')
+  qexpiry = s[3]
   used = 0
   -- The stored start is the latest period start seen: the count goes on
   -- unless the current period starts after it (so a clock that went back
@@ -162,19 +166,25 @@ if allowed then
   end
   if qkey then
     used = used + 1
-    redis.call('HSET', qkey, 's', fmt(sstart), 'n', fmt(used))
-    redis.call('PEXPIRE', qkey, fmt(math.ceil(((pend + QUOTA_MARGIN_S) * US - now) / 1000)))
+    redis.call('HSET', qkey, 's', fmt(sstart), 'n', fmt(used), 'e', fmt(pend))
+    -- the TTL ends at a fixed moment (period end + margin); set it only
+    -- when the state does not say it was set for this period end
+    if qexpiry ~= fmt(pend) then
+      redis.call('PEXPIRE', qkey, fmt(math.ceil(((pend + QUOTA_MARGIN_S) * US - now) / 1000)))
+    end
   end
   if ARGV[7] == '1' then
     local ukey = KEYS[nkeys + 1]
     local days = math.floor(now / US / 86400)
+    -- only this script writes the usage hash, so its TTL is renewed with
+    -- the first count of each UTC day, when old days are pruned too
     if redis.call('HINCRBY', ukey, date_string(days), 1) == 1 then
       local cutoff = date_string(days - USAGE_KEEP_DAYS)
       for _, f in ipairs(redis.call('HKEYS', ukey)) do
         if f < cutoff then redis.call('HDEL', ukey, f) end
       end
+      redis.call('EXPIRE', ukey, USAGE_TTL_S)
     end
-    redis.call('EXPIRE', ukey, USAGE_TTL_S)
   end
 else
   for i = 1, n do
