@@ -33,21 +33,20 @@ func TestCaseBC10EveryStateKeyExpires(t *testing.T) {
 	})
 	now := time.Now().UTC()
 	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	// Markers end the hash tag, so no key id ("{k:tb6e...}") can match one.
 	counts := s.checkTTLs(t, map[string]time.Duration{
-		":tb":  2 * time.Second,                               // burst 10 at 10/s: full within 1 s, + 1 s
-		":q:":  midnight.Sub(now) + time.Hour + 5*time.Second, // period end + the script's 1 h margin
-		":u:":  100 * 24 * time.Hour,                          // daily usage, 100 days
-		"{s:":  2 * time.Second,
-		"acct": 2 * time.Second,
+		"}:tb": 2 * time.Second,                               // plan, stage and account buckets: full within 1 s (10/s), + 1 s
+		"}:q:": midnight.Sub(now) + time.Hour + 5*time.Second, // period end + the script's 1 h margin
+		"}:u:": 100 * 24 * time.Hour,                          // daily usage, 100 days
 	})
-	if counts[":q:"] != 50 || counts[":u:"] != 50 {
-		t.Errorf("state keys: %d quota and %d usage, want 50 of each", counts[":q:"], counts[":u:"])
+	if counts["}:q:"] != 50 || counts["}:u:"] != 50 {
+		t.Errorf("state keys: %d quota and %d usage, want 50 of each", counts["}:q:"], counts["}:u:"])
 	}
 
 	deadline := time.Now().Add(5 * time.Second)
-	for s.countKeys(t, "*:tb*") != 0 {
+	for s.countKeys(t, "*}:tb*") != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("bucket keys left 5 s after the load: %d, want 0 (full again + 1 s)", s.countKeys(t, "*:tb*"))
+			t.Fatalf("bucket keys left 5 s after the load: %d, want 0 (full again + 1 s)", s.countKeys(t, "*}:tb*"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
