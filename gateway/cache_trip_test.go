@@ -12,13 +12,19 @@ import (
 )
 
 // tripCounter is a go-redis hook counting single commands and pipelines
-// sent (round trips).
+// sent (round trips). The cache store's memory guard (INFO memory, at most
+// every 2 s in the background, not per request) is left out.
 type tripCounter struct{ cmds, pipes atomic.Int64 }
 
 func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.cmds.Add(1); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "info" {
+			c.cmds.Add(1)
+		}
+		return next(ctx, cmd)
+	}
 }
 
 func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
