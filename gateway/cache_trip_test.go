@@ -68,4 +68,3 @@ func TestCacheOneRoundTripPerServer(t *testing.T) {
 		})
 	}
 }
-
