@@ -73,6 +73,10 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Metrics, when set, is served at /metrics without authentication.
 	Metrics http.Handler
+	// Usage, when set, serves GetUsage and UpdateUsage (DESIGN.md 7); nil
+	// answers them 400 as operations outside the subset. UpdateUsage
+	// announces its change when Publisher implements UsageAnnouncer.
+	Usage UsageCounter
 }
 
 // Server is the admin API, an http.Handler. Create it with New.
@@ -84,6 +88,7 @@ type Server struct {
 	pepper  []byte
 	auth    *authenticator
 	ready   func(ctx context.Context) error
+	usage   UsageCounter
 	handler http.Handler
 }
 
@@ -100,6 +105,7 @@ func New(opts Options) *Server {
 		now:    opts.Now,
 		pepper: opts.KeyPepper,
 		ready:  opts.Ready,
+		usage:  opts.Usage,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

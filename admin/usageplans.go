@@ -15,6 +15,7 @@ func (s *Server) usagePlanRoutes(r chi.Router) {
 	r.Patch("/usageplans/{usagePlanId}", s.handle(s.updateUsagePlan))
 	r.Delete("/usageplans/{usagePlanId}", s.handle(s.deleteUsagePlan))
 	s.usagePlanKeyRoutes(r)
+	s.usageRoutes(r)
 }
 
 // quotaInput is a quota as sent: limit is required (a quota without one

@@ -46,7 +46,7 @@ func TestMalformedInputIsBadRequest(t *testing.T) {
 		{"unsupported integration type", "PUT", "/restapis/" + apiID + "/resources/x/methods/GET/integration", `{"type":"HTTP","uri":"http://x"}`, 400, "BadRequestException", "HTTP"},
 		{"unknown http method", "PUT", "/restapis/" + apiID + "/resources/x/methods/FETCH", `{}`, 400, "BadRequestException", "FETCH"},
 		{"operation outside the subset", "GET", "/restapis/" + apiID + "/models", ``, 400, "BadRequestException", "/restapis/" + apiID + "/models"},
-		{"usage is outside the subset", "GET", "/usageplans/abc/usage?startDate=2026-01-01&endDate=2026-01-02", ``, 400, "BadRequestException", "GetUsage"},
+		{"usage without Options.Usage is outside the subset", "GET", "/usageplans/abc/usage?startDate=2026-01-01&endDate=2026-01-02", ``, 400, "BadRequestException", "GetUsage"},
 		{"method outside the subset", "PUT", "/restapis/" + apiID, `{}`, 400, "BadRequestException", "PUT"},
 		{"import is outside the subset", "POST", "/restapis?mode=import", `openapi: 3.0.0`, 400, "BadRequestException", "ImportRestApi"},
 		{"bad includeValues", "GET", "/apikeys?includeValues=maybe", ``, 400, "BadRequestException", "includeValues"},

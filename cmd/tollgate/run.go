@@ -150,6 +150,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Web:       web.FS(),
 		Metrics:   promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
 		Ready:     m.adminReady,
+		Usage:     usageCounter{limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})},
 	})
 	bound, err := m.listen(addr, handler, 0)
 	m.AdminAddr = bound

@@ -1,0 +1,262 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"tollgate/plans"
+)
+
+// UsageCounter reads and sets the request counters of keys in plans
+// (implemented in cmd over gateway/limiter; the admin does not import it).
+type UsageCounter interface {
+	// Usage returns the admitted requests of keyID in planID per UTC day
+	// from from's to to's date inclusive, keyed "YYYY-MM-DD" (0 for a day
+	// without requests).
+	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error)
+	// QuotaRemaining returns the requests left to keyID under quota q in
+	// the current period (never negative), charging nothing.
+	QuotaRemaining(ctx context.Context, keyID, planID string, q plans.Quota) (int64, error)
+	// SetRemaining sets the requests left to keyID under quota q in the
+	// current period, clamped to 0..q.Limit.
+	SetRemaining(ctx context.Context, keyID, planID string, q plans.Quota, remaining int64) error
+}
+
+// UsageAnnouncer is implemented by a Publisher (push.Publisher) that can
+// tell the gateways a key's usage was changed, so they clear their local
+// refusal memory for it. UpdateUsage calls it when Options.Publisher
+// implements it.
+type UsageAnnouncer interface {
+	// AnnounceUsageUpdate announces that the usage of keyID in planID
+	// changed.
+	AnnounceUsageUpdate(ctx context.Context, planID, keyID string) error
+}
+
+// MaxUsageDays is the longest GetUsage range, in days (both ends included).
+const MaxUsageDays = 90
+
+// usageDateLayout is the format of startDate, endDate and usage days.
+const usageDateLayout = "2006-01-02"
+
+// usageOutput is AWS's Usage shape. The per-key map is "values" on the
+// wire (the SDK's GetUsageOutput.Items): keyId → one [used, remaining]
+// pair per day, remaining being -1 without a quota.
+type usageOutput struct {
+	UsagePlanID string               `json:"usagePlanId"`
+	StartDate   string               `json:"startDate"`
+	EndDate     string               `json:"endDate"`
+	Values      map[string][][]int64 `json:"values"`
+	Position    string               `json:"position,omitempty"`
+}
+
+func (s *Server) usageRoutes(r chi.Router) {
+	if s.usage == nil {
+		return // the operations stay unsupported (400)
+	}
+	r.Get("/usageplans/{usagePlanId}/usage", s.handle(s.getUsage))
+	r.Patch("/usageplans/{usagePlanId}/keys/{keyId}/usage", s.handle(s.updateUsage))
+}
+
+// parseUsageDate reads a required YYYY-MM-DD query parameter.
+func parseUsageDate(r *http.Request, name string) (time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return time.Time{}, plans.Invalid(name, "%s is required (YYYY-MM-DD)", name)
+	}
+	t, err := time.Parse(usageDateLayout, v)
+	if err != nil {
+		return time.Time{}, plans.Invalid(name, "%s %q must be a date YYYY-MM-DD", name, v)
+	}
+	return t, nil
+}
+
+// getUsage: GET /usageplans/{id}/usage?startDate&endDate[&keyId][&limit]
+// [&position] → 200 Usage, paging over the plan's keys; at most
+// MaxUsageDays days.
+func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
+	from, err := parseUsageDate(r, "startDate")
+	if err != nil {
+		return err
+	}
+	to, err := parseUsageDate(r, "endDate")
+	if err != nil {
+		return err
+	}
+	if to.Before(from) {
+		return plans.Invalid("endDate", "endDate %s is before startDate %s", to.Format(usageDateLayout), from.Format(usageDateLayout))
+	}
+	if days := int(to.Sub(from)/(24*time.Hour)) + 1; days > MaxUsageDays {
+		return plans.Invalid("startDate", "startDate..endDate spans %d days; at most %d are allowed", days, MaxUsageDays)
+	}
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	planID := param(r, "usagePlanId")
+	plan, err := s.store.GetUsagePlan(ctx, planID)
+	if err != nil {
+		return err
+	}
+	var keyIDs []string
+	next := ""
+	if k := r.URL.Query().Get("keyId"); k != "" {
+		_, err := s.store.GetUsagePlanKey(ctx, planID, k)
+		switch {
+		case err == nil:
+			keyIDs = []string{k}
+		case plans.ErrorKind(err) != plans.KindNotFound:
+			return err
+		}
+	} else {
+		keys, n, err := s.store.ListUsagePlanKeys(ctx, planID, "", p)
+		if err != nil {
+			return err
+		}
+		next = n
+		for _, k := range keys {
+			keyIDs = append(keyIDs, k.ID)
+		}
+	}
+	out := usageOutput{
+		UsagePlanID: planID,
+		StartDate:   from.Format(usageDateLayout),
+		EndDate:     to.Format(usageDateLayout),
+		Values:      make(map[string][][]int64, len(keyIDs)),
+		Position:    next,
+	}
+	for _, k := range keyIDs {
+		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to)
+		if err != nil {
+			return err
+		}
+		out.Values[k] = v
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// keyUsage returns one [used, remaining] pair per day from from to to for
+// keyID in planID. remaining is -1 without a quota; otherwise what was left
+// in the enclosing quota period at the end of that day: the limit minus
+// the requests of that period up to and including the day, except that
+// today (and later days of the current period) use the live quota counter,
+// which UpdateUsage may have set.
+func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Quota, from, to time.Time) ([][]int64, error) {
+	first := from
+	if q != nil {
+		first, _ = q.Bounds(from)
+	}
+	counts, err := s.usage.Usage(ctx, keyID, planID, first, to)
+	if err != nil {
+		return nil, plans.Unavailable(err, "usage of key %s is unavailable", keyID)
+	}
+	var live int64
+	today := utcDate(s.now())
+	curEnd := today
+	if q != nil {
+		_, curEnd = q.Bounds(today)
+		if !to.Before(today) && from.Before(curEnd) {
+			if live, err = s.usage.QuotaRemaining(ctx, keyID, planID, *q); err != nil {
+				return nil, plans.Unavailable(err, "quota of key %s is unavailable", keyID)
+			}
+		}
+	}
+	var out [][]int64
+	var periodStart time.Time
+	var used int64
+	for d := first; !d.After(to); d = d.AddDate(0, 0, 1) {
+		n := counts[d.Format(usageDateLayout)]
+		remaining := int64(-1)
+		if q != nil {
+			if start, _ := q.Bounds(d); !start.Equal(periodStart) {
+				periodStart, used = start, 0
+			}
+			used += n
+			switch {
+			case !d.Before(today) && d.Before(curEnd):
+				remaining = live
+			case d.After(today):
+				remaining = int64(q.Limit) // a later period, not begun
+			default:
+				remaining = max(0, int64(q.Limit)-used)
+			}
+		}
+		if !d.Before(from) {
+			out = append(out, []int64{n, remaining})
+		}
+	}
+	return out, nil
+}
+
+// utcDate is t's UTC date at 00:00.
+func utcDate(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// updateUsage: PATCH /usageplans/{id}/keys/{keyId}/usage with replace
+// /remaining N → sets the requests left in the current quota period
+// (clamped to 0..limit), announces it to the gateways, and answers 200
+// Usage for today. A plan without a quota is 400.
+func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
+	ops, err := decodePatch(r)
+	if err != nil {
+		return err
+	}
+	remaining := int64(-1)
+	for _, op := range ops {
+		if op.Path != "/remaining" {
+			return badPath(op)
+		}
+		if err := needOp(op, opReplace); err != nil {
+			return err
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(op.Value), 10, 64)
+		if err != nil {
+			return plans.Invalid("/remaining", "/remaining: value %q must be an integer", op.Value)
+		}
+		remaining = max(0, n)
+	}
+	if remaining < 0 {
+		return plans.Invalid("patchOperations", "UpdateUsage needs replace /remaining")
+	}
+	ctx := r.Context()
+	planID, keyID := param(r, "usagePlanId"), param(r, "keyId")
+	plan, err := s.store.GetUsagePlan(ctx, planID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.GetUsagePlanKey(ctx, planID, keyID); err != nil {
+		return err
+	}
+	if plan.Quota == nil {
+		return plans.Invalid("/remaining", "usage plan %s has no quota: there is no remaining count to set", planID)
+	}
+	if err := s.usage.SetRemaining(ctx, keyID, planID, *plan.Quota, remaining); err != nil {
+		return plans.Unavailable(err, "quota of key %s is unavailable", keyID)
+	}
+	if a, ok := s.pub.(UsageAnnouncer); ok {
+		if err := a.AnnounceUsageUpdate(context.WithoutCancel(ctx), planID, keyID); err != nil {
+			s.log.Warn("admin: usage update announcement failed; gateways may refuse the key until their refusal memory expires",
+				"plan", planID, "key", keyID, "err", err)
+		}
+	}
+	today := utcDate(s.now())
+	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, usageOutput{
+		UsagePlanID: planID,
+		StartDate:   today.Format(usageDateLayout),
+		EndDate:     today.Format(usageDateLayout),
+		Values:      map[string][][]int64{keyID: v},
+	})
+	return nil
+}
