@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestCaseBC16LoweredQuota(t *testing.T) {
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
 	p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(10000, 10000), Quota: quota(5000000, types.QuotaPeriodTypeMonth, 0)})
-	_, key := s.mustKey(t, p)
+	keyID, key := s.mustKey(t, p)
 	s.sync(t)
 	if ok, _ := s.countOK(t, api.id, key, 35); ok != 35 {
 		t.Fatalf("first 35 requests: %d admitted, want 35", ok)
@@ -28,9 +29,13 @@ func TestCaseBC16LoweredQuota(t *testing.T) {
 	s.sync(t)
 	res := s.expectSeq(t, api.id, key, []seq{{429, "0", "10"}})
 	checkHeader(t, 1, res[0], "x-amzn-ErrorType", "LimitExceededException")
-	// The case also reads GetUsage (used 35, remaining 0): tollgate does not
-	// serve GET /usageplans/{id}/usage yet (400 "not supported"), so that
-	// check waits for it.
+	// The usage API agrees: used 35 today, remaining 0 (not -25).
+	today := time.Now().UTC().Format("2006-01-02")
+	usage, err := s.sdk.GetUsage(context.Background(), &apigateway.GetUsageInput{UsagePlanId: &p, KeyId: &keyID, StartDate: &today, EndDate: &today})
+	must(t, "GetUsage", err)
+	if got, want := usage.Items[keyID], [][]int64{{35, 0}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("GetUsage after lowering the quota: got %v, want %v", got, want)
+	}
 	s.mustPatchPlan(t, p, "/quota/limit", "100")
 	s.sync(t)
 	s.expectSeq(t, api.id, key, []seq{{200, "64", "100"}})
