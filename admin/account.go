@@ -31,21 +31,10 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 // and /throttleSettings/burstLimit (replace). Other AWS account paths
 // (e.g. /cloudwatchRoleArn) are 400 naming the path.
 func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
-	if err != nil {
-		return err
-	}
-	a, err := s.store.UpdateAccount(r.Context(), func(a *plans.Account) error {
-		err := applyAll(ops, func(op patchOp) error {
-			switch op.Path {
-			case "/throttleSettings/rateLimit":
-				return setDouble(op, &a.ThrottleSettings.RateLimit)
-			case "/throttleSettings/burstLimit":
-				return setInt32(op, &a.ThrottleSettings.BurstLimit)
-			}
-			return badPath(op)
-		})
-		if err != nil {
+	a, err := patchRecord(s, r, "UpdateAccount", func(fn func(*plans.Account) error) (*plans.Account, error) {
+		return s.store.UpdateAccount(r.Context(), fn)
+	}, func(a *plans.Account, ops []patchOp) error {
+		if err := each(patchAccount)(a, ops); err != nil {
 			return err
 		}
 		return a.ThrottleSettings.Validate("throttleSettings")
@@ -53,8 +42,19 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.published(r.Context(), "UpdateAccount")
 	a.Features = accountFeatures
 	writeJSON(w, http.StatusOK, a)
 	return nil
+}
+
+// patchAccount applies one operation to a: replace
+// /throttleSettings/rateLimit or /throttleSettings/burstLimit.
+func patchAccount(a *plans.Account, op patchOp) error {
+	switch op.Path {
+	case "/throttleSettings/rateLimit":
+		return setDouble(op, &a.ThrottleSettings.RateLimit)
+	case "/throttleSettings/burstLimit":
+		return setInt32(op, &a.ThrottleSettings.BurstLimit)
+	}
+	return badPath(op)
 }

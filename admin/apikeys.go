@@ -118,12 +118,10 @@ func (s *Server) getApiKey(w http.ResponseWriter, r *http.Request) error {
 // updateApiKey: PATCH /apikeys/{id} → 200; paths /enabled, /name,
 // /description, /customerId.
 func (s *Server) updateApiKey(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
-	if err != nil {
-		return err
-	}
-	k, err := s.store.UpdateApiKey(r.Context(), param(r, "apiKey"), func(k *plans.ApiKey) error {
-		if err := applyAll(ops, func(op patchOp) error { return patchApiKey(k, op) }); err != nil {
+	k, err := patchRecord(s, r, "UpdateApiKey", func(fn func(*plans.ApiKey) error) (*plans.ApiKey, error) {
+		return s.store.UpdateApiKey(r.Context(), param(r, "apiKey"), fn)
+	}, func(k *plans.ApiKey, ops []patchOp) error {
+		if err := each(patchApiKey)(k, ops); err != nil {
 			return err
 		}
 		return k.Validate()
@@ -131,7 +129,6 @@ func (s *Server) updateApiKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.published(r.Context(), "UpdateApiKey")
 	k.Value = ""
 	writeJSON(w, http.StatusOK, k)
 	return nil

@@ -86,17 +86,12 @@ func (s *Server) updateIntegration(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	ops, err := decodePatch(r)
+	integ, err := patchRecord(s, r, "UpdateIntegration", func(fn func(*plans.Integration) error) (*plans.Integration, error) {
+		return s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, fn)
+	}, each(patchIntegration))
 	if err != nil {
 		return err
 	}
-	integ, err := s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, func(in *plans.Integration) error {
-		return applyAll(ops, func(op patchOp) error { return patchIntegration(in, op) })
-	})
-	if err != nil {
-		return err
-	}
-	s.published(r.Context(), "UpdateIntegration")
 	writeJSON(w, http.StatusOK, integ)
 	return nil
 }

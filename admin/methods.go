@@ -81,17 +81,12 @@ func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ops, err := decodePatch(r)
+	m, err := patchRecord(s, r, "UpdateMethod", func(fn func(*plans.Method) error) (*plans.Method, error) {
+		return s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, fn)
+	}, each(patchMethod))
 	if err != nil {
 		return err
 	}
-	m, err := s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, func(m *plans.Method) error {
-		return applyAll(ops, func(op patchOp) error { return patchMethod(m, op) })
-	})
-	if err != nil {
-		return err
-	}
-	s.published(r.Context(), "UpdateMethod")
 	writeJSON(w, http.StatusOK, m)
 	return nil
 }

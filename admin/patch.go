@@ -173,3 +173,30 @@ func applyAll(ops []patchOp, apply func(patchOp) error) error {
 	}
 	return nil
 }
+
+// patchRecord is the shape every Update* operation shares: decode the
+// request's patchOperations, let update load the record inside its store
+// transaction and call apply with all of them (apply leaves the record
+// valid as a whole or returns the error), then publish. op names the
+// operation in the publish log.
+func patchRecord[T any](s *Server, r *http.Request, op string,
+	update func(fn func(*T) error) (*T, error), apply func(*T, []patchOp) error) (*T, error) {
+	ops, err := decodePatch(r)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := update(func(t *T) error { return apply(t, ops) })
+	if err != nil {
+		return nil, err
+	}
+	s.published(r.Context(), op)
+	return rec, nil
+}
+
+// each turns a one-operation patch function into one for all operations,
+// applied in order.
+func each[T any](apply func(*T, patchOp) error) func(*T, []patchOp) error {
+	return func(t *T, ops []patchOp) error {
+		return applyAll(ops, func(op patchOp) error { return apply(t, op) })
+	}
+}

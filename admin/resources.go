@@ -103,29 +103,12 @@ func (s *Server) createResource(w http.ResponseWriter, r *http.Request) error {
 // updateResource: PATCH /restapis/{id}/resources/{rid}; path /pathPart
 // (the store recomputes the subtree's paths).
 func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
+	res, err := patchRecord(s, r, "UpdateResource", func(fn func(*plans.Resource) error) (*plans.Resource, error) {
+		return s.store.UpdateResource(r.Context(), param(r, "restApiId"), param(r, "resourceId"), fn)
+	}, each(patchResource))
 	if err != nil {
 		return err
 	}
-	res, err := s.store.UpdateResource(r.Context(), param(r, "restApiId"), param(r, "resourceId"), func(res *plans.Resource) error {
-		return applyAll(ops, func(op patchOp) error {
-			if op.Path != "/pathPart" || op.Op != opReplace {
-				return badPath(op)
-			}
-			if res.Path == "/" {
-				return plans.Invalid("/pathPart", "the root resource has no pathPart")
-			}
-			if err := plans.ValidatePathPart(op.Value); err != nil {
-				return err
-			}
-			res.PathPart = op.Value
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	s.published(r.Context(), "UpdateResource")
 	writeJSON(w, http.StatusOK, viewResource(res, true))
 	return nil
 }
@@ -137,5 +120,21 @@ func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.published(r.Context(), "DeleteResource")
 	writeAccepted(w)
+	return nil
+}
+
+// patchResource applies one operation to res: replace /pathPart (not on
+// the root).
+func patchResource(res *plans.Resource, op patchOp) error {
+	if op.Path != "/pathPart" || op.Op != opReplace {
+		return badPath(op)
+	}
+	if res.Path == "/" {
+		return plans.Invalid("/pathPart", "the root resource has no pathPart")
+	}
+	if err := plans.ValidatePathPart(op.Value); err != nil {
+		return err
+	}
+	res.PathPart = op.Value
 	return nil
 }

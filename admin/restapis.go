@@ -72,17 +72,12 @@ func (s *Server) getRestApi(w http.ResponseWriter, r *http.Request) error {
 
 // updateRestApi: PATCH /restapis/{id}; paths /name, /description.
 func (s *Server) updateRestApi(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
+	api, err := patchRecord(s, r, "UpdateRestApi", func(fn func(*plans.RestApi) error) (*plans.RestApi, error) {
+		return s.store.UpdateRestApi(r.Context(), param(r, "restApiId"), fn)
+	}, each(patchRestApi))
 	if err != nil {
 		return err
 	}
-	api, err := s.store.UpdateRestApi(r.Context(), param(r, "restApiId"), func(a *plans.RestApi) error {
-		return applyAll(ops, func(op patchOp) error { return patchRestApi(a, op) })
-	})
-	if err != nil {
-		return err
-	}
-	s.published(r.Context(), "UpdateRestApi")
 	writeJSON(w, http.StatusOK, api)
 	return nil
 }

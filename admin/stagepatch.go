@@ -13,15 +13,13 @@ import (
 // settings /{resourcePath}/{METHOD}/{group}/{field} (see patchMethodSetting).
 // Enabling, disabling or resizing the cache cluster flushes the stage cache.
 func (s *Server) updateStage(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
-	if err != nil {
-		return err
-	}
 	apiID, name := param(r, "restApiId"), param(r, "stageName")
 	var flush bool
-	st, err := s.store.UpdateStage(r.Context(), apiID, name, func(st *plans.Stage) error {
+	st, err := patchRecord(s, r, "UpdateStage", func(fn func(*plans.Stage) error) (*plans.Stage, error) {
+		return s.store.UpdateStage(r.Context(), apiID, name, fn)
+	}, func(st *plans.Stage, ops []patchOp) error {
 		before := *st
-		if err := applyAll(ops, func(op patchOp) error { return patchStage(st, op) }); err != nil {
+		if err := each(patchStage)(st, ops); err != nil {
 			return err
 		}
 		flush = settleCacheCluster(&before, st)
@@ -30,7 +28,6 @@ func (s *Server) updateStage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.published(r.Context(), "UpdateStage")
 	s.flushAfterResize(r, apiID, name, flush)
 	writeJSON(w, http.StatusOK, st)
 	return nil

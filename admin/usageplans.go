@@ -97,17 +97,12 @@ func (s *Server) getUsagePlan(w http.ResponseWriter, r *http.Request) error {
 // planpatch.go. A key that would end up in two plans covering one (api,
 // stage) is 409 (the store's constraint).
 func (s *Server) updateUsagePlan(w http.ResponseWriter, r *http.Request) error {
-	ops, err := decodePatch(r)
+	p, err := patchRecord(s, r, "UpdateUsagePlan", func(fn func(*plans.UsagePlan) error) (*plans.UsagePlan, error) {
+		return s.store.UpdateUsagePlan(r.Context(), param(r, "usagePlanId"), fn)
+	}, patchUsagePlan)
 	if err != nil {
 		return err
 	}
-	p, err := s.store.UpdateUsagePlan(r.Context(), param(r, "usagePlanId"), func(p *plans.UsagePlan) error {
-		return patchUsagePlan(p, ops)
-	})
-	if err != nil {
-		return err
-	}
-	s.published(r.Context(), "UpdateUsagePlan")
 	writeJSON(w, http.StatusOK, p)
 	return nil
 }
