@@ -16,6 +16,10 @@ import (
 //go:embed lookup.lua
 var lookupSource string
 
+// lookupScript is lookup.lua, hashed once: lookups send its SHA1
+// (EVALSHA), not its text.
+var lookupScript = redis.NewScript(lookupSource)
+
 // Options configures a Store.
 type Options struct {
 	// Prefix starts every entry's Redis key ("tg" in production; tests
@@ -58,21 +62,30 @@ func (s *Store) Key(params []Param, req *Request) string { return Key(s.prefix, 
 
 // Lookup is an entry read queued on a pipeline by Queue.
 type Lookup struct {
+	s   *Store
+	key string
+	arg string
 	cmd *redis.Cmd
 }
 
 // Queue adds the read of entry key's variant for request header h to pipe
-// (an EVAL, so a restarted Redis never answers NOSCRIPT). Run pipe, then
-// call Result.
+// (EVALSHA of lookup.lua). Run pipe, then call Result.
 func (s *Store) Queue(ctx context.Context, pipe redis.Pipeliner, key string, h http.Header) *Lookup {
-	return &Lookup{cmd: pipe.Eval(ctx, lookupSource, []string{key}, headerArg(h))}
+	l := &Lookup{s: s, key: key, arg: headerArg(h)}
+	l.cmd = lookupScript.EvalSha(ctx, pipe, []string{key}, l.arg)
+	return l
 }
 
 // Result returns the entry read, nil without an error when there is none
-// (stale entries are returned: check Entry.Fresh). An error means the
-// cache Redis did not answer or the entry is corrupt.
-func (l *Lookup) Result() (*Entry, error) {
+// (stale entries are returned: check Entry.Fresh). A NOSCRIPT reply (a
+// restarted or flushed cache Redis; go-redis cannot fall back inside a
+// pipeline) reads again with EVAL under ctx, which also loads the script.
+// An error means the cache Redis did not answer or the entry is corrupt.
+func (l *Lookup) Result(ctx context.Context) (*Entry, error) {
 	s, err := l.cmd.Text()
+	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+		s, err = lookupScript.Eval(ctx, l.s.rdb, []string{l.key}, l.arg).Text()
+	}
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -88,7 +101,7 @@ func (s *Store) Get(ctx context.Context, key string, h http.Header) (*Entry, err
 	pipe := s.rdb.Pipeline()
 	l := s.Queue(ctx, pipe, key, h)
 	_, _ = pipe.Exec(ctx)
-	return l.Result()
+	return l.Result(ctx)
 }
 
 // Put stores e as the variant of entry key for request header h (by the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -15,12 +16,13 @@ import (
 	"tollgate/plans"
 )
 
-// PipelineLimiter is a Limiter that can also queue its decision on a Redis
-// pipeline (*limiter.Limiter), so a caching method reads its cache
-// generation in the same round trip. Options.Cache requires one.
+// PipelineLimiter is a Limiter that can also queue other commands right
+// after its decision, on the same pipeline (*limiter.Limiter's
+// DecideAlong), so a caching method reads its cache generation and entry in
+// the same round trip. Options.Cache requires one.
 type PipelineLimiter interface {
 	Limiter
-	Queue(ctx context.Context, pipe redis.Pipeliner, req *limiter.Request) *limiter.Pending
+	DecideAlong(ctx context.Context, req *limiter.Request, along func(ctx context.Context, p redis.Pipeliner)) (limiter.Decision, error)
 }
 
 // Values of X-Cache (DESIGN.md 6).
@@ -118,35 +120,45 @@ type trip struct {
 }
 
 // roundTrip runs, within the cache timeout, the limiter decision and the
-// generation read on the limiter Redis and, when lookup is set, the entry
-// read on the cache Redis: one pipeline per server, in parallel.
+// generation read on the limiter Redis (the read rides on the limiter's
+// batched round trip) and, when lookup is set, the entry read: on that
+// same round trip when the cache Redis is the limiter Redis, else on the
+// cache Redis in parallel (one round trip per server).
 func (c *responseCache) roundTrip(ctx context.Context, lreq *limiter.Request, genKey, key string, h http.Header, lookup bool) trip {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	lp := c.limRDB.Pipeline()
-	pending := c.lim.Queue(ctx, lp, lreq)
-	genCmd := lp.Get(ctx, genKey)
 	var (
-		lk *cache.Lookup
-		wg sync.WaitGroup
+		genCmd   *redis.StringCmd
+		shared   *cache.Lookup // queued by along on the limiter's pipeline
+		separate *cache.Lookup // read from the cache Redis in parallel
+		wg       sync.WaitGroup
 	)
-	if lookup && c.shared {
-		lk = c.store.Queue(ctx, lp, key, h)
-	} else if lookup {
-		cp := c.store.Client().Pipeline()
-		lk = c.store.Queue(ctx, cp, key, h)
-		wg.Go(func() { _, _ = cp.Exec(ctx) })
+	if lookup && !c.shared {
+		wg.Go(func() {
+			cp := c.store.Client().Pipeline()
+			separate = c.store.Queue(ctx, cp, key, h)
+			_, _ = cp.Exec(ctx)
+		})
 	}
-	_, _ = lp.Exec(ctx)
-	wg.Wait()
 	var t trip
-	t.decision, t.decErr = pending.Result(ctx)
-	t.gen, t.genErr = genCmd.Int64()
-	if t.genErr == redis.Nil {
-		t.gen, t.genErr = 0, nil // never flushed
+	t.decision, t.decErr = c.lim.DecideAlong(ctx, lreq, func(ctx context.Context, p redis.Pipeliner) {
+		genCmd = p.Get(ctx, genKey)
+		if lookup && c.shared {
+			shared = c.store.Queue(ctx, p, key, h)
+		}
+	})
+	wg.Wait()
+	switch {
+	case genCmd == nil: // the decision never ran
+		t.genErr = t.decErr
+	default:
+		t.gen, t.genErr = genCmd.Int64()
+		if t.genErr == redis.Nil {
+			t.gen, t.genErr = 0, nil // never flushed
+		}
 	}
-	if lk != nil {
-		t.entry, t.entErr = lk.Result()
+	if lk := cmp.Or(shared, separate); lk != nil {
+		t.entry, t.entErr = lk.Result(ctx)
 	}
 	return t
 }

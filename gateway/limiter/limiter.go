@@ -3,7 +3,6 @@ package limiter
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
@@ -104,7 +103,7 @@ type Options struct {
 }
 
 // Limiter decides requests against token buckets and quotas kept in Redis
-// by one atomic Lua script (limiter.lua). It is safe for concurrent use.
+// by one atomic Lua script (limiter.lua), many requests per run. It is safe for concurrent use.
 type Limiter struct {
 	rdb     redis.UniversalClient
 	keys    Keys
@@ -116,8 +115,12 @@ type Limiter struct {
 //go:embed limiter.lua
 var decideSource string
 
-// decideScript is the decision script (clock.lua + limiter.lua), hashed once.
-var decideScript = redis.NewScript(clockSource + decideSource)
+//go:embed state.lua
+var stateSource string
+
+// decideScript is the decision script (clock.lua + state.lua +
+// limiter.lua), hashed once.
+var decideScript = redis.NewScript(clockSource + stateSource + decideSource)
 
 // New returns a Limiter over rdb (a single client, Sentinel failover
 // client or Cluster client; see the Cluster note in limiter.lua).
@@ -154,87 +157,45 @@ func (l *Limiter) Load(ctx context.Context) error {
 	return load(ctx, l.rdb)
 }
 
-// evalSha runs s with EVALSHA; on NOSCRIPT (a restarted or flushed server)
-// it loads the script and retries once.
-func (l *Limiter) evalSha(ctx context.Context, s *redis.Script, keys []string, args []any) ([]any, error) {
-	v, err := s.EvalSha(ctx, l.rdb, keys, args...).Slice()
-	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
-		if lerr := s.Load(ctx, l.rdb).Err(); lerr != nil {
-			return nil, fmt.Errorf("limiter: reload script: %w", lerr)
-		}
-		v, err = s.EvalSha(ctx, l.rdb, keys, args...).Slice()
-	}
-	return v, err
-}
-
 // Decide takes one token from every bucket of req and one unit of its quota,
-// all or nothing, in one script run (EVALSHA) under a deadline of
-// Options.Timeout; concurrent calls share round trips (batch.go). The
-// first refusing limit in check order decides. A
-// request with no buckets and no quota is admitted (and its usage counted).
-// Errors (Redis unreachable, deadline exceeded, a malformed reply) are
-// wrapped; the caller applies the failure mode.
+// all or nothing, under a deadline of Options.Timeout; concurrent calls
+// are decided together in one script run (batch.go). The first refusing
+// limit in check order decides. A request with no buckets and no quota is
+// admitted (and its usage counted). req must not change until Decide
+// returns. Errors (Redis unreachable, deadline exceeded, a malformed
+// reply) are wrapped; the caller applies the failure mode.
 func (l *Limiter) Decide(ctx context.Context, req *Request) (Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	keys, args, plan := l.decideArgs(req)
-	v, err := l.do(ctx, keys, args)
-	if err != nil {
-		return Decision{}, fmt.Errorf("limiter: decide: %w", err)
-	}
-	return parseDecision(v, req, plan)
+	return l.DecideAlong(ctx, req, nil)
 }
 
-// decideArgs lays out KEYS and ARGV as limiter.lua's header states and
-// returns the index of the plan bucket (-1 if none). Numbers go to go-redis
-// as numbers: it writes an int in decimal and a float64 with
-// strconv.AppendFloat(f, 'f', -1, 64), the shortest decimal that parses
-// back to the same float64, so rates keep full precision (never Lua's
-// 14-digit tostring) without a string allocation per argument.
-func (l *Limiter) decideArgs(req *Request) (keys []string, args []any, plan int) {
-	n := len(req.Buckets)
-	keys = make([]string, 0, n+2)
-	args = make([]any, 0, argFixed+2*n)
-	plan = -1
-	for i := range req.Buckets {
-		keys = append(keys, req.Buckets[i].Key)
-		if plan < 0 && (req.Buckets[i].Level == LevelPlan || req.Buckets[i].Level == LevelPlanMethod) {
-			plan = i
+// DecideAlong is Decide, with along's commands queued on the same pipeline
+// right after the script run that decides req, so the caller reads other
+// keys of the limiter Redis in the same round trip (the gateway's cache
+// generation and entry, DESIGN.md 4.2 step 3). along runs on another
+// goroutine before the round trip and must only queue commands on p, with
+// ctx (the run's deadline). When along is not nil, DecideAlong returns only
+// after the run (bounded by Options.Timeout), so the commands along queued
+// hold their replies; when ctx ended before the run, along is not called
+// and the error is ctx's.
+func (l *Limiter) DecideAlong(ctx context.Context, req *Request, along func(ctx context.Context, p redis.Pipeliner)) (Decision, error) {
+	c := &call{ctx: ctx, req: req, clock: l.clock.arg(), along: along, done: make(chan struct{})}
+	l.enqueue(c)
+	if along != nil {
+		<-c.done
+	} else {
+		tctx, cancel := context.WithTimeout(ctx, l.timeout)
+		defer cancel()
+		select {
+		case <-c.done:
+		case <-tctx.Done():
+			return Decision{}, fmt.Errorf("limiter: decide: %w", tctx.Err())
 		}
 	}
-	var qLimit, qOffset int32 = -1, 0
-	qPeriod := ""
-	if q := req.Quota; q != nil {
-		keys = append(keys, q.Key)
-		qLimit, qPeriod, qOffset = q.Limit, periodArg(q.Period), q.Offset
+	if c.err != nil {
+		return Decision{}, fmt.Errorf("limiter: decide: %w", c.err)
 	}
-	usage := "0"
-	if req.UsageKey != "" {
-		keys = append(keys, req.UsageKey)
-		usage = "1"
-	}
-	args = append(args, l.clock.arg(), n, plan+1, qLimit, qPeriod, qOffset, usage)
-	for i := range req.Buckets {
-		args = append(args, req.Buckets[i].RateLimit, req.Buckets[i].BurstLimit)
-	}
-	return keys, args, plan
+	return parseDecision(&c.res, req, c.plan), nil
 }
-
-// periodArg returns the script's period argument as a constant string
-// (boxing a constant does not allocate); anything unknown counts as DAY.
-func periodArg(p string) string {
-	switch p {
-	case "WEEK":
-		return "WEEK"
-	case "MONTH":
-		return "MONTH"
-	default:
-		return "DAY"
-	}
-}
-
-// argFixed is the number of ARGV entries before the per-bucket pairs.
-const argFixed = 7
 
 // Reply positions of limiter.lua (1-based there, 0-based here).
 const (
@@ -250,19 +211,8 @@ const (
 	rLen
 )
 
-// parseDecision turns the script's reply into a Decision.
-func parseDecision(v []any, req *Request, plan int) (Decision, error) {
-	var r [rLen]int64
-	if len(v) != rLen {
-		return Decision{}, fmt.Errorf("limiter: decide: reply has %d values, want %d", len(v), rLen)
-	}
-	for i := range v {
-		n, ok := v[i].(int64)
-		if !ok {
-			return Decision{}, fmt.Errorf("limiter: decide: reply value %d is %T, want int64", i, v[i])
-		}
-		r[i] = n
-	}
+// parseDecision turns one decision of the script's reply into a Decision.
+func parseDecision(r *[rLen]int64, req *Request, plan int) Decision {
 	d := Decision{Allowed: r[rAllowed] == 1, Now: time.UnixMicro(r[rNow]).UTC()}
 	if !d.Allowed {
 		d.Refused = refusedLevel(req, int(r[rRefused]))
@@ -279,7 +229,7 @@ func parseDecision(v []any, req *Request, plan int) (Decision, error) {
 		start, end := time.Unix(r[rQuotaStart], 0).UTC(), time.Unix(r[rQuotaEnd], 0).UTC()
 		d.Quota = &State{Limit: int64(req.Quota.Limit), Remaining: r[rQuotaRemaining], Reset: end, Window: end.Sub(start)}
 	}
-	return d, nil
+	return d
 }
 
 // refusedLevel maps the script's 1-based refusing index to a Level: a

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -15,15 +14,22 @@ type Pending struct {
 	req  *Request
 	plan int
 	cmd  *redis.Cmd
+	err  error
 }
 
-// Queue adds the decision of req to pipe (EVALSHA), so the gateway can read
-// its cache entry in the same round trip (DESIGN.md 4.2 step 3). The
-// caller's ctx carries the deadline (Options.Timeout is not applied here);
-// run pipe.Exec, ignore its error, and call Result. req must not change
-// until Result returns.
+// Queue adds the decision of req alone to pipe (one EVALSHA of
+// limiter.lua), for a caller that runs its own pipeline or transaction
+// around it; the gateway uses DecideAlong, which batches. The caller's ctx
+// carries the deadline (Options.Timeout is not applied here); run
+// pipe.Exec, ignore its error, and call Result. req must not change until
+// Result returns.
 func (l *Limiter) Queue(ctx context.Context, pipe redis.Pipeliner, req *Request) *Pending {
-	keys, args, plan := l.decideArgs(req)
+	a := &batchArgs{stateIdx: map[string]uint16{}, usageIdx: map[string]uint16{}}
+	plan, err := a.add(req)
+	if err != nil {
+		return &Pending{l: l, req: req, err: err}
+	}
+	keys, args := a.keysAndArgs(l.clock.arg(), 1)
 	return &Pending{l: l, req: req, plan: plan, cmd: decideScript.EvalSha(ctx, pipe, keys, args...)}
 }
 
@@ -33,12 +39,19 @@ func (l *Limiter) Queue(ctx context.Context, pipe redis.Pipeliner, req *Request)
 // an outage. The script did not run in that case, so nothing was charged
 // twice. Errors are wrapped as Decide's.
 func (p *Pending) Result(ctx context.Context) (Decision, error) {
-	v, err := p.cmd.Slice()
-	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+	if p.err != nil {
+		return Decision{}, p.err
+	}
+	reply, err := p.cmd.Text()
+	if isNoScript(err) {
 		return p.l.Decide(ctx, p.req)
+	}
+	if err == nil && len(reply) != replySize {
+		err = fmt.Errorf("reply has %d bytes, want %d", len(reply), replySize)
 	}
 	if err != nil {
 		return Decision{}, fmt.Errorf("limiter: decide: %w", err)
 	}
-	return parseDecision(v, p.req, p.plan)
+	r := decodeReply(reply, 0)
+	return parseDecision(&r, p.req, p.plan), nil
 }

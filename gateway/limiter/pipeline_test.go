@@ -34,7 +34,12 @@ func TestQueueNoScriptDecidesAgain(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)
 	req := nodeRequest(l, "k1", 0, 2, 5)
-	keys, args, plan := l.decideArgs(req)
+	a := &batchArgs{stateIdx: map[string]uint16{}, usageIdx: map[string]uint16{}}
+	plan, err := a.add(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, args := a.keysAndArgs(l.clock.arg(), 1)
 	pipe := l.rdb.Pipeline()
 	p := &Pending{l: l, req: req, plan: plan, cmd: pipe.EvalSha(t.Context(), "0000000000000000000000000000000000000000", keys, args...)}
 	_, _ = pipe.Exec(t.Context())

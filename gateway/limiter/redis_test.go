@@ -2,9 +2,10 @@ package limiter
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,7 +178,7 @@ func TestNoScriptReloadsAndRetries(t *testing.T) {
 	// A script the server has never seen stands for a flushed script cache
 	// (SCRIPT FLUSH would disturb tests running in parallel).
 	s := redis.NewScript("return {7} -- " + l.keys.Prefix)
-	v, err := l.evalSha(t.Context(), s, nil, nil)
+	v, err := l.run(t.Context(), s, nil, nil).Slice()
 	if err != nil || len(v) != 1 || v[0] != int64(7) {
 		t.Fatalf("evalSha: got %v, %v, want [7]", v, err)
 	}
@@ -228,7 +229,8 @@ func TestDecideUsesRedisTime(t *testing.T) {
 }
 
 // Rates reach Redis with full precision (BC-03: Lua's tostring keeps 14
-// digits, which would make 10/13 per second slightly slower).
+// digits, which would make 10/13 per second slightly slower): the float64
+// itself is packed, and stored packed.
 func TestRateKeepsFullPrecision(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)
@@ -238,10 +240,12 @@ func TestRateKeepsFullPrecision(t *testing.T) {
 		if _, err := l.Decide(t.Context(), req); err != nil {
 			t.Fatalf("Decide: %v", err)
 		}
-		state, err := l.rdb.Get(t.Context(), k).Result() // "tokens time rate burst"
+		state, err := l.rdb.Get(t.Context(), k).Result() // "\x01" + '<dddd' tokens time rate burst (state.lua)
 		var got float64
-		if f := strings.Fields(state); err == nil && len(f) == 4 {
-			got, err = strconv.ParseFloat(f[2], 64)
+		if err == nil && len(state) == 33 && state[0] == 1 {
+			got = math.Float64frombits(binary.LittleEndian.Uint64([]byte(state[17:25])))
+		} else if err == nil {
+			err = fmt.Errorf("state %q is not a bucket state", state)
 		}
 		if err != nil || got != rate {
 			t.Errorf("stored rate: got %v (err %v), want %v exactly", got, err, rate)

@@ -19,7 +19,7 @@ var clockSource string
 var quotaSource string
 
 // quotaScript reads or sets the quota state of one key (quota.lua).
-var quotaScript = redis.NewScript(clockSource + quotaSource)
+var quotaScript = redis.NewScript(clockSource + stateSource + quotaSource)
 
 // allScripts are the scripts Load puts on every shard.
 var allScripts = []*redis.Script{decideScript, quotaScript}
@@ -92,7 +92,7 @@ func (l *Limiter) QuotaState(ctx context.Context, keyID, planID string, q plans.
 func (l *Limiter) runQuota(ctx context.Context, keyID, planID string, q plans.Quota, set string) (State, error) {
 	keys := []string{l.keys.Quota(keyID, planID)}
 	args := []any{l.clock.arg(), strconv.Itoa(int(q.Limit)), q.Period, strconv.Itoa(int(q.Offset)), set}
-	v, err := l.evalSha(ctx, quotaScript, keys, args)
+	v, err := l.run(ctx, quotaScript, keys, args).Slice()
 	if err != nil {
 		return State{}, fmt.Errorf("limiter: quota of key %s: %w", keyID, err)
 	}

@@ -1,0 +1,148 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+)
+
+// batchRequests derives up to 40 requests from data over three API keys
+// and two stages, with limits that change between requests (so states are
+// rebased mid-batch), rate 0, fractional rates, burst 0, quotas of each
+// period, and requests without a quota or usage.
+func batchRequests(k Keys, data []byte) []*Request {
+	rates := []float64{0, 0.001, 1, 10.0 / 13, 2.5, 1000}
+	bursts := []int32{0, 1, 2, 3, 5, 40}
+	periods := []string{"DAY", "WEEK", "MONTH"}
+	var reqs []*Request
+	for i := 0; i+3 < len(data) && len(reqs) < 40; i += 4 {
+		a, b, c, d := data[i], data[i+1], data[i+2], data[i+3]
+		key := fmt.Sprintf("key%d", a%3)
+		plan := "p" + strconv.Itoa(int(a/3)%2)
+		stage := "s" + strconv.Itoa(int(b)%2)
+		req := &Request{Buckets: []Bucket{
+			{Key: k.PlanBucket(key, plan), RateLimit: rates[int(b/2)%len(rates)], BurstLimit: bursts[int(c)%len(bursts)], Level: LevelPlan},
+			{Key: k.StageBucket("api", stage, "GET", "/x"), RateLimit: rates[int(c/8)%len(rates)], BurstLimit: bursts[int(d)%len(bursts)] + 3, Level: LevelStage},
+			{Key: k.AccountBucket(), RateLimit: 1000, BurstLimit: 30, Level: LevelAccount},
+		}}
+		if d&0x10 == 0 {
+			req.Quota = &Quota{Key: k.Quota(key, plan), Limit: int32(d>>5) + 1, Period: periods[int(d)%3], Offset: int32(c % 7)}
+		}
+		if d&0x08 == 0 {
+			req.UsageKey = k.Usage(key, plan)
+		}
+		if a&0x80 != 0 { // no plan bucket: the stage bucket decides alone
+			req.Buckets = req.Buckets[1:]
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
+}
+
+// runBatch decides reqs in one script run at now and returns the raw
+// replies.
+func runBatch(t testing.TB, l *Limiter, now time.Time, reqs []*Request) [][rLen]int64 {
+	t.Helper()
+	a := &batchArgs{stateIdx: map[string]uint16{}, usageIdx: map[string]uint16{}}
+	for _, r := range reqs {
+		if _, err := a.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, args := a.keysAndArgs(strconv.FormatInt(now.UnixMicro(), 10), len(reqs))
+	reply, err := l.run(context.Background(), decideScript, keys, args).Text()
+	if err != nil {
+		t.Fatalf("batch run: %v", err)
+	}
+	if len(reply) != len(reqs)*replySize {
+		t.Fatalf("reply: %d bytes, want %d", len(reply), len(reqs)*replySize)
+	}
+	out := make([][rLen]int64, len(reqs))
+	for i := range out {
+		out[i] = decodeReply(reply, i)
+	}
+	return out
+}
+
+// FuzzBatchEqualsSequential: a batch decides exactly as its requests
+// decided one by one, each alone in its own script run, in order: the
+// same replies and the same stored states, usage counts and TTLs.
+func FuzzBatchEqualsSequential(f *testing.F) {
+	f.Add([]byte("\x00\x01\x02\x03\x00\x01\x02\x03\x00\x01\x02\x03\x00\x01\x02\x03"), uint32(1500))
+	f.Add([]byte("\x81\x07\x05\x00\x01\x02\x01\x00\x02\x0b\x04\x20\x00\x0b\x04\x20\x00\x0b\x04\x20\x00\x0b\x04\x20"), uint32(0))
+	f.Add([]byte("\x05\x09\x01\xe0\x05\x09\x01\xe0\x05\x09\x01\xe0\x05\x03\x01\xe0\x05\x09\x02\xf0\x05\x09\x01\xe0"), uint32(86_400_000))
+	f.Add([]byte("\x06\x04\x03\x02\x07\x04\x03\x02\x08\x04\x03\x02\x06\x05\x03\x02\x06\x04\x03\x12\x06\x04\x03\x0a"), uint32(400))
+	rdb, prefix := redistest.MustClient(f) // its cleanup deletes every sub-prefix
+	var n atomic.Int64
+	start := time.Date(2026, 2, 28, 23, 59, 59, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, data []byte, stepMS uint32) {
+		i := n.Add(1)
+		batched := New(rdb, Options{Prefix: fmt.Sprintf("%s:%db", prefix, i), Timeout: testTimeout})
+		single := New(rdb, Options{Prefix: fmt.Sprintf("%s:%ds", prefix, i), Timeout: testTimeout})
+		bReqs, sReqs := batchRequests(batched.Keys(), data), batchRequests(single.Keys(), data)
+		if len(bReqs) == 0 {
+			return
+		}
+		// two rounds: from absent state, then from the state the first left
+		for round, now := range []time.Time{start, start.Add(time.Duration(stepMS) * time.Millisecond)} {
+			got := runBatch(t, batched, now, bReqs)
+			for i, r := range sReqs {
+				want := runBatch(t, single, now, []*Request{r})[0]
+				if got[i] != want {
+					t.Fatalf("round %d request %d: batch %v, alone %v", round, i, got[i], want)
+				}
+			}
+			compareStores(t, batched, single, bReqs, sReqs)
+		}
+	})
+}
+
+// compareStores checks that every key the requests name holds the same
+// value in both stores, with TTLs within a second of each other. A quota
+// TTL ends at a fixed moment in Redis time (period end + 1 h): the script
+// keeps it (KEEPTTL) rather than setting it again from the script's now,
+// and the two agree only when now is Redis's own clock, which the test's
+// fixed times are not; for quotas both TTLs must only be set.
+func compareStores(t *testing.T, a, b *Limiter, aReqs, bReqs []*Request) {
+	t.Helper()
+	ctx := context.Background()
+	names := func(r *Request) []string {
+		var n []string
+		for _, bk := range r.Buckets {
+			n = append(n, bk.Key)
+		}
+		if r.Quota != nil {
+			n = append(n, r.Quota.Key)
+		}
+		if r.UsageKey != "" {
+			n = append(n, r.UsageKey)
+		}
+		return n
+	}
+	for i := range aReqs {
+		an, bn := names(aReqs[i]), names(bReqs[i])
+		for j := range an {
+			av, aerr := a.rdb.Dump(ctx, an[j]).Result()
+			bv, berr := b.rdb.Dump(ctx, bn[j]).Result()
+			if (aerr == nil) != (berr == nil) || av != bv {
+				t.Fatalf("%s: batch %q (%v), alone %q (%v)", an[j], av, aerr, bv, berr)
+			}
+			at, _ := a.rdb.PTTL(ctx, an[j]).Result()
+			bt, _ := b.rdb.PTTL(ctx, bn[j]).Result()
+			if j == len(aReqs[i].Buckets) && aReqs[i].Quota != nil {
+				if (at <= 0 || bt <= 0) && aerr == nil { // -2 ns: absent in both (DUMP agreed)
+					t.Fatalf("%s: TTL batch %v, alone %v, want both set", an[j], at, bt)
+				}
+				continue
+			}
+			if d := at - bt; d > time.Second || d < -time.Second {
+				t.Fatalf("%s: TTL batch %v, alone %v", an[j], at, bt)
+			}
+		}
+	}
+}
