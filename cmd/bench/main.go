@@ -36,6 +36,7 @@ type options struct {
 	changes, rounds                    int
 	logLevel                           string
 	keep                               bool
+	pprof                              string // directory for gateway0's CPU profiles; "" for none
 }
 
 func main() {
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds over the paths at each level; each path's best run is reported (the machine may be busy with other work)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "tollgate log level (info writes the access log, as in production)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory with the process logs")
+	fs.StringVar(&o.pprof, "pprof", "", "write a CPU profile of gateway0 during each gateway path's first run at the highest concurrency into this directory (<path>.pprof; go tool pprof reads them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 const (
 	pathBare     = "bare proxy"
 	pathUncached = "gateway uncached"
+	pathManyKeys = "gateway uncached, many keys"
 	pathCached   = "gateway cache hit"
 	pathRefused  = "gateway over-limit 429"
 )
@@ -53,6 +56,7 @@ func (s *stack) loads() map[string]load {
 	return map[string]load{
 		pathBare:     {url: "http://" + s.proxy + "/uncached"},
 		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey},
+		pathManyKeys: {url: gw + "/uncached", host: host, keys: s.fix.manyKeys},
 		pathCached:   {url: gw + "/cached", host: host, key: s.fix.mainKey},
 		pathRefused:  {url: gw + "/uncached", host: host, key: s.fix.overKey},
 	}
@@ -63,17 +67,27 @@ func (s *stack) measure(ctx context.Context) (*report, error) {
 	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds, redisTimeout: s.opts.redisTimeout}
 	rep.cacheHit = s.cacheCheck(ctx)
 	loads := s.loads()
-	order := []string{pathBare, pathUncached, pathCached, pathRefused}
+	order := []string{pathBare, pathUncached, pathManyKeys, pathCached, pathRefused}
 	for _, p := range order { // warm connections, key caches and the cache entry
 		if _, err := runWrk(ctx, s.opts.wrk, s.dir, loads[p], 16, time.Second, 0); err != nil {
 			return nil, err
 		}
 	}
-	for _, c := range s.opts.conns {
+	for ci, c := range s.opts.conns {
 		best := make([]row, len(order))
-		for range s.opts.rounds {
+		for round := range s.opts.rounds {
 			for i, p := range order {
+				var prof chan error
+				if s.opts.pprof != "" && round == 0 && ci == len(s.opts.conns)-1 && p != pathBare {
+					prof = make(chan error, 1)
+					go func() { prof <- s.profile(ctx, p) }()
+				}
 				r, err := s.loadRow(ctx, p, loads[p], c, s.opts.duration, 0)
+				if prof != nil {
+					if perr := <-prof; perr != nil && err == nil {
+						err = fmt.Errorf("profile %s: %w", p, perr)
+					}
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -93,6 +107,37 @@ func (s *stack) measure(ctx context.Context) (*report, error) {
 	}
 	rep.push = push
 	return rep, nil
+}
+
+// profile writes a CPU profile of gateway0 over the next run (the run's
+// length less a second) to <opts.pprof>/<path>.pprof.
+func (s *stack) profile(ctx context.Context, path string) error {
+	secs := max(1, int((s.opts.duration - time.Second).Seconds()))
+	u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.metrics, secs)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", u, res.Status)
+	}
+	if err := os.MkdirAll(s.opts.pprof, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(s.opts.pprof, strings.ReplaceAll(path, " ", "-")+".pprof"))
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // loadRow runs one wrk load and reads the Redis counters around it.

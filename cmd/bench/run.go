@@ -97,6 +97,9 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 		// fail-open column shows any that still happen.
 		"TOLLGATE_REDIS_TIMEOUT=" + s.opts.redisTimeout.String(),
 	}
+	if s.opts.pprof != "" {
+		env = append(env, "TOLLGATE_PPROF=true")
+	}
 	tollgate := filepath.Join(s.opts.bin, "tollgate")
 	if s.admin, err = s.startTollgate(ctx, "admin", tollgate, env); err != nil {
 		return err

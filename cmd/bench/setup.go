@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
@@ -28,7 +30,13 @@ type fixture struct {
 	apiID                 string
 	mainKey, overKey      string
 	probeKey, probePlanID string
+	manyKeys              []string // manyKeyCount keys of one plan like main's
 }
+
+// manyKeyCount is the number of keys the many-keys path takes in turn:
+// enough that a batch of decisions rarely holds one key twice, so per-key
+// state is read and written once per request, as with many partners.
+const manyKeyCount = 256
 
 // setup creates the bench API through the admin API: GET /uncached and GET
 // /cached (both key required, HTTP_PROXY to the echo upstream), stage
@@ -112,7 +120,39 @@ func addPlans(ctx context.Context, c *apigateway.Client, f *fixture) error {
 			*p.plan = aws.ToString(plan.Id)
 		}
 	}
-	return nil
+	return addManyKeys(ctx, c, stage, f)
+}
+
+// addManyKeys creates the "many" plan (main's limits) and manyKeyCount
+// keys on it, eight requests at a time.
+func addManyKeys(ctx context.Context, c *apigateway.Client, stage []types.ApiStage, f *fixture) error {
+	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("many"),
+		Throttle: &types.ThrottleSettings{RateLimit: planRate, BurstLimit: planBurst},
+		Quota:    &types.QuotaSettings{Limit: quotaLimit, Period: types.QuotaPeriodTypeMonth}, ApiStages: stage})
+	if err != nil {
+		return fmt.Errorf("create usage plan many: %w", err)
+	}
+	f.manyKeys = make([]string, manyKeyCount)
+	errs := make([]error, manyKeyCount)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range manyKeyCount {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("many" + strconv.Itoa(i)), Enabled: true})
+			if err == nil {
+				f.manyKeys[i] = aws.ToString(key.Value)
+				_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id,
+					KeyType: aws.String("API_KEY")})
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("many-keys key %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // addMethod creates pathPart under parent with GET (API key required)

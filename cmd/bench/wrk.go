@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// load is one wrk run's target: URL, Host header and API key ("" for none).
+// load is one wrk run's target: URL, Host header and API key ("" for
+// none), or keys to take in turn, one per request.
 type load struct {
 	url, host, key string
+	keys           []string
 }
 
 // wrkResult is what the report needs from one wrk run.
@@ -38,13 +39,19 @@ func runWrk(ctx context.Context, wrk, dir string, l load, conns int, d, delay ti
 	if l.key != "" {
 		args = append(args, "-H", "x-api-key: "+l.key)
 	}
-	if delay > 0 {
-		script := filepath.Join(dir, "delay.lua")
-		src := fmt.Sprintf("function delay()\n  return %d\nend\n", delay.Milliseconds())
-		if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
+	if src := wrkScript(l.keys, delay); src != "" {
+		f, err := os.CreateTemp(dir, "wrk-*.lua")
+		if err != nil {
 			return wrkResult{}, err
 		}
-		args = append(args, "-s", script)
+		_, err = f.WriteString(src)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return wrkResult{}, err
+		}
+		args = append(args, "-s", f.Name())
 	}
 	args = append(args, l.url)
 	out, err := exec.CommandContext(ctx, wrk, args...).CombinedOutput()
@@ -52,6 +59,28 @@ func runWrk(ctx context.Context, wrk, dir string, l load, conns int, d, delay ti
 		return wrkResult{}, fmt.Errorf("wrk %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return parseWrk(string(out))
+}
+
+// wrkScript returns the wrk Lua script for keys taken in turn (each thread
+// starts at its own place in the list) and a delay between requests, or ""
+// when neither is wanted.
+func wrkScript(keys []string, delay time.Duration) string {
+	var b strings.Builder
+	if len(keys) > 0 {
+		b.WriteString("local keys = {")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Quote(k)) // key values are [A-Za-z0-9]
+		}
+		b.WriteString("}\nlocal i = math.random(#keys)\nfunction request()\n  i = i % #keys + 1\n" +
+			"  wrk.headers[\"x-api-key\"] = keys[i]\n  return wrk.format()\nend\n")
+	}
+	if delay > 0 {
+		fmt.Fprintf(&b, "function delay()\n  return %d\nend\n", delay.Milliseconds())
+	}
+	return b.String()
 }
 
 // parseWrk reads wrk 4's text report (with --latency).

@@ -22,6 +22,7 @@ type Config struct {
 	AdminAddr          string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`
 	GatewayAddr        string        `help:"Gateway listen address." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
 	MetricsAddr        string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
+	Pprof              bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
 	AccountRateLimit   float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
 	AccountBurstLimit  int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
 	LimiterFailureMode string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
