@@ -12,10 +12,11 @@ import (
 )
 
 // Decisions of concurrent requests are decided together: each Decide
-// queues its request, and up to maxFlushers goroutines take everything
-// queued (at most maxBatch requests) and decide it with one run of
-// limiter.lua, one round trip for the lot. Under load a request waits for
-// at most the run in flight before its own; alone, it is sent at once. The
+// queues its request, and up to maxFlushers flushers (callers, or
+// goroutines they hand over to) take everything queued (at most maxBatch
+// requests) and decide it with one run of limiter.lua, one round trip for
+// the lot. Under load a request waits for at most the runs in flight
+// before its own; alone, it is sent at once by its own goroutine. The
 // script decides the batch in queue order, each decision exactly as if it
 // ran alone after the ones before it (states are read once, carried
 // between decisions in the script, and written once), and a script run is
@@ -49,7 +50,11 @@ type batcher struct {
 	flushers int
 }
 
-// enqueue queues c and starts a flusher when fewer than maxFlushers run.
+// enqueue queues c. When fewer than maxFlushers run, the caller becomes
+// one: it sends batches itself until its own call is decided, then hands
+// its place to a new goroutine if calls are still queued. So a request
+// alone is decided without any goroutine switch, and under load no
+// request waits for more than the runs ahead of it.
 func (l *Limiter) enqueue(c *call) {
 	b := &l.batch
 	b.mu.Lock()
@@ -60,12 +65,14 @@ func (l *Limiter) enqueue(c *call) {
 	}
 	b.mu.Unlock()
 	if start {
-		go l.flush()
+		l.flush(c)
 	}
 }
 
-// flush sends queued decisions until the queue is empty.
-func (l *Limiter) flush() {
+// flush sends queued batches while it holds a flusher's place: until the
+// queue is empty, or, when own is not nil, until own is decided (then a
+// goroutine takes over any calls left).
+func (l *Limiter) flush(own *call) {
 	b := &l.batch
 	a := argsPool.Get().(*batchArgs)
 	defer argsPool.Put(a)
@@ -74,6 +81,11 @@ func (l *Limiter) flush() {
 		if len(b.queue) == 0 {
 			b.flushers--
 			b.mu.Unlock()
+			return
+		}
+		if own != nil && own.decided() {
+			b.mu.Unlock()
+			go l.flush(nil) // keeps this flusher's place
 			return
 		}
 		n := min(len(b.queue), maxBatch)
@@ -91,7 +103,7 @@ func (l *Limiter) flush() {
 		}
 		b.mu.Unlock()
 		l.send(a, batch)
-		if n == cap(batch) && n > 1 {
+		if n > 1 {
 			clear(batch)
 			b.mu.Lock()
 			if b.spare == nil {
@@ -99,6 +111,16 @@ func (l *Limiter) flush() {
 			}
 			b.mu.Unlock()
 		}
+	}
+}
+
+// decided reports whether c's run is over.
+func (c *call) decided() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 
