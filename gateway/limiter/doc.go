@@ -7,7 +7,12 @@
 // with EVALSHA on one Redis primary: the request is admitted only if every
 // bucket holds a token and the quota has room, and then all are charged
 // together; otherwise nothing is charged and the first refusing limit is
-// reported. All time is Redis TIME; quota periods (UTC calendar days, weeks
+// reported. Concurrent Decide calls are decided together, in one script
+// run per batch (batch.go): the script reads every state of the batch with
+// one MGET, decides the requests in order as if each ran alone, and writes
+// each changed key once, so a busy stage or account bucket costs one read
+// and one write per batch rather than per request. States are binary
+// strings (state.lua). All time is Redis TIME; quota periods (UTC calendar days, weeks
 // and months shifted by an offset) are computed inside the script, so no key
 // name contains a time. Every key the script writes gets its TTL in the
 // same script.
