@@ -73,7 +73,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.postgresURL, "postgres", envOr("TOLLGATE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL URL of a maintenance database; the bench creates and drops its own database there")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each wrk run")
-	fs.DurationVar(&o.redisTimeout, "redis-timeout", time.Second, "TOLLGATE_REDIS_TIMEOUT of the gateways (decisions that miss it fail open and skip the measured work)")
+	fs.DurationVar(&o.redisTimeout, "redis-timeout", 50*time.Millisecond, "TOLLGATE_REDIS_TIMEOUT of the gateways, by default the production default (decisions that miss it fail open, skip the measured work and show in the fail-open column)")
 	conns := fs.String("conns", "8,32,128", "comma-separated wrk connection counts")
 	fs.IntVar(&o.changes, "changes", 100, "config changes for the push latency measurement")
 	fs.IntVar(&o.rounds, "rounds", 2, "rounds over the paths at each level; each path's best run is reported (the machine may be busy with other work)")
