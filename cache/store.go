@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
 )
 
 //go:embed lookup.lua
@@ -56,6 +58,16 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 // Client returns the cache Redis client, so a caller can tell whether it
 // is the limiter's and put both in one pipeline.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Load runs SCRIPT LOAD of the lookup script on the cache Redis (every
+// shard of a Cluster or Ring client), so the first lookups do not pay a
+// NOSCRIPT round trip. Errors are wrapped; lookups load it anyway.
+func (s *Store) Load(ctx context.Context) error {
+	if err := redisscript.Load(ctx, s.rdb, lookupScript); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
+}
 
 // Key returns the entry key of req under params (see the package Key).
 func (s *Store) Key(params []Param, req *Request) string { return Key(s.prefix, params, req) }

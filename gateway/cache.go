@@ -70,7 +70,6 @@ const fillTimeout = time.Second
 // waiting for the change stream.
 type responseCache struct {
 	store   *cache.Store
-	limRDB  redis.UniversalClient
 	lim     PipelineLimiter
 	shared  bool // the cache Redis is the limiter Redis: one pipeline
 	genKey  func(apiID, stage string) string
@@ -91,7 +90,7 @@ func newResponseCache(opts Options) *responseCache {
 	if !ok || opts.LimiterRedis == nil || opts.CacheGenKey == nil {
 		panic("gateway: Options.Cache needs LimiterRedis, CacheGenKey and a PipelineLimiter")
 	}
-	c := &responseCache{store: opts.Cache, limRDB: opts.LimiterRedis, lim: lim, genKey: opts.CacheGenKey, timeout: opts.CacheTimeout}
+	c := &responseCache{store: opts.Cache, lim: lim, genKey: opts.CacheGenKey, timeout: opts.CacheTimeout}
 	c.shared = opts.Cache.Client() == opts.LimiterRedis
 	if c.timeout <= 0 {
 		c.timeout = limiter.DefaultTimeout

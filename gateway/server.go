@@ -88,8 +88,10 @@ type Options struct {
 	// cache Redis; nil serves every method uncached. It needs LimiterRedis,
 	// CacheGenKey and a Limiter that is a PipelineLimiter.
 	Cache *cache.Store
-	// LimiterRedis is the limiter's Redis client: the cache generation is
-	// read there, in the limiter decision's pipeline.
+	// LimiterRedis is the very client the Limiter was built on: the cache
+	// generation is read in the limiter decision's pipeline, and when Cache
+	// uses this same client the entry is read there too (one round trip);
+	// any other client counts as a separate cache Redis.
 	LimiterRedis redis.UniversalClient
 	// CacheGenKey names the limiter Redis key of a stage's cache generation
 	// (push.CacheGenKey with the Redis prefix).

@@ -198,6 +198,9 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := store.Load(ctx); err != nil {
+		m.Logger.Warn("cache lookup script not loaded; it loads on first use", "err", err)
+	}
 	m.gw = gateway.New(gateway.Options{
 		Keys:           m.reader,
 		Limiter:        lim,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,10 +33,11 @@ const replySize = 8 * rLen
 
 // call is one queued decision.
 type call struct {
-	ctx   context.Context
+	ctx   context.Context // the caller's context with Decide's deadline
 	req   *Request
 	clock string // the clock argument; a batch holds calls of one value
 	along func(ctx context.Context, p redis.Pipeliner)
+	taken bool // a flusher took it (under batcher.mu)
 	res   [rLen]int64
 	plan  int
 	err   error
@@ -51,10 +53,11 @@ type batcher struct {
 }
 
 // enqueue queues c. When fewer than maxFlushers run, the caller becomes
-// one: it sends batches itself until its own call is decided, then hands
-// its place to a new goroutine if calls are still queued. So a request
-// alone is decided without any goroutine switch, and under load no
-// request waits for more than the runs ahead of it.
+// one: it sends batches from the head of the queue until a flusher took
+// its own call (it sends nothing after its own batch), then hands its place
+// to a new goroutine if calls are still queued. So a request alone is
+// decided without any goroutine switch, and no caller sends more than the
+// batches ahead of its own.
 func (l *Limiter) enqueue(c *call) {
 	b := &l.batch
 	b.mu.Lock()
@@ -70,7 +73,7 @@ func (l *Limiter) enqueue(c *call) {
 }
 
 // flush sends queued batches while it holds a flusher's place: until the
-// queue is empty, or, when own is not nil, until own is decided (then a
+// queue is empty, or, when own is not nil, until own was taken (then a
 // goroutine takes over any calls left).
 func (l *Limiter) flush(own *call) {
 	b := &l.batch
@@ -83,7 +86,7 @@ func (l *Limiter) flush(own *call) {
 			b.mu.Unlock()
 			return
 		}
-		if own != nil && own.decided() {
+		if own != nil && own.taken {
 			b.mu.Unlock()
 			go l.flush(nil) // keeps this flusher's place
 			return
@@ -96,6 +99,9 @@ func (l *Limiter) flush(own *call) {
 			}
 		}
 		batch := b.queue[:n:n]
+		for _, c := range batch {
+			c.taken = true
+		}
 		if n < len(b.queue) {
 			b.queue = b.queue[n:]
 		} else {
@@ -114,25 +120,27 @@ func (l *Limiter) flush(own *call) {
 	}
 }
 
-// decided reports whether c's run is over.
-func (c *call) decided() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // send decides one batch in one script run, with the along commands of its
-// calls queued after it on the same pipeline. Calls whose caller has gone
-// are not sent (nothing is charged for them). A NOSCRIPT reply loads the
-// script and runs the batch again (it did not run the first time).
+// calls queued after it on the same pipeline, under the earliest deadline
+// of its calls. Calls whose caller has gone or whose deadline passed while
+// queued are not sent (nothing is charged for them). A NOSCRIPT reply
+// loads the script and runs the batch again (it did not run the first
+// time). A panic (in an along function, say) fails the batch's calls with
+// an error instead of leaving their callers waiting.
 func (l *Limiter) send(a *batchArgs, batch []*call) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	defer cancel()
 	a.reset()
 	live := a.live[:0]
+	closed := 0 // live calls answered so far
+	defer func() {
+		if r := recover(); r != nil {
+			for _, c := range live[closed:] {
+				c.err = fmt.Errorf("batch panicked: %v", r)
+				close(c.done)
+			}
+			clear(live)
+		}
+	}()
+	deadline := time.Now().Add(l.timeout)
 	alongs := false
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -148,12 +156,17 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 		}
 		c.plan = plan
 		alongs = alongs || c.along != nil
+		if d, ok := c.ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
 		live = append(live, c)
 	}
 	a.live = live
 	if len(live) == 0 {
 		return
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	keys, args := a.keysAndArgs(live[0].clock, len(live))
 	var cmd *redis.Cmd
 	if !alongs {
@@ -168,7 +181,7 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 		}
 		_, _ = pipe.Exec(ctx)
 		if isNoScript(cmd.Err()) {
-			cmd = l.run(ctx, decideScript, keys, args)
+			cmd = l.reload(ctx, decideScript, keys, args)
 		}
 	}
 	reply, err := cmd.Text()
@@ -181,6 +194,7 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 		} else {
 			c.res = decodeReply(reply, i)
 		}
+		closed++
 		close(c.done)
 	}
 	clear(live)
@@ -197,13 +211,19 @@ func isNoScript(err error) bool {
 func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args []any) *redis.Cmd {
 	cmd := s.EvalSha(ctx, l.rdb, keys, args...)
 	if isNoScript(cmd.Err()) {
-		if err := s.Load(ctx, l.rdb).Err(); err != nil {
-			cmd.SetErr(fmt.Errorf("reload script: %w", err))
-			return cmd
-		}
-		cmd = s.EvalSha(ctx, l.rdb, keys, args...)
+		return l.reload(ctx, s, keys, args)
 	}
 	return cmd
+}
+
+// reload loads s (after a NOSCRIPT reply) and runs it with EVALSHA.
+func (l *Limiter) reload(ctx context.Context, s *redis.Script, keys []string, args []any) *redis.Cmd {
+	if err := s.Load(ctx, l.rdb).Err(); err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(fmt.Errorf("reload script: %w", err))
+		return cmd
+	}
+	return s.EvalSha(ctx, l.rdb, keys, args...)
 }
 
 // decodeReply returns the values of decision i of the script's reply.

@@ -2,11 +2,15 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
 )
@@ -143,6 +147,100 @@ func compareStores(t *testing.T, a, b *Limiter, aReqs, bReqs []*Request) {
 			if d := at - bt; d > time.Second || d < -time.Second {
 				t.Fatalf("%s: TTL batch %v, alone %v", an[j], at, bt)
 			}
+		}
+	}
+}
+
+// A call still queued when its deadline passes is never sent: Decide's
+// timeout error means nothing was charged.
+func TestQueuedPastDeadlineNotCharged(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	l := New(rdb, Options{Prefix: prefix, Timeout: 50 * time.Millisecond})
+	key := l.Keys().AccountBucket()
+	l.batch.mu.Lock()
+	l.batch.flushers = maxFlushers // every flusher place busy (a slow Redis)
+	l.batch.mu.Unlock()
+	req := &Request{Buckets: []Bucket{{Key: key, RateLimit: 0, BurstLimit: 10, Level: LevelAccount}}}
+	if _, err := l.Decide(t.Context(), req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Decide: got %v, want the deadline", err)
+	}
+	l.flush(nil) // one of the busy flushers comes back and drains the queue
+	if n, err := rdb.Exists(t.Context(), key).Result(); err != nil || n != 0 {
+		t.Fatalf("bucket after the timed-out Decide: exists=%d (%v), want never written", n, err)
+	}
+	l.batch.mu.Lock()
+	defer l.batch.mu.Unlock()
+	if l.batch.flushers != maxFlushers-1 || len(l.batch.queue) != 0 {
+		t.Fatalf("batcher: %d flushers, %d queued, want %d and 0", l.batch.flushers, len(l.batch.queue), maxFlushers-1)
+	}
+}
+
+// A panic while a batch is sent fails that batch's calls with an error and
+// leaves the batcher usable.
+func TestAlongPanicFailsBatch(t *testing.T) {
+	t.Parallel()
+	l := mustLimiter(t)
+	req := nodeRequest(l, "k1", 1, 5, 10)
+	for range maxFlushers + 1 {
+		_, err := l.DecideAlong(t.Context(), req, func(context.Context, redis.Pipeliner) { panic("along broke") })
+		if err == nil || !strings.Contains(err.Error(), "along broke") {
+			t.Fatalf("DecideAlong: got %v, want the panic as an error", err)
+		}
+	}
+	if d, err := l.Decide(t.Context(), req); err != nil || !d.Allowed {
+		t.Fatalf("Decide after the panics: got %+v, %v, want admitted", d, err)
+	}
+	l.batch.mu.Lock()
+	defer l.batch.mu.Unlock()
+	if l.batch.flushers != 0 {
+		t.Fatalf("flushers after the panics: %d, want 0", l.batch.flushers)
+	}
+}
+
+// A usage or quota key of another type (not written by tollgate) does not
+// fail the other decisions of its batch: the quota counts as absent and is
+// replaced, the usage count of that key is lost.
+func TestWrongTypeKeysDoNotFailBatch(t *testing.T) {
+	t.Parallel()
+	l := mustLimiter(t)
+	ctx := t.Context()
+	bad := nodeRequest(l, "bad", 1, 5, 10)
+	if err := l.rdb.Set(ctx, bad.UsageKey, "x", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rdb.RPush(ctx, bad.Quota.Key, "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	good := nodeRequest(l, "good", 1, 5, 10)
+	got := runBatch(t, l, time.Now(), []*Request{good, bad})
+	for i, r := range got {
+		if r[rAllowed] != 1 || r[rQuotaRemaining] != 9 {
+			t.Fatalf("decision %d: %v, want admitted with 9 left", i, r)
+		}
+	}
+	usage, err := l.Usage(ctx, "good", "p1", time.Now(), time.Now())
+	if err != nil || usage[time.Now().UTC().Format(dayLayout)] != 1 {
+		t.Fatalf("usage of the good key: %v (%v), want 1 today", usage, err)
+	}
+}
+
+// A batch may name more keys than one Lua unpack takes (about 8000).
+func TestBatchOfManyKeys(t *testing.T) {
+	t.Parallel()
+	l := mustLimiter(t)
+	k := l.Keys()
+	var reqs []*Request
+	for i := range 40 {
+		r := &Request{}
+		for j := range maxBuckets {
+			r.Buckets = append(r.Buckets, Bucket{Key: k.PlanBucket(strconv.Itoa(i*maxBuckets+j), "p"), RateLimit: 1, BurstLimit: 1, Level: LevelStage})
+		}
+		reqs = append(reqs, r)
+	}
+	for i, r := range runBatch(t, l, time.Now(), reqs) {
+		if r[rAllowed] != 1 {
+			t.Fatalf("decision %d: %v, want admitted", i, r)
 		}
 	}
 }

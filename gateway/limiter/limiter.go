@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
 )
 
 // DefaultTimeout is the deadline of one decision when Options.Timeout is 0
@@ -134,27 +136,14 @@ func New(rdb redis.UniversalClient, opts Options) *Limiter {
 // Keys returns the key builder with the Limiter's prefix.
 func (l *Limiter) Keys() Keys { return l.keys }
 
-// shardRunner is what Cluster and Ring clients offer to reach every primary.
-type shardRunner interface {
-	ForEachShard(ctx context.Context, fn func(ctx context.Context, c *redis.Client) error) error
-}
-
 // Load runs SCRIPT LOAD of the limiter's scripts on every shard (every
 // primary of a Cluster or Ring client, else the one server), so that the
 // first requests do not pay a NOSCRIPT round trip. Errors are wrapped.
 func (l *Limiter) Load(ctx context.Context) error {
-	load := func(ctx context.Context, c redis.Scripter) error {
-		for _, s := range allScripts {
-			if err := s.Load(ctx, c).Err(); err != nil {
-				return fmt.Errorf("limiter: load script: %w", err)
-			}
-		}
-		return nil
+	if err := redisscript.Load(ctx, l.rdb, allScripts...); err != nil {
+		return fmt.Errorf("limiter: %w", err)
 	}
-	if sr, ok := l.rdb.(shardRunner); ok {
-		return sr.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
-	}
-	return load(ctx, l.rdb)
+	return nil
 }
 
 // Decide takes one token from every bucket of req and one unit of its quota,
@@ -171,24 +160,28 @@ func (l *Limiter) Decide(ctx context.Context, req *Request) (Decision, error) {
 // DecideAlong is Decide, with along's commands queued on the same pipeline
 // right after the script run that decides req, so the caller reads other
 // keys of the limiter Redis in the same round trip (the gateway's cache
-// generation and entry, DESIGN.md 4.2 step 3). along runs on another
-// goroutine before the round trip and must only queue commands on p, with
-// ctx (the run's deadline). When along is not nil, DecideAlong returns only
-// after the run (bounded by Options.Timeout), so the commands along queued
-// hold their replies; when ctx ended before the run, along is not called
-// and the error is ctx's.
+// generation and entry, DESIGN.md 4.2 step 3). along runs before the
+// round trip, possibly on another goroutine, and must only queue commands
+// on p, with ctx (the run's deadline). When along is not nil, DecideAlong
+// returns only after the run, which ends by the call's deadline
+// (Options.Timeout from the call), so the commands along queued hold their
+// replies; when the deadline passed before the run, along is not called
+// and the error is the context's.
 func (l *Limiter) DecideAlong(ctx context.Context, req *Request, along func(ctx context.Context, p redis.Pipeliner)) (Decision, error) {
+	// The deadline goes with the call: a call still queued when it passes
+	// is never sent (so never charged), and a batch runs under the
+	// earliest deadline of its calls.
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
 	c := &call{ctx: ctx, req: req, clock: l.clock.arg(), along: along, done: make(chan struct{})}
 	l.enqueue(c)
 	if along != nil {
-		<-c.done
+		<-c.done // the run's own deadline bounds this wait
 	} else {
-		tctx, cancel := context.WithTimeout(ctx, l.timeout)
-		defer cancel()
 		select {
 		case <-c.done:
-		case <-tctx.Done():
-			return Decision{}, fmt.Errorf("limiter: decide: %w", tctx.Err())
+		case <-ctx.Done():
+			return Decision{}, fmt.Errorf("limiter: decide: %w", ctx.Err())
 		}
 	}
 	if c.err != nil {

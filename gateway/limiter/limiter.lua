@@ -104,8 +104,13 @@ local m = tonumber(ARGV[3])
 local spec = ARGV[4]
 local days = math.floor(now / US / 86400)
 
+-- every state in one read (MGET answers false for an absent key and for a
+-- key of another type), in chunks that stay within Lua's unpack limit
 local vals = {}
-if m > 0 then vals = redis.call('MGET', unpack(KEYS, 1, m)) end
+for i = 1, m, 1000 do
+  local part = redis.call('MGET', unpack(KEYS, i, math.min(m, i + 999)))
+  for j = 1, #part do vals[i + j - 1] = part[j] end
+end
 
 -- States by key index, decoded on first use: buckets {t, l, r, b}, quotas
 -- {s, n, e}, false when absent. order lists the changed ones, to write once.
@@ -139,7 +144,7 @@ end
 -- quota period bounds by (period, offset): every decision has the same now
 local bounds = {}
 local function quota_bounds(code, offset)
-  local k = code * 32 + offset
+  local k = code * 256 + offset
   local b = bounds[k]
   if not b then
     local s, e = period(days, PERIODS[code] or 'DAY', offset)
@@ -263,7 +268,9 @@ if nusage > 0 then
   for j = 1, nusage do
     local uki = usage_order[j]
     local ukey, c = KEYS[m + uki], usage[uki]
-    if redis.call('HINCRBY', ukey, today, c) == c then
+    -- pcall: a key of another type (not written by tollgate) loses its
+    -- count rather than failing every decision of the batch
+    if redis.pcall('HINCRBY', ukey, today, c) == c then
       local cutoff = date_string(days - USAGE_KEEP_DAYS)
       for _, f in ipairs(redis.call('HKEYS', ukey)) do
         if f < cutoff then redis.call('HDEL', ukey, f) end

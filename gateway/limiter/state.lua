@@ -14,8 +14,12 @@ Quota state, one string per key and plan: "\2" then '<ddd' = s the period
 start (Unix s, the latest one seen), n requests admitted since, e the period
 end (Unix s) the key's TTL was set for. A quota written by an earlier
 version is a hash with fields s, n, e: MGET answers false for it, and
-read_quota then reads it with HMGET (one more call, only for a key without
+quota_state then reads it with HMGET (one more call, only for a key without
 a current state), so the count of the current period survives an upgrade.
+The other way does not work: a node of that earlier version answers
+WRONGTYPE for a quota this version wrote, so an upgrade stops every node of
+the earlier version before the first node of this one starts (no mixed
+rolling upgrade across this change).
 ]]
 
 local BUCKET_MARK, QUOTA_MARK = '\1', '\2'
@@ -40,8 +44,12 @@ local function quota_state(key, v)
     return {s, n, e}
   end
   if not v then
-    local h = redis.call('HMGET', key, 's', 'n', 'e')
-    if h[1] and h[2] then return {tonumber(h[1]), tonumber(h[2]), tonumber(h[3]) or 0} end
+    -- pcall: a key of another type than hash counts as absent (SET then
+    -- replaces it) instead of failing the whole batch
+    local h = redis.pcall('HMGET', key, 's', 'n', 'e')
+    if h[1] and h[2] and not h.err then
+      return {tonumber(h[1]), tonumber(h[2]), tonumber(h[3]) or 0}
+    end
   end
   return false
 end

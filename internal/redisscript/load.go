@@ -1,0 +1,33 @@
+// Package redisscript loads Lua scripts on every primary a go-redis client
+// reaches, so the first calls do not pay a NOSCRIPT round trip.
+package redisscript
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// shardRunner is what Cluster and Ring clients offer to reach every primary.
+type shardRunner interface {
+	ForEachShard(ctx context.Context, fn func(ctx context.Context, c *redis.Client) error) error
+}
+
+// Load runs SCRIPT LOAD of scripts on every shard of rdb (every primary of
+// a Cluster or Ring client, else the one server). The first failure is
+// returned, wrapped.
+func Load(ctx context.Context, rdb redis.UniversalClient, scripts ...*redis.Script) error {
+	load := func(ctx context.Context, c redis.Scripter) error {
+		for _, s := range scripts {
+			if err := s.Load(ctx, c).Err(); err != nil {
+				return fmt.Errorf("load script: %w", err)
+			}
+		}
+		return nil
+	}
+	if sr, ok := rdb.(shardRunner); ok {
+		return sr.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	}
+	return load(ctx, rdb)
+}
