@@ -109,8 +109,14 @@ func (s *stack) measure(ctx context.Context) (*report, error) {
 	return rep, nil
 }
 
+// profileName is the file of path's profile: its words joined by '-'
+// ("gateway-uncached-many-keys.pprof").
+func profileName(path string) string {
+	return strings.Join(strings.FieldsFunc(path, func(r rune) bool { return r == ' ' || r == ',' }), "-") + ".pprof"
+}
+
 // profile writes a CPU profile of gateway0 over the next run (the run's
-// length less a second) to <opts.pprof>/<path>.pprof.
+// length less a second) to <opts.pprof>/profileName(path).
 func (s *stack) profile(ctx context.Context, path string) error {
 	secs := max(1, int((s.opts.duration - time.Second).Seconds()))
 	u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.metrics, secs)
@@ -129,7 +135,7 @@ func (s *stack) profile(ctx context.Context, path string) error {
 	if err := os.MkdirAll(s.opts.pprof, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(s.opts.pprof, strings.ReplaceAll(path, " ", "-")+".pprof"))
+	f, err := os.Create(filepath.Join(s.opts.pprof, profileName(path)))
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "config: key required; plan throttle %d/s burst %d + quota %d/MONTH; stage */* throttle %d/s burst %d; "+
 		"method throttle on GET /uncached; caching on GET /cached; account %d/s\n",
 		planRate, planBurst, quotaLimit, stageRate, stageBurst, 1_000_000)
-	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; paths interleaved, best of %d rounds per path and level; gateway node 1 of 2 takes the load; access log on; TOLLGATE_REDIS_TIMEOUT %v\n", r.duration, r.rounds, r.redisTimeout)
+	fmt.Fprintf(w, "each run: wrk, 2 threads, %v; paths interleaved, best of %d round(s) per path and level; gateway node 1 of 2 takes the load; access log on; TOLLGATE_REDIS_TIMEOUT %v\n", r.duration, r.rounds, r.redisTimeout)
 	switch r.cacheHit {
 	case "Hit":
 		fmt.Fprintln(w, "cache: GET /cached answers X-Cache: Hit once stored")

@@ -15,8 +15,8 @@ import (
 type Config struct {
 	Role               string        `help:"Which servers to run: admin, gateway or all." enum:"admin,gateway,all" default:"all" env:"TOLLGATE_ROLE"`
 	DatabaseURL        string        `help:"PostgreSQL URL (admin only)." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
-	RedisURL           string        `help:"Limiter Redis: redis://, rediss://, redis-cluster://h1:p1?addr=h2:p2 or redis-sentinel://h1:p1,h2:p2/db?master=name." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
-	CacheRedisURL      string        `help:"Cache Redis (default: the limiter Redis)." env:"TOLLGATE_CACHE_REDIS_URL"`
+	RedisURL           string        `help:"Limiter Redis: redis://, rediss:// or redis-sentinel://h1:p1,h2:p2/db?master=name (a redis-cluster:// URL is refused: the limiter runs on one primary)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
+	CacheRedisURL      string        `help:"Cache Redis (default: the limiter Redis); also redis-cluster://h1:p1?addr=h2:p2." env:"TOLLGATE_CACHE_REDIS_URL"`
 	RedisPrefix        string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
 	RedisTimeout       time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
 	AdminAddr          string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`

@@ -153,7 +153,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Ready:     m.adminReady,
 		Usage:     usageCounter{limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})},
 	})
-	bound, err := m.listen(addr, handler, 0)
+	bound, err := m.listen("admin", addr, handler, 0)
 	m.AdminAddr = bound
 	return err
 }
@@ -220,7 +220,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		return err
 	}
 	m.goRun(func() { m.reader.Run(ctx) })
-	bound, err := m.listen(cfg.GatewayAddr, m.gw, gateway.MaxHeaderBytes)
+	bound, err := m.listen("gateway", cfg.GatewayAddr, m.gw, gateway.MaxHeaderBytes)
 	m.GatewayAddr = bound
 	return err
 }
@@ -244,20 +244,21 @@ func (m *Main) startMetrics() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	if m.Config.Pprof {
+		m.Logger.Info("serving runtime profiles under /debug/pprof/ on the metrics listener")
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	bound, err := m.listen(m.Config.MetricsAddr, mux, 0)
+	bound, err := m.listen("metrics", m.Config.MetricsAddr, mux, 0)
 	m.MetricsAddr = bound
 	return err
 }
 
-// listen binds addr and serves h in the background; it returns the bound
-// address.
-func (m *Main) listen(addr string, h http.Handler, maxHeader int) (string, error) {
+// listen binds addr and serves h (the server named server: "admin",
+// "gateway" or "metrics") in the background; it returns the bound address.
+func (m *Main) listen(server, addr string, h http.Handler, maxHeader int) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
@@ -270,7 +271,7 @@ func (m *Main) listen(addr string, h http.Handler, maxHeader int) (string, error
 			m.Logger.Error("server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})
-	m.Logger.Info("listening", "addr", ln.Addr().String(), "role", m.Config.Role)
+	m.Logger.Info("listening", "server", server, "addr", ln.Addr().String(), "role", m.Config.Role)
 	return ln.Addr().String(), nil
 }
 
