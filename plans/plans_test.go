@@ -2,6 +2,8 @@ package plans
 
 import (
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -197,4 +199,18 @@ func TestStageValidateResolvedBurstZero(t *testing.T) {
 			assertField(t, s.Validate(), tt.field)
 		})
 	}
+}
+
+// FuzzValidKeyValue: the byte loop accepts exactly what the regular
+// expression of its doc comment accepts.
+func FuzzValidKeyValue(f *testing.F) {
+	re := regexp.MustCompile(`^[A-Za-z0-9]{20,128}$`)
+	for _, s := range []string{"", "abcdefghij0123456789", "abcdefghij012345678", strings.Repeat("a", 128), strings.Repeat("Z", 129), "abcdefghij0123456789\n", "abcdefghij012345678é", "abcdefghij 123456789"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidKeyValue(s), re.MatchString(s); got != want {
+			t.Fatalf("ValidKeyValue(%q) = %v, regexp says %v", s, got, want)
+		}
+	})
 }
