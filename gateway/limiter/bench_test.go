@@ -2,8 +2,11 @@ package limiter
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkDecide measures one decision over a plan, stage and account
@@ -80,4 +83,43 @@ func BenchmarkDecideConcurrent(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkScriptBatch runs limiter.lua on batches of 100 decisions over
+// 100 API keys (plan bucket, shared stage and account buckets, quota and
+// usage each), as a busy gateway with many partners sends them, and
+// reports the Redis time per decision (redis-µs/decision, from INFO
+// commandstats: script and the commands it calls). Run it alone: other
+// scripts on the same Redis count too.
+func BenchmarkScriptBatch(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := make([]*Request, 100)
+	for i := range reqs {
+		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
+	}
+	usec := func() float64 {
+		info, err := l.rdb.Info(b.Context(), "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+				for _, f := range strings.Split(rest, ",") {
+					if v, ok := strings.CutPrefix(f, "usec="); ok {
+						n, _ := strconv.ParseFloat(v, 64)
+						return n
+					}
+				}
+			}
+		}
+		return 0
+	}
+	now := time.Now()
+	before := usec()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		runBatch(b, l, now, reqs)
+	}
+	b.ReportMetric((usec()-before)/float64(b.N*len(reqs)), "redis-µs/decision")
 }

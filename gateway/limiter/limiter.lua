@@ -80,9 +80,10 @@ local QUOTA_MARGIN_S = 3600
 local USAGE_TTL_S = 100 * 86400
 local USAGE_KEEP_DAYS = 100
 local PERIODS = {[0] = 'DAY', [1] = 'WEEK', [2] = 'MONTH'}
+local mmin, mmax, mfloor, mceil = math.min, math.max, math.floor, math.ceil
 
 -- ceil with a tolerance of 1 ns for float noise in a µs amount
-local function ceil_us(x) return math.ceil(x - 1e-3) end
+local function ceil_us(x) return mceil(x - 1e-3) end
 
 -- µs from a state (tokens t, rate r, burst b) until the bucket is full;
 -- -1 when it never will be (rate 0 and not full)
@@ -102,13 +103,13 @@ end
 local ndec = tonumber(ARGV[2])
 local m = tonumber(ARGV[3])
 local spec = ARGV[4]
-local days = math.floor(now / US / 86400)
+local days = mfloor(now / US / 86400)
 
 -- every state in one read (MGET answers false for an absent key and for a
 -- key of another type), in chunks that stay within Lua's unpack limit
 local vals = {}
 for i = 1, m, 1000 do
-  local part = redis.call('MGET', unpack(KEYS, i, math.min(m, i + 999)))
+  local part = redis.call('MGET', unpack(KEYS, i, mmin(m, i + 999)))
   for j = 1, #part do vals[i + j - 1] = part[j] end
 end
 
@@ -132,13 +133,23 @@ local function quota_decode(ki)
   if q and vals[ki] then ttl_end[ki] = q[3] end
   return q
 end
-local function put(ki, s)
+local function mark(ki)
   if not dirty[ki] then
     ndirty = ndirty + 1
     dirty[ki] = true
     order[ndirty] = ki
   end
-  states[ki] = s
+end
+-- put_bucket(ki, t, l, r, b) stores a bucket state, in place when one is
+-- already in the table
+local function put_bucket(ki, t, l, r, b)
+  mark(ki)
+  local s = states[ki]
+  if s then
+    s[1], s[2], s[3], s[4] = t, l, r, b
+  else
+    states[ki] = {t, l, r, b}
+  end
 end
 
 -- quota period bounds by (period, offset): every decision has the same now
@@ -161,22 +172,22 @@ local kis, rates, bursts, tokens, times, rebase = {}, {}, {}, {}, {}, {}
 local pos = 1
 for d = 1, ndec do
   local nb, plan, qki, qlimit, qcode, qoff, uki
-  nb, plan, qki, qlimit, qcode, qoff, uki, pos = struct.unpack('<BBHi4BBH', spec, pos)
+  nb, plan, qki, qlimit, qcode, qoff, uki, pos = sunpack('<BBHi4BBH', spec, pos)
 
   -- Buckets: tokens now, and whether the state must be rebased.
   local refused = 0
   for i = 1, nb do
     local ki, r, b
-    ki, r, b, pos = struct.unpack('<Hdi4', spec, pos)
+    ki, r, b, pos = sunpack('<Hdi4', spec, pos)
     kis[i], rates[i], bursts[i] = ki, r, b
     local t, tt, rb = b, now, false
     local s = state(ki, bucket_decode)
     if s then
       local st, sl, sr, sb = s[1], s[2], s[3], s[4]
       if now < sl + ttl_us(st, sr, sb) then
-        if now > sl then st = math.min(sb, st + (now - sl) * sr / US) end
-        t = math.min(st, b)
-        tt = math.max(sl, now) -- time went back (failover): refill nothing twice
+        if now > sl then st = mmin(sb, st + (now - sl) * sr / US) end
+        t = mmin(st, b)
+        tt = mmax(sl, now) -- time went back (failover): refill nothing twice
         rb = (sr ~= r) or (sb ~= b)
       end
     end
@@ -200,12 +211,18 @@ for d = 1, ndec do
   local allowed = (refused == 0)
   if allowed then
     for i = 1, nb do
-      tokens[i] = math.max(0, tokens[i] - 1)
-      put(kis[i], {tokens[i], times[i], rates[i], bursts[i]})
+      tokens[i] = mmax(0, tokens[i] - 1)
+      put_bucket(kis[i], tokens[i], times[i], rates[i], bursts[i])
     end
     if qki > 0 then
       used = used + 1
-      put(qki, {sstart, used, pend})
+      mark(qki)
+      local q = states[qki]
+      if q then
+        q[1], q[2], q[3] = sstart, used, pend
+      else
+        states[qki] = {sstart, used, pend}
+      end
     end
     if uki > 0 then
       if not usage[uki] then
@@ -217,7 +234,7 @@ for d = 1, ndec do
     end
   else
     for i = 1, nb do
-      if rebase[i] then put(kis[i], {tokens[i], times[i], rates[i], bursts[i]}) end
+      if rebase[i] then put_bucket(kis[i], tokens[i], times[i], rates[i], bursts[i]) end
     end
   end
 
@@ -225,22 +242,22 @@ for d = 1, ndec do
   if refused >= 1 and refused <= nb then
     local r = rates[refused]
     -- refill starts at times[i], later than now only if time went back
-    if r > 0 then retry = math.max(1, times[refused] - now + ceil_us((1 - tokens[refused]) * US / r)) else retry = -1 end
+    if r > 0 then retry = mmax(1, times[refused] - now + ceil_us((1 - tokens[refused]) * US / r)) else retry = -1 end
   elseif refused == nb + 1 then
     retry = pend * US - now
   end
 
   local premain, pfull = -1, -1
   if plan >= 1 then
-    premain = math.floor(tokens[plan] + EPS)
+    premain = mfloor(tokens[plan] + EPS)
     pfull = until_full(tokens[plan], rates[plan], bursts[plan])
     if pfull > 0 then pfull = pfull + times[plan] - now end
   end
   local qremain, qs, qe = -1, 0, 0
   if qki > 0 then
-    qremain, qs, qe = math.max(0, qlimit - used), pstart, pend
+    qremain, qs, qe = mmax(0, qlimit - used), pstart, pend
   end
-  out[d] = struct.pack('<i8i8i8i8i8i8i8i8i8', allowed and 1 or 0, refused, now, retry, premain, pfull, qremain, qs, qe)
+  out[d] = spack('<i8i8i8i8i8i8i8i8i8', allowed and 1 or 0, refused, now, retry, premain, pfull, qremain, qs, qe)
 end
 
 -- Writes, one per changed key, each with its TTL (at least SLACK_US ahead
@@ -249,14 +266,14 @@ for j = 1, ndirty do
   local ki = order[j]
   local s = states[ki]
   if #s == 4 then
-    redis.call('SET', KEYS[ki], bucket_value(s), 'PX', math.ceil((s[2] + ttl_us(s[1], s[3], s[4]) - now) / 1000))
+    redis.call('SET', KEYS[ki], bucket_value(s), 'PX', mceil((s[2] + ttl_us(s[1], s[3], s[4]) - now) / 1000))
   else
     -- the TTL ends at a fixed moment (period end + margin); keep it when
     -- the stored state says it was set for this period end
     if ttl_end[ki] == s[3] then
       redis.call('SET', KEYS[ki], quota_value(s), 'KEEPTTL')
     else
-      redis.call('SET', KEYS[ki], quota_value(s), 'PX', math.ceil(((s[3] + QUOTA_MARGIN_S) * US - now) / 1000))
+      redis.call('SET', KEYS[ki], quota_value(s), 'PX', mceil(((s[3] + QUOTA_MARGIN_S) * US - now) / 1000))
     end
   end
 end

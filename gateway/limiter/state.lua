@@ -22,25 +22,26 @@ the earlier version before the first node of this one starts (no mixed
 rolling upgrade across this change).
 ]]
 
-local BUCKET_MARK, QUOTA_MARK = '\1', '\2'
+local BUCKET_MARK, QUOTA_MARK = 1, 2
+local spack, sunpack, sbyte = struct.pack, struct.unpack, string.byte
 
 -- bucket_state(v) -> {t, l, r, b}, or false
 local function bucket_state(v)
-  if v and #v == 33 and string.sub(v, 1, 1) == BUCKET_MARK then
-    local t, l, r, b = struct.unpack('<dddd', v, 2)
+  if v and #v == 33 and sbyte(v, 1) == BUCKET_MARK then
+    local t, l, r, b = sunpack('<dddd', v, 2)
     return {t, l, r, b}
   end
   return false
 end
 
 local function bucket_value(s)
-  return BUCKET_MARK .. struct.pack('<dddd', s[1], s[2], s[3], s[4])
+  return spack('<Bdddd', BUCKET_MARK, s[1], s[2], s[3], s[4])
 end
 
 -- quota_state(key, v) -> {s, n, e}, or false; v is the key's MGET value
 local function quota_state(key, v)
-  if v and #v == 25 and string.sub(v, 1, 1) == QUOTA_MARK then
-    local s, n, e = struct.unpack('<ddd', v, 2)
+  if v and #v == 25 and sbyte(v, 1) == QUOTA_MARK then
+    local s, n, e = sunpack('<ddd', v, 2)
     return {s, n, e}
   end
   if not v then
@@ -55,5 +56,5 @@ local function quota_state(key, v)
 end
 
 local function quota_value(s)
-  return QUOTA_MARK .. struct.pack('<ddd', s[1], s[2], s[3])
+  return spack('<Bddd', QUOTA_MARK, s[1], s[2], s[3])
 end
