@@ -32,6 +32,10 @@ const (
 	ErrorTypeInternal     = "INTERNAL"
 )
 
+// levelKeyAttempts is the tollgate_throttled_total level of 429s for too
+// many failed key attempts from one client address.
+const levelKeyAttempts = "key_attempts"
+
 // checkKey runs the key check of DESIGN.md 4.2 for a method that requires
 // an API key. It returns the key record and the plan that covers this
 // stage, or writes the refusal (403, 429 after too many failed attempts
@@ -40,6 +44,7 @@ const (
 func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, m *method) (rec *plans.KeyRecord, sp *stagePlan, ok bool) {
 	if blocked, wait := s.attempts.blocked(ex.client); blocked {
 		ex.errType, ex.reason = ErrorTypeThrottled, "failed key attempts"
+		s.metrics.Throttled.WithLabelValues(m.stage.apiID, m.stage.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
 		writeError(w, errThrottled)
 		return nil, nil, false

@@ -204,6 +204,9 @@ func TestFailedKeyAttemptsLimited(t *testing.T) {
 	if n := tg.keys.lookups.Load(); n != lookups {
 		t.Errorf("lookups after the limit: got %d more, want 0", n-lookups)
 	}
+	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, levelKeyAttempts)); n != 2 {
+		t.Errorf("tollgate_throttled_total{level=key_attempts}: got %v, want 2", n)
+	}
 	if got := tg.do(t, "GET", "/prod/open"); got.status != 200 {
 		t.Errorf("unkeyed method from the same client: got %d, want 200", got.status)
 	}

@@ -10,7 +10,8 @@ type Metrics struct {
 	// Requests counts requests by api, stage, method and status class ("2xx").
 	Requests *prometheus.CounterVec
 	// Throttled counts 429s by api, stage and the refusing level
-	// (plan, method, stage, account, quota).
+	// (plan, method, stage, account, quota, or key_attempts: too many
+	// failed key attempts from the client address).
 	Throttled *prometheus.CounterVec
 	// CacheHits and CacheMisses count response cache outcomes by api and
 	// stage (DESIGN.md 6): hits, and misses including refreshes and
@@ -40,7 +41,7 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_requests_total", Help: "Gateway requests by API, stage, method and status class.",
 		}, []string{"api", "stage", "method", "status"}),
 		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota).",
+			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, key_attempts).",
 		}, []string{"api", "stage", "level"}),
 		CacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_hits_total", Help: "Responses served from the stage cache.",

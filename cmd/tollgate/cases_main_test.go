@@ -1,11 +1,30 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log"
 	"os"
+	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // Asia/Tokyo without the system's zone files
+
+	"github.com/redis/go-redis/v9"
 )
+
+// quietDialLogger is go-redis's logger for this package's tests: the fault
+// tests stop Redis on purpose, and go-redis logs every failed dial of its
+// pool; those lines are dropped, anything else is logged as go-redis would.
+type quietDialLogger struct{ l *log.Logger }
+
+func (q quietDialLogger) Printf(_ context.Context, format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if strings.Contains(msg, "failed to dial") {
+		return
+	}
+	_ = q.l.Output(2, msg)
+}
 
 // TestMain runs every test of the package with the process's local time
 // zone set to Asia/Tokyo (UTC+9; BC-15): a quota period, usage day or
@@ -18,5 +37,6 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	time.Local = tokyo
+	redis.SetLogger(quietDialLogger{log.New(os.Stderr, "redis: ", log.LstdFlags|log.Lshortfile)})
 	os.Exit(m.Run())
 }
