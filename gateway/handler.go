@@ -136,7 +136,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 	ex.resource = rt.path
 	m := rt.lookup(r.Method)
 	if m == nil {
-		ex.errType, ex.reason = ErrorTypeNotFound, "method not allowed"
+		ex.errType, ex.reason = ErrorTypeMethod, "method not allowed"
 		w.Header()[headerAllow] = []string{rt.allow}
 		writeError(w, errMethodNotAllow)
 		return nil, nil

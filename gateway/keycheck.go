@@ -24,6 +24,7 @@ const (
 	ErrorTypeQuota        = "QUOTA_EXCEEDED"
 	ErrorTypeUnavailable  = "UNAVAILABLE"
 	ErrorTypeNotFound     = "NOT_FOUND"
+	ErrorTypeMethod       = "METHOD_NOT_ALLOWED"
 	ErrorTypeBadRequest   = "BAD_REQUEST"
 	ErrorTypeIntegration  = "INTEGRATION_FAILURE"
 	ErrorTypeTimeout      = "INTEGRATION_TIMEOUT"

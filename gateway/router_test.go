@@ -196,6 +196,9 @@ func TestRoutingResponses(t *testing.T) {
 				if a := got.header.Get("Allow"); a != tc.allow {
 					t.Errorf("Allow: got %q, want %q", a, tc.allow)
 				}
+				if line := tg.logLine(t, got.header.Get("x-amzn-RequestId")); line["error_type"] != ErrorTypeMethod {
+					t.Errorf("log error_type: got %v, want %s", line["error_type"], ErrorTypeMethod)
+				}
 			case 200:
 				if tc.method != "HEAD" && got.body != "{}" {
 					t.Errorf("body: got %q, want {}", got.body)
