@@ -4,10 +4,14 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
-	"net"
+	"math"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
+
+	"tollgate/internal/clientaddr"
 )
 
 // Authentication refusal types (x-amzn-ErrorType), as AWS.
@@ -36,11 +40,23 @@ type authenticator struct {
 	insecure bool // accept everything (Options.Insecure)
 	creds    Credentials
 	now      func() time.Time
-	failures *failureLimiter
+	trusted  []netip.Prefix // proxies whose X-Forwarded-For names the client
+	failures *clientaddr.Failures
 }
 
-func newAuthenticator(c Credentials, now func() time.Time) *authenticator {
-	return &authenticator{creds: c, now: now, failures: newFailureLimiter(now)}
+// Failed-authentication limits per client address: a token bucket of
+// failureBurst attempts refilled at failureRate per second, for about
+// maxFailureStates addresses. Addresses whose bucket is empty get 429
+// without their credentials being checked.
+const (
+	failureRate      = 1.0
+	failureBurst     = 20
+	maxFailureStates = 10000
+)
+
+func newAuthenticator(c Credentials, now func() time.Time, trusted []netip.Prefix) *authenticator {
+	return &authenticator{creds: c, now: now, trusted: trusted,
+		failures: clientaddr.NewFailures(failureRate, failureBurst, maxFailureStates, now)}
 }
 
 // authenticate refuses requests to non-public paths without valid
@@ -52,9 +68,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := clientAddr(r)
-		if !s.auth.failures.allowed(addr) {
-			w.Header().Set("Retry-After", retryAfterSeconds)
+		addr := clientaddr.Client(r, clientaddr.Peer(r), s.auth.trusted)
+		if blocked, wait := s.auth.failures.Blocked(addr); blocked {
+			w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
 			writeAWSError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Too many failed authentication attempts")
 			return
 		}
@@ -62,7 +78,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		var ae *authError
 		switch {
 		case errors.As(err, &ae):
-			s.auth.failures.fail(addr)
+			s.auth.failures.Fail(addr)
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
 				s.log.Debug("admin: authentication refused", "addr", addr, "type", ae.Type, "reason", ae.Message)
 			}
@@ -97,13 +113,4 @@ func (a *authenticator) verifyBearer(token string) error {
 		return errBadToken
 	}
 	return nil
-}
-
-// clientAddr is the connection's peer address without the port.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +29,12 @@ const (
 // authOnly starts a server that authenticates every request and answers
 // {} (so the SDK parses any operation's response) when it passes. The
 // server's clock is the real clock shifted by skew.
-func authOnly(t *testing.T, skew time.Duration) *httptest.Server {
+func authOnly(t *testing.T, skew time.Duration, trusted ...netip.Prefix) *httptest.Server {
 	t.Helper()
 	s := &Server{}
 	s.log = testLogger(t)
 	s.now = func() time.Time { return time.Now().Add(skew) }
-	s.auth = newAuthenticator(Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret, BearerToken: testToken}, s.now)
+	s.auth = newAuthenticator(Credentials{AccessKeyID: testAKID, SecretAccessKey: testSecret, BearerToken: testToken}, s.now, trusted)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{})
 	})
@@ -230,22 +231,33 @@ func TestFailedAttemptsAreLimitedPerAddress(t *testing.T) {
 	}
 }
 
-func TestFailureLimiterRefills(t *testing.T) {
+// Behind a trusted proxy, failures count per client (the nearest
+// untrusted X-Forwarded-For hop), not against the proxy: one client using
+// up its attempts does not lock out another coming through the same proxy.
+func TestFailedAttemptsBehindTrustedProxy(t *testing.T) {
 	t.Parallel()
-	now := time.Unix(1_700_000_000, 0)
-	l := newFailureLimiter(func() time.Time { return now })
+	srv := authOnly(t, 0, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
+	call := func(client, token string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/account", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	bad := strings.Repeat("y", 40)
 	for range failureBurst {
-		l.fail("10.0.0.1")
+		call("203.0.113.7", bad)
 	}
-	if l.allowed("10.0.0.1") {
-		t.Fatal("got allowed after the burst, want refused")
+	resp := call("203.0.113.7", bad)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("client over its limit: got %d, Retry-After %q, want 429 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if !l.allowed("10.0.0.2") {
-		t.Fatal("got another address refused, want allowed")
-	}
-	now = now.Add(time.Duration(float64(time.Second) / failureRate))
-	if !l.allowed("10.0.0.1") {
-		t.Fatal("got refused after one refill interval, want allowed")
+	if resp := call("198.51.100.9", testToken); resp.StatusCode != http.StatusOK {
+		t.Fatalf("another client through the same proxy: got %d, want 200", resp.StatusCode)
 	}
 }
 
@@ -258,7 +270,7 @@ func (nopCloser) Close() error { return nil }
 func TestInsecureAcceptsEverything(t *testing.T) {
 	t.Parallel()
 	s := &Server{log: testLogger(t), now: time.Now}
-	s.auth = newAuthenticator(Credentials{}, s.now)
+	s.auth = newAuthenticator(Credentials{}, s.now, nil)
 	s.auth.insecure = true
 	srv := httptest.NewServer(s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{})
@@ -276,7 +288,7 @@ func TestInsecureAcceptsEverything(t *testing.T) {
 
 func TestNoCredentialsConfiguredRefusesAll(t *testing.T) {
 	t.Parallel()
-	a := newAuthenticator(Credentials{BearerToken: ""}, time.Now)
+	a := newAuthenticator(Credentials{BearerToken: ""}, time.Now, nil)
 	r := httptest.NewRequest(http.MethodGet, "/account", nil)
 	r.Header.Set("Authorization", "Bearer ")
 	if err := a.verify(r); err == nil {

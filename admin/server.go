@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -57,6 +58,11 @@ type Options struct {
 	// Only cmd may set it, after refusing to listen anywhere but
 	// 127.0.0.1; New logs a warning.
 	Insecure bool
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address that failed authentication attempts are limited by (the
+	// nearest untrusted hop, as the gateway's TOLLGATE_TRUSTED_PROXIES);
+	// none means the connection's peer.
+	TrustedProxies []netip.Prefix
 	// KeyPepper, when not empty, makes API key hashes HMAC-SHA-256 under it
 	// (see plans.HashKey). It must match the gateway's.
 	KeyPepper []byte
@@ -117,7 +123,7 @@ func New(opts Options) *Server {
 		s.log.Error("admin: bearer token shorter than 32 characters ignored")
 		opts.Credentials.BearerToken = ""
 	}
-	s.auth = newAuthenticator(opts.Credentials, s.now)
+	s.auth = newAuthenticator(opts.Credentials, s.now, opts.TrustedProxies)
 	s.auth.insecure = opts.Insecure
 	if opts.Insecure {
 		s.log.Warn("admin: running without authentication (--insecure-admin): every request is accepted")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tollgate/gateway/limiter"
+	"tollgate/internal/clientaddr"
 	"tollgate/plans"
 )
 
@@ -42,8 +43,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method}
-	ex.peer = peerAddr(r)
-	ex.client = clientAddr(r, ex.peer, s.trusted)
+	ex.peer = clientaddr.Peer(r)
+	ex.client = clientaddr.Client(r, ex.peer, s.trusted)
 	sw := &statusWriter{ResponseWriter: w}
 	sw.Header()[headerRequestID] = []string{ex.id}
 	s.serveAPI(sw, r, ex)

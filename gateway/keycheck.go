@@ -43,7 +43,7 @@ const levelKeyAttempts = "key_attempts"
 // from this client, 503 when the key cannot be verified) and returns ok
 // false. A refusal charges nothing.
 func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, m *method) (rec *plans.KeyRecord, sp *stagePlan, ok bool) {
-	if blocked, wait := s.attempts.blocked(ex.client); blocked {
+	if blocked, wait := s.attempts.Blocked(ex.client); blocked {
 		ex.errType, ex.reason = ErrorTypeThrottled, "failed key attempts"
 		s.metrics.Throttled.WithLabelValues(m.stage.apiID, m.stage.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
@@ -85,7 +85,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, 
 // refuseKey writes the 403 of a failed key check and counts the failure
 // against the client's address.
 func (s *Server) refuseKey(w http.ResponseWriter, ex *exchange, reason string) {
-	s.attempts.fail(ex.client)
+	s.attempts.Fail(ex.client)
 	ex.errType, ex.reason = ErrorTypeInvalidKey, reason
 	writeError(w, errForbidden)
 }

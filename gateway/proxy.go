@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tollgate/internal/clientaddr"
 )
 
 // NewTransport returns the *http.Transport the gateway uses for upstreams
@@ -110,7 +112,7 @@ func upstreamVerb(integration, client string) string {
 // forwardedProto is "https" for TLS connections, else "http"; a trusted
 // proxy's X-Forwarded-Proto of http or https is kept.
 func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
-	if isTrusted(ex.peer, s.trusted) {
+	if clientaddr.Trusted(ex.peer, s.trusted) {
 		if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
 			return p
 		}

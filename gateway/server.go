@@ -14,6 +14,7 @@ import (
 
 	"tollgate/cache"
 	"tollgate/gateway/limiter"
+	"tollgate/internal/clientaddr"
 	"tollgate/plans"
 )
 
@@ -117,7 +118,7 @@ type Server struct {
 	metrics     *Metrics
 	readyCheck  func(ctx context.Context) error
 	proxy       *httputil.ReverseProxy
-	attempts    *attempts
+	attempts    *clientaddr.Failures
 	deny        *denyCache
 	limiterDown atomic.Bool
 	cache       *responseCache // nil without Options.Cache

@@ -26,7 +26,7 @@ type Config struct {
 	AccountRateLimit   float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
 	AccountBurstLimit  int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
 	LimiterFailureMode string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
-	TrustedProxies     []string      `help:"CIDRs of proxies whose X-Forwarded-For is trusted for the client address." env:"TOLLGATE_TRUSTED_PROXIES"`
+	TrustedProxies     []string      `help:"CIDRs of proxies whose X-Forwarded-For is trusted for the client address (failed key attempts at the gateway, failed authentication at the admin)." env:"TOLLGATE_TRUSTED_PROXIES"`
 	LogLevel           string        `help:"debug, info, warn or error." enum:"debug,info,warn,error" default:"info" env:"TOLLGATE_LOG_LEVEL"`
 	LogFormat          string        `help:"json or text." enum:"json,text" default:"json" env:"TOLLGATE_LOG_FORMAT"`
 	InsecureAdmin      bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`

@@ -137,9 +137,14 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		m.Logger.Warn("first publish failed; the reconciler retries every second", "err", err)
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
+	proxies, err := trustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return err
+	}
 	handler := admin.New(admin.Options{
-		Store:     db,
-		Publisher: pub,
+		TrustedProxies: proxies,
+		Store:          db,
+		Publisher:      pub,
 		Credentials: admin.Credentials{
 			AccessKeyID:     cfg.Secrets.AdminAccessKeyID,
 			SecretAccessKey: cfg.Secrets.AdminSecretAccessKey,
