@@ -137,6 +137,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		m.Logger.Warn("first publish failed; the reconciler retries every second", "err", err)
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
+	m.goRun(func() { m.pruneChanges(ctx, db) })
 	proxies, err := trustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return err
@@ -259,6 +260,36 @@ func (m *Main) startMetrics() error {
 	bound, err := m.listen("metrics", m.Config.MetricsAddr, mux, 0)
 	m.MetricsAddr = bound
 	return err
+}
+
+// Change log retention (config_changes): the admin deletes, at start and
+// hourly, changes older than changeRetention that are more than changeKeep
+// versions behind. A publisher further behind than that republishes the
+// whole configuration instead of replaying changes.
+const (
+	changeRetention = 7 * 24 * time.Hour
+	changeKeep      = 10000
+	pruneEvery      = time.Hour
+)
+
+// pruneChanges prunes the change log until ctx ends.
+func (m *Main) pruneChanges(ctx context.Context, db *postgres.DB) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		n, err := db.PruneChanges(ctx, changeKeep, changeRetention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.Logger.Warn("pruning the config change log failed; retrying in an hour", "err", err)
+		case n > 0:
+			m.Logger.Info("pruned the config change log", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // listen binds addr and serves h (the server named server: "admin",

@@ -1,9 +1,11 @@
 package postgres_test
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"tollgate/plans"
 )
@@ -97,5 +99,35 @@ func TestRefusedWriteKeepsVersion(t *testing.T) {
 	_ = db.DeleteRestApi(ctx, "nope")
 	if got := version(t, db); got != v {
 		t.Errorf("got version %d, want %d", got, v)
+	}
+}
+
+// PruneChanges deletes only changes both old enough and more than keep
+// versions behind; the rest stay readable in order.
+func TestPruneChanges(t *testing.T) {
+	db := newDB(t)
+	f := newFixture(t, db)
+	for i := range 4 {
+		newPlan(t, db, "p"+strconv.Itoa(i), plans.ApiStage{ApiID: f.api.ID, Stage: "prod"})
+	}
+	cur := version(t, db)
+	// every transaction advances the test clock one second: nothing is an hour old
+	n, err := db.PruneChanges(ctx, 2, time.Hour)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("pruned %d changes younger than an hour, want 0", n)
+	}
+	n, err = db.PruneChanges(ctx, 2, 0)
+	must(t, err)
+	if n != cur-2 {
+		t.Fatalf("pruned %d, want %d (all but the last 2 of %d)", n, cur-2, cur)
+	}
+	cs, err := db.Changes(ctx, 0, 100)
+	must(t, err)
+	if len(cs) != 2 || cs[0].Version != cur-1 || cs[1].Version != cur {
+		t.Fatalf("changes left: %+v, want versions %d and %d", cs, cur-1, cur)
+	}
+	if n, err := db.PruneChanges(ctx, -5, 0); err != nil || n != 2 {
+		t.Fatalf("prune with keep < 0: %d, %v, want the last 2 deleted", n, err)
 	}
 }
