@@ -44,7 +44,7 @@ const levelKeyAttempts = "key_attempts"
 // false. A refusal charges nothing.
 func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, m *method) (rec *plans.KeyRecord, sp *stagePlan, ok bool) {
 	if blocked, wait := s.attempts.Blocked(ex.client); blocked {
-		ex.errType, ex.reason = ErrorTypeThrottled, "failed key attempts"
+		ex.errType, ex.reason = ErrorTypeThrottled, levelKeyAttempts
 		s.metrics.Throttled.WithLabelValues(m.stage.apiID, m.stage.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
 		writeError(w, errThrottled)

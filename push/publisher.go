@@ -105,12 +105,12 @@ func (p *Publisher) publish(ctx context.Context) error {
 		if len(cs) == 0 {
 			return nil
 		}
-		if cs[0].Version != w+1 {
-			p.log.Warn("push: change log does not continue the watermark; republishing everything",
-				"watermark", w, "next", cs[0].Version)
-			return p.republishAll(ctx)
-		}
 		for _, c := range cs {
+			if c.Version != w+1 { // a hole: pruned, or never recorded
+				p.log.Warn("push: change log does not continue the watermark; republishing everything",
+					"watermark", w, "next", c.Version)
+				return p.republishAll(ctx)
+			}
 			if err := p.publishChange(ctx, c, &snapDone); err != nil {
 				return err
 			}

@@ -369,6 +369,31 @@ func TestPublishRepublishesWhenChangeLogHasAHole(t *testing.T) {
 	}
 }
 
+// A hole after the first change of a batch (a change pruned or never
+// recorded while the one before it was kept) is noticed too: the
+// publisher republishes everything rather than skipping the change.
+func TestPublishRepublishesOnAHoleInsideTheLog(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	p := startPublisher(t, src, rdb, prefix)
+	src.putKey(testHash(1), true, "plan01") // v1
+	mustPublish(t, p)
+	src.setAccountRate(300)                  // v2: the batch starts where the watermark left off
+	src.putKey(testHash(1), false, "plan01") // v3: disabled, then dropped from the log
+	src.setAccountRate(400)                  // v4
+	src.dropChange(3)
+	mustPublish(t, p)
+
+	rec, _ := readRecord(t, rdb, prefix, testHash(1))
+	if rec == nil || rec.Enabled {
+		t.Fatalf("record of the key disabled in the dropped change: got %+v, want it disabled", rec)
+	}
+	if got := readState(t, rdb, prefix).watermark; got != 4 {
+		t.Errorf("watermark: got %d, want 4", got)
+	}
+}
+
 func TestPublishOnEmptyRedisRepublishesEverything(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustClient(t)

@@ -91,6 +91,13 @@ func (f *fakeSource) prune(v int64) {
 	f.firstLog = v + 1
 }
 
+// dropChange removes one change log row (a hole inside the log).
+func (f *fakeSource) dropChange(v int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = slices.DeleteFunc(f.log, func(c plans.Change) bool { return c.Version == v })
+}
+
 func (f *fakeSource) ConfigVersion(context.Context) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

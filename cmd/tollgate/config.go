@@ -13,25 +13,26 @@ import (
 // case with a TOLLGATE_ prefix; secrets (Secrets) come only from the
 // environment or a _FILE variant, never from flags.
 type Config struct {
-	Role               string        `help:"Which servers to run: admin, gateway or all." enum:"admin,gateway,all" default:"all" env:"TOLLGATE_ROLE"`
-	DatabaseURL        string        `help:"PostgreSQL URL (admin only)." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
-	RedisURL           string        `help:"Limiter Redis: redis://, rediss:// or redis-sentinel://h1:p1,h2:p2/db?master=name (a redis-cluster:// URL is refused: the limiter runs on one primary)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
-	CacheRedisURL      string        `help:"Cache Redis (default: the limiter Redis); also redis-cluster://h1:p1?addr=h2:p2." env:"TOLLGATE_CACHE_REDIS_URL"`
-	RedisPrefix        string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
-	RedisTimeout       time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
-	AdminAddr          string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`
-	GatewayAddr        string        `help:"Gateway listen address." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
-	MetricsAddr        string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
-	Pprof              bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
-	AccountRateLimit   float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
-	AccountBurstLimit  int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
-	LimiterFailureMode string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
-	TrustedProxies     []string      `help:"CIDRs of proxies whose X-Forwarded-For is trusted for the client address (failed key attempts at the gateway, failed authentication at the admin)." env:"TOLLGATE_TRUSTED_PROXIES"`
-	LogLevel           string        `help:"debug, info, warn or error." enum:"debug,info,warn,error" default:"info" env:"TOLLGATE_LOG_LEVEL"`
-	LogFormat          string        `help:"json or text." enum:"json,text" default:"json" env:"TOLLGATE_LOG_FORMAT"`
-	InsecureAdmin      bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`
-	NoMigrate          bool          `help:"Do not run database migrations on start." env:"TOLLGATE_NO_MIGRATE"`
-	ShutdownTimeout    time.Duration `help:"How long SIGTERM waits for in-flight requests." default:"30s" env:"TOLLGATE_SHUTDOWN_TIMEOUT"`
+	Role                string        `help:"Which servers to run: admin, gateway or all." enum:"admin,gateway,all" default:"all" env:"TOLLGATE_ROLE"`
+	DatabaseURL         string        `help:"PostgreSQL URL (admin only)." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+	RedisURL            string        `help:"Limiter Redis: redis://, rediss:// or redis-sentinel://h1:p1,h2:p2/db?master=name (a redis-cluster:// URL is refused: the limiter runs on one primary)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
+	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); also redis-cluster://h1:p1?addr=h2:p2." env:"TOLLGATE_CACHE_REDIS_URL"`
+	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
+	RedisTimeout        time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
+	AdminAddr           string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`
+	GatewayAddr         string        `help:"Gateway listen address." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
+	MetricsAddr         string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
+	Pprof               bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
+	AccountRateLimit    float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
+	AccountBurstLimit   int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
+	LimiterFailureMode  string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
+	TrustedProxies      []string      `help:"CIDRs of proxies in front of the gateway whose X-Forwarded-For is trusted for the client address (failed key attempts are limited per client)." env:"TOLLGATE_TRUSTED_PROXIES"`
+	AdminTrustedProxies []string      `help:"CIDRs of proxies in front of the admin API whose X-Forwarded-For is trusted for the client address (failed authentication is limited per client); none by default, so the admin counts by connection." env:"TOLLGATE_ADMIN_TRUSTED_PROXIES"`
+	LogLevel            string        `help:"debug, info, warn or error." enum:"debug,info,warn,error" default:"info" env:"TOLLGATE_LOG_LEVEL"`
+	LogFormat           string        `help:"json or text." enum:"json,text" default:"json" env:"TOLLGATE_LOG_FORMAT"`
+	InsecureAdmin       bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`
+	NoMigrate           bool          `help:"Do not run database migrations on start." env:"TOLLGATE_NO_MIGRATE"`
+	ShutdownTimeout     time.Duration `help:"How long SIGTERM waits for in-flight requests." default:"30s" env:"TOLLGATE_SHUTDOWN_TIMEOUT"`
 
 	Secrets Secrets `kong:"-"`
 }
@@ -97,8 +98,9 @@ func (s Secrets) HasAdminCredentials() bool {
 	return s.AdminToken != "" || s.AdminAccessKeyID != ""
 }
 
-// trustedProxies parses CIDRs (a single address counts as /32 or /128).
-func trustedProxies(list []string) ([]netip.Prefix, error) {
+// trustedProxies parses CIDRs (a single address counts as /32 or /128) of
+// the setting env.
+func trustedProxies(env string, list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range list {
 		for _, part := range strings.Split(s, ",") {
@@ -110,7 +112,7 @@ func trustedProxies(list []string) ([]netip.Prefix, error) {
 			if err != nil {
 				a, aerr := netip.ParseAddr(part)
 				if aerr != nil {
-					return nil, fmt.Errorf("TOLLGATE_TRUSTED_PROXIES: %q is not a CIDR or address", part)
+					return nil, fmt.Errorf("%s: %q is not a CIDR or address", env, part)
 				}
 				p = netip.PrefixFrom(a, a.BitLen())
 			}

@@ -89,11 +89,11 @@ func TestOpenRedis(t *testing.T) {
 }
 
 func TestTrustedProxies(t *testing.T) {
-	got, err := trustedProxies([]string{"10.0.0.0/8, 192.168.1.7", "::1"})
+	got, err := trustedProxies("TOLLGATE_TRUSTED_PROXIES", []string{"10.0.0.0/8, 192.168.1.7", "::1"})
 	if err != nil || len(got) != 3 || got[1].String() != "192.168.1.7/32" || got[2].String() != "::1/128" {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	if _, err := trustedProxies([]string{"nonsense"}); err == nil {
+	if _, err := trustedProxies("TOLLGATE_TRUSTED_PROXIES", []string{"nonsense"}); err == nil {
 		t.Fatal("want an error for nonsense")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -44,19 +45,21 @@ type Main struct {
 	GatewayAddr string
 	MetricsAddr string
 
-	registry *prometheus.Registry
-	rdb      redis.UniversalClient
-	cacheRDB redis.UniversalClient // nil when the cache shares rdb
-	db       *postgres.DB
-	gw       *gateway.Server
-	lim      *limiter.Limiter // the gateway's limiter; tests set its clock
-	reader   *push.Reader
-	servers  []*http.Server
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closeErr error
-	once     sync.Once
-	logs     *logWriter // buffers Logger's output; flushed by Close
+	registry       *prometheus.Registry
+	gatewayProxies []netip.Prefix // TOLLGATE_TRUSTED_PROXIES, parsed
+	adminProxies   []netip.Prefix // TOLLGATE_ADMIN_TRUSTED_PROXIES, parsed
+	rdb            redis.UniversalClient
+	cacheRDB       redis.UniversalClient // nil when the cache shares rdb
+	db             *postgres.DB
+	gw             *gateway.Server
+	lim            *limiter.Limiter // the gateway's limiter; tests set its clock
+	reader         *push.Reader
+	servers        []*http.Server
+	cancel         context.CancelFunc
+	wg             sync.WaitGroup
+	closeErr       error
+	once           sync.Once
+	logs           *logWriter // buffers Logger's output; flushed by Close
 }
 
 // NewMain returns a Main for cfg with a logger built from its log
@@ -90,11 +93,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.runsAdmin() && !m.Config.Secrets.HasAdminCredentials() && !m.Config.InsecureAdmin {
 		return errNoAdminCredentials // before anything binds a port
 	}
-	rdb, err := openLimiterRedis(m.Config.RedisURL)
-	if err != nil {
+	var err error
+	if m.gatewayProxies, err = trustedProxies("TOLLGATE_TRUSTED_PROXIES", m.Config.TrustedProxies); err != nil {
 		return err
 	}
-	m.rdb = rdb
+	if m.adminProxies, err = trustedProxies("TOLLGATE_ADMIN_TRUSTED_PROXIES", m.Config.AdminTrustedProxies); err != nil {
+		return err
+	}
+	if m.rdb, err = openLimiterRedis(m.Config.RedisURL); err != nil {
+		return err
+	}
 	if m.runsGateway() {
 		if err := m.startGateway(ctx); err != nil {
 			return fmt.Errorf("gateway: %w", err)
@@ -138,12 +146,8 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
 	m.goRun(func() { m.pruneChanges(ctx, db) })
-	proxies, err := trustedProxies(cfg.TrustedProxies)
-	if err != nil {
-		return err
-	}
 	handler := admin.New(admin.Options{
-		TrustedProxies: proxies,
+		TrustedProxies: m.adminProxies,
 		Store:          db,
 		Publisher:      pub,
 		Credentials: admin.Credentials{
@@ -178,10 +182,6 @@ func (m *Main) adminReady(ctx context.Context) error {
 
 func (m *Main) startGateway(ctx context.Context) error {
 	cfg := m.Config
-	proxies, err := trustedProxies(cfg.TrustedProxies)
-	if err != nil {
-		return err
-	}
 	lim := limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})
 	m.lim = lim
 	if err := lim.Load(ctx); err != nil {
@@ -213,7 +213,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		LimiterKeys:    lim.Keys(),
 		KeyPepper:      cfg.Secrets.KeyPepper,
 		FailureMode:    cfg.LimiterFailureMode,
-		TrustedProxies: proxies,
+		TrustedProxies: m.gatewayProxies,
 		Logger:         m.Logger,
 		Metrics:        metrics,
 		Ready:          func(context.Context) error { return m.reader.Ready() },

@@ -100,19 +100,24 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
-// PruneChanges deletes recorded changes that are both older than olderThan
-// (by the store's clock) and more than keep versions behind the current
-// one, and returns how many it deleted. The change log only lets the
-// publisher catch up from its watermark; a publisher whose watermark is
-// behind the oldest change left republishes everything instead
-// (push.Publisher.Publish), so pruning never loses configuration. keep < 0
-// counts as 0. Errors: KindUnavailable.
+// PruneChanges deletes the oldest recorded changes: every change below the
+// first one that is younger than olderThan (by the store's clock) and
+// below the last keep versions, so what remains is always an unbroken run
+// of versions up to the current one (created_at need not rise with the
+// version: a transaction reads its clock before it takes its version). It
+// returns how many it deleted. The change log only lets the publisher
+// catch up from its watermark; a publisher whose next change was pruned
+// republishes everything instead (push.Publisher.Publish), so pruning
+// never loses configuration. keep < 1 counts as 1, so the current change
+// always stays. Errors: KindUnavailable.
 func (db *DB) PruneChanges(ctx context.Context, keep int64, olderThan time.Duration) (int64, error) {
 	var n int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM config_changes
-			WHERE version <= (SELECT version FROM config_version) - $1 AND created_at < $2`,
-			max(keep, 0), now.Add(-olderThan))
+			WHERE version <= (SELECT version FROM config_version) - $1
+			  AND version < COALESCE((SELECT min(version) FROM config_changes WHERE created_at >= $2),
+			                         (SELECT version FROM config_version) + 1)`,
+			max(keep, 1), now.Add(-olderThan))
 		n = tag.RowsAffected()
 		return err
 	})

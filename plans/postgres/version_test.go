@@ -127,7 +127,10 @@ func TestPruneChanges(t *testing.T) {
 	if len(cs) != 2 || cs[0].Version != cur-1 || cs[1].Version != cur {
 		t.Fatalf("changes left: %+v, want versions %d and %d", cs, cur-1, cur)
 	}
-	if n, err := db.PruneChanges(ctx, -5, 0); err != nil || n != 2 {
-		t.Fatalf("prune with keep < 0: %d, %v, want the last 2 deleted", n, err)
+	if n, err := db.PruneChanges(ctx, -5, 0); err != nil || n != 1 {
+		t.Fatalf("prune with keep < 0: %d, %v, want 1 deleted (the current change stays)", n, err)
+	}
+	if cs, err := db.Changes(ctx, 0, 100); err != nil || len(cs) != 1 || cs[0].Version != cur {
+		t.Fatalf("changes left: %+v (%v), want the current version %d", cs, err, cur)
 	}
 }
