@@ -104,8 +104,20 @@ func methodLabel(m string) string {
 
 // statusClass returns "2xx", "4xx", ... for a status code.
 func statusClass(code int) string {
-	if code < 100 || code > 999 {
-		return "other"
+	switch code / 100 {
+	case 1:
+		return "1xx"
+	case 2:
+		return "2xx"
+	case 3:
+		return "3xx"
+	case 4:
+		return "4xx"
+	case 5:
+		return "5xx"
 	}
-	return strconv.Itoa(code/100) + "xx"
+	if code >= 600 && code <= 999 {
+		return strconv.Itoa(code/100) + "xx"
+	}
+	return "other"
 }

@@ -42,15 +42,20 @@ func writeRateLimitHeaders(h http.Header, d limiter.Decision, bucket *limiter.Bu
 	if hasQuota {
 		qs = d.Quota
 	}
-	if st := qs; st != nil || ts != nil {
-		if st == nil {
-			st = ts
-		}
-		h[HeaderLimit] = []string{strconv.FormatInt(st.Limit, 10)}
-		h[HeaderRemaining] = []string{strconv.FormatInt(max(st.Remaining, 0), 10)}
-		h[HeaderReset] = []string{strconv.FormatInt(ceilUnix(st.Reset), 10)}
+	if qs == nil && ts == nil {
+		return
 	}
-	var policy, current []byte
+	vals := make([]string, 5) // one backing array for the five header values
+	st := qs
+	if st == nil {
+		st = ts
+	}
+	vals[0] = strconv.FormatInt(st.Limit, 10)
+	vals[1] = strconv.FormatInt(max(st.Remaining, 0), 10)
+	vals[2] = strconv.FormatInt(ceilUnix(st.Reset), 10)
+	h[HeaderLimit], h[HeaderRemaining], h[HeaderReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	var pbuf, cbuf [128]byte // both lists fit: two items of at most 19-digit numbers
+	policy, current := pbuf[:0], cbuf[:0]
 	if ts != nil {
 		policy = appendItem(policy, "throttle", 'q', ts.Limit, ceilSeconds(ts.Window))
 		current = appendItem(current, "throttle", 'r', max(ts.Remaining, 0), ceilSeconds(ts.Reset.Sub(d.Now)))
@@ -59,16 +64,14 @@ func writeRateLimitHeaders(h http.Header, d limiter.Decision, bucket *limiter.Bu
 		policy = appendItem(policy, "quota", 'q', qs.Limit, ceilSeconds(qs.Window))
 		current = appendItem(current, "quota", 'r', max(qs.Remaining, 0), ceilSeconds(qs.Reset.Sub(d.Now)))
 	}
-	if policy != nil {
-		h[HeaderRatePolicy] = []string{string(policy)}
-		h[HeaderRateLimit] = []string{string(current)}
-	}
+	vals[3], vals[4] = string(policy), string(current)
+	h[HeaderRatePolicy], h[HeaderRateLimit] = vals[3:4:4], vals[4:5:5]
 }
 
 // appendItem appends one structured-field item `"name";<k>=<n>;<w|t>=<secs>`
 // to a list.
 func appendItem(b []byte, name string, k byte, n, secs int64) []byte {
-	if b != nil {
+	if len(b) > 0 {
 		b = append(b, ", "...)
 	}
 	b = append(b, '"')

@@ -172,8 +172,14 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+	// A lone call runs under its own context, which carries its deadline
+	// (no second context and timer per request when there is no batching).
+	ctx := live[0].ctx
+	if len(live) > 1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+	}
 	keys, args := a.keysAndArgs(live[0].clock, len(live))
 	var cmd *redis.Cmd
 	if !alongs {
