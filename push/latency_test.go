@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"tollgate/internal/redistest"
 )
 
 // TestPropagationLatency measures, over 100 admin changes, the time from
@@ -15,9 +13,7 @@ import (
 // Lookup, or a new snapshot handed over. DESIGN.md 5 targets p99 ≤ 250 ms.
 func TestPropagationLatency(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	h := testHash(1)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)

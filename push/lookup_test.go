@@ -40,9 +40,7 @@ func (g *getCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 
 func TestLookupCoalescesConcurrentMisses(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	h := testHash(5)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)
@@ -136,9 +134,7 @@ func (s slowPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // callers waiting on the same shared read.
 func TestLookupSurvivesFirstCallerCancelling(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	h := testHash(7)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)

@@ -102,6 +102,15 @@ func startPublisher(t *testing.T, src Source, rdb *redis.Client, prefix string) 
 	return p
 }
 
+// publisherWorld returns a Redis client and fresh key prefix, a fake
+// Source, and a publisher of it after its first reconcile.
+func publisherWorld(t *testing.T) (*redis.Client, string, *fakeSource, *Publisher) {
+	t.Helper()
+	rdb, prefix := redistest.MustClient(t)
+	src := newFakeSource()
+	return rdb, prefix, src, startPublisher(t, src, rdb, prefix)
+}
+
 func mustPublish(t *testing.T, p *Publisher) {
 	t.Helper()
 	if err := p.Publish(context.Background()); err != nil {
@@ -111,9 +120,7 @@ func mustPublish(t *testing.T, p *Publisher) {
 
 func TestPublishWritesChangesInOrder(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	h1, h2 := testHash(1), testHash(2)
 	src.putKey(h1, true, "plan01")  // v1
 	src.setAccountRate(200)         // v2
@@ -152,9 +159,7 @@ func TestPublishWritesChangesInOrder(t *testing.T) {
 
 func TestPublishResumesFromWatermark(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	src.putKey(testHash(1), true, "plan01")
 	mustPublish(t, p)
 	mustPublish(t, p) // nothing new: no entry
@@ -172,9 +177,7 @@ func TestPublishResumesFromWatermark(t *testing.T) {
 
 func TestPublishManyChangesInBatches(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	n := changesBatch*2 + 7
 	for i := range n {
 		src.putKey(testHash(i%10), i%2 == 0, "plan01")
@@ -345,9 +348,7 @@ func fmtState(s state) string {
 
 func TestPublishRepublishesWhenChangeLogHasAHole(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	src.putKey(testHash(1), true, "plan01")
 	mustPublish(t, p)
 	src.putKey(testHash(2), true, "plan01") // v2, pruned before publish
@@ -374,9 +375,7 @@ func TestPublishRepublishesWhenChangeLogHasAHole(t *testing.T) {
 // publisher republishes everything rather than skipping the change.
 func TestPublishRepublishesOnAHoleInsideTheLog(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	src.putKey(testHash(1), true, "plan01") // v1
 	mustPublish(t, p)
 	src.setAccountRate(300)                  // v2: the batch starts where the watermark left off

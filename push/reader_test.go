@@ -116,9 +116,7 @@ func mustLookup(t *testing.T, r *Reader, hash string) *plans.KeyRecord {
 
 func TestReaderStartedLateGetsLatestConfig(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	src.putKey(testHash(1), true, "plan01")
 	src.setAccountRate(150)
 	src.putKey(testHash(1), false, "plan01")
@@ -169,9 +167,7 @@ func TestReaderWithoutSnapshotIsNotReadyUntilPublished(t *testing.T) {
 
 func TestReaderFollowsSnapshotKeysAndFlushes(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	h := testHash(1)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)
@@ -219,10 +215,8 @@ func TestReaderFollowsSnapshotKeysAndFlushes(t *testing.T) {
 
 func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
+	rdb, prefix, src, p := publisherWorld(t)
 	ctx := context.Background()
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
 	rc := &recorder{}
 	opts := rc.options(prefix)
 	opts.NegativeTTL = 300 * time.Millisecond
@@ -256,10 +250,8 @@ func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 
 func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
+	rdb, prefix, src, p := publisherWorld(t)
 	ctx := context.Background()
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
 	cached, other := testHash(1), testHash(2)
 	src.putKey(cached, true, "plan01")
 	src.putKey(other, true, "plan01")
@@ -300,10 +292,8 @@ func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 
 func TestTrimmedStreamReloadsEverything(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
+	rdb, prefix, src, p := publisherWorld(t)
 	ctx := context.Background()
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
 	h := testHash(1)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)
@@ -340,9 +330,7 @@ func TestTrimmedStreamReloadsEverything(t *testing.T) {
 
 func TestInvalidSnapshotKeepsTheOldOne(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
+	rdb, prefix, src, p := publisherWorld(t)
 	good := src.setAccountRate(200)
 	mustPublish(t, p)
 	rc := &recorder{}
@@ -413,10 +401,8 @@ func TestLookupWhenRedisIsDown(t *testing.T) {
 // its position, reloads, and then reads entries whatever their ids.
 func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
 	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
+	rdb, prefix, src, p := publisherWorld(t)
 	ctx := context.Background()
-	src := newFakeSource()
-	p := startPublisher(t, src, rdb, prefix)
 	h := testHash(1)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)

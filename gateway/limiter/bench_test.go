@@ -9,16 +9,23 @@ import (
 	"time"
 )
 
+// benchRequests returns requests of n API keys (nodeRequest: plan, stage
+// and account buckets, a quota and usage) whose limits never refuse.
+func benchRequests(l *Limiter, n int) []*Request {
+	reqs := make([]*Request, n)
+	for i := range reqs {
+		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
+	}
+	return reqs
+}
+
 // BenchmarkDecide measures one decision over a plan, stage and account
 // bucket, a quota and usage counting, against the real Redis (run with
 // -benchmem). Keys rotate over 1000 API keys so the plan state stays warm
 // but buckets do not all refuse.
 func BenchmarkDecide(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := make([]*Request, 1000)
-	for i := range reqs {
-		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
-	}
+	reqs := benchRequests(l, 1000)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -32,10 +39,7 @@ func BenchmarkDecide(b *testing.B) {
 // BenchmarkDecideParallel is BenchmarkDecide from GOMAXPROCS goroutines.
 func BenchmarkDecideParallel(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := make([]*Request, 1000)
-	for i := range reqs {
-		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
-	}
+	reqs := benchRequests(l, 1000)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
@@ -68,10 +72,7 @@ func BenchmarkKeys(b *testing.B) {
 // trip.
 func BenchmarkDecideConcurrent(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := make([]*Request, 1000)
-	for i := range reqs {
-		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
-	}
+	reqs := benchRequests(l, 1000)
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	var next atomic.Int64
@@ -93,10 +94,7 @@ func BenchmarkDecideConcurrent(b *testing.B) {
 // scripts on the same Redis count too.
 func BenchmarkScriptBatch(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := make([]*Request, 100)
-	for i := range reqs {
-		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
-	}
+	reqs := benchRequests(l, 100)
 	usec := func() float64 {
 		info, err := l.rdb.Info(b.Context(), "commandstats").Result()
 		if err != nil {
