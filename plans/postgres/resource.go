@@ -105,6 +105,16 @@ func getResource(ctx context.Context, tx pgx.Tx, apiID, resourceID string) (*pla
 // tree is an API's resources without methods, by id.
 type tree map[string]plans.Resource
 
+// lockTree locks the API's row (so concurrent tree changes of one API run
+// one after the other) and loads its tree. Errors: KindNotFound for the
+// API, or the driver's.
+func lockTree(ctx context.Context, tx pgx.Tx, apiID string) (tree, error) {
+	if _, err := getAPI(ctx, tx, apiID, true); err != nil {
+		return nil, err
+	}
+	return loadTree(ctx, tx, apiID)
+}
+
 func loadTree(ctx context.Context, tx pgx.Tx, apiID string) (tree, error) {
 	rows, _ := tx.Query(ctx, `SELECT `+resourceCols+` FROM resources WHERE api_id = $1`, apiID)
 	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[resourceRow])
@@ -172,10 +182,7 @@ func (db *DB) CreateResource(ctx context.Context, apiID, parentID, pathPart stri
 	}
 	var res plans.Resource
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		if _, err := getAPI(ctx, tx, apiID, true); err != nil {
-			return err
-		}
-		t, err := loadTree(ctx, tx, apiID)
+		t, err := lockTree(ctx, tx, apiID)
 		if err != nil {
 			return err
 		}
@@ -207,10 +214,7 @@ func (db *DB) CreateResource(ctx context.Context, apiID, parentID, pathPart stri
 func (db *DB) UpdateResource(ctx context.Context, apiID, resourceID string, fn func(*plans.Resource) error) (*plans.Resource, error) {
 	var out *plans.Resource
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		if _, err := getAPI(ctx, tx, apiID, true); err != nil {
-			return err
-		}
-		t, err := loadTree(ctx, tx, apiID)
+		t, err := lockTree(ctx, tx, apiID)
 		if err != nil {
 			return err
 		}
