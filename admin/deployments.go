@@ -67,6 +67,11 @@ func validateDeploymentInput(in *createDeploymentInput) error {
 	if err := plans.ValidateStageName(in.StageName); err != nil {
 		return err
 	}
+	// checked before the deployment is written: the cache settings are a
+	// second write (setStageCache), which must not fail after the first
+	if err := plans.ValidateCacheClusterSize(in.CacheClusterSize); err != nil {
+		return err
+	}
 	return plans.ValidateDescription("stageDescription", in.StageDescription)
 }
 

@@ -27,6 +27,16 @@ const AllMethods = "*/*"
 const Inherit = -1
 
 // Cache cluster sizes AWS accepts, in GB.
+// ValidateCacheClusterSize checks a stage's cacheClusterSize: "" (the
+// default) or one of AWS's sizes in GB. Errors: KindInvalid naming
+// "cacheClusterSize".
+func ValidateCacheClusterSize(size string) error {
+	if size != "" && !cacheClusterSizes[size] {
+		return Invalid("cacheClusterSize", "cacheClusterSize %q must be one of 0.5, 1.6, 6.1, 13.5, 28.4, 58.2, 118, 237", size)
+	}
+	return nil
+}
+
 var cacheClusterSizes = map[string]bool{
 	"0.5": true, "1.6": true, "6.1": true, "13.5": true, "28.4": true,
 	"58.2": true, "118": true, "237": true,
@@ -135,8 +145,8 @@ func (s *Stage) Validate() error {
 	if err := ValidateDescription("description", s.Description); err != nil {
 		return err
 	}
-	if s.CacheClusterSize != "" && !cacheClusterSizes[s.CacheClusterSize] {
-		return Invalid("cacheClusterSize", "cacheClusterSize %q must be one of 0.5, 1.6, 6.1, 13.5, 28.4, 58.2, 118, 237", s.CacheClusterSize)
+	if err := ValidateCacheClusterSize(s.CacheClusterSize); err != nil {
+		return err
 	}
 	for key, ms := range s.MethodSettings {
 		if err := validateMethodSettingKey(key); err != nil {
