@@ -141,15 +141,11 @@ func (s *Store) Put(ctx context.Context, key string, h http.Header, e *Entry) er
 
 // headerArg flattens a request header into lookup.lua's ARGV[1]: one line
 // "<lowercase name>:<VaryValue>\n" per header (HTTP forbids line breaks in
-// names and values, and ':' in names). Credentials (x-api-key,
-// Authorization, Cookie) are not sent to the cache Redis; a Vary on them
-// then never matches, which only costs hits.
+// names and values, and ':' in names). Credentials go as VaryValue's
+// digests, never as themselves, exactly as Put names variants.
 func headerArg(h http.Header) string {
 	var b strings.Builder
 	for k := range h {
-		if strings.EqualFold(k, "x-api-key") || strings.EqualFold(k, "authorization") || strings.EqualFold(k, "cookie") {
-			continue
-		}
 		v, _ := VaryValue(h, k)
 		b.Grow(len(k) + len(v) + 2)
 		for i := 0; i < len(k); i++ {

@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,7 +30,8 @@ func VaryNames(h http.Header) (names []string, star bool) {
 
 // VaryValue is the value of request header name as the cache compares it
 // for Vary: the header's lines joined by ", " and trimmed, except
-// Accept-Encoding, normalised by AcceptEncoding. ok is false when the
+// Accept-Encoding, normalised by AcceptEncoding, and credentials
+// (credential), replaced by "sha256:" and the hex SHA-256 of that value. ok is false when the
 // request does not carry the header (absent differs from empty).
 func VaryValue(h http.Header, name string) (v string, ok bool) {
 	vals := h.Values(name)
@@ -38,7 +41,18 @@ func VaryValue(h http.Header, name string) (v string, ok bool) {
 	if strings.EqualFold(name, "accept-encoding") {
 		return AcceptEncoding(vals), true
 	}
-	return strings.TrimSpace(strings.Join(vals, ", ")), true
+	v = strings.TrimSpace(strings.Join(vals, ", "))
+	if credential(name) { // the cache Redis never sees a credential (DESIGN.md 6)
+		sum := sha256.Sum256([]byte(v))
+		return "sha256:" + hex.EncodeToString(sum[:]), true
+	}
+	return v, true
+}
+
+// credential reports whether header name carries a secret: x-api-key,
+// Authorization or Cookie.
+func credential(name string) bool {
+	return strings.EqualFold(name, "x-api-key") || strings.EqualFold(name, "authorization") || strings.EqualFold(name, "cookie")
 }
 
 // AcceptEncoding normalises Accept-Encoding lines to the set of the

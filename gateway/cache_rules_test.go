@@ -262,3 +262,49 @@ func TestCacheRedisDown(t *testing.T) {
 		t.Errorf("access log: got %s, want a cache outcome Bypass", tg.logs.String())
 	}
 }
+
+// An upstream that varies on the caller's identity (the X-Tollgate-Api-Key-Id
+// the gateway forwards) gets one entry per key: another key, or a client
+// sending that header itself, never gets the first key's response.
+func TestCacheVaryOnForwardedKeyID(t *testing.T) {
+	u := newUpstream(t)
+	u.set(func(u *upstream) { u.header = http.Header{"Vary": {HeaderAPIKeyID}} })
+	tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(300)}), nil,
+		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
+	want(t, "key 1 fills", tg.getAs(t, cacheKey1, "/prod/items"), 200, "Miss", "")
+	want(t, "key 1 hits", tg.getAs(t, cacheKey1, "/prod/items"), 200, "Hit", "")
+	want(t, "key 2 misses", tg.getAs(t, cacheKey2, "/prod/items"), 200, "Miss", "")
+	want(t, "key 2 sending key 1's id gets its own entry",
+		tg.getAs(t, cacheKey2, "/prod/items", HeaderAPIKeyID, "key0000001"), 200, "Hit", "")
+	u.wantHits(t, "end", 2)
+}
+
+// Vary on a credential header stores a digest of its value, never the
+// value, and still tells callers apart and serves each its own entry.
+func TestCacheVaryOnCredentialStoresDigest(t *testing.T) {
+	u := newUpstream(t)
+	u.set(func(u *upstream) { u.header = http.Header{"Vary": {"X-Api-Key"}} })
+	env := newCacheEnv(t)
+	tg := env.gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(300)}), nil,
+		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
+	want(t, "key 1 fills", tg.getAs(t, cacheKey1, "/prod/items"), 200, "Miss", "")
+	want(t, "key 1 hits", tg.getAs(t, cacheKey1, "/prod/items"), 200, "Hit", "")
+	want(t, "key 2 misses", tg.getAs(t, cacheKey2, "/prod/items"), 200, "Miss", "")
+	want(t, "key 2 hits", tg.getAs(t, cacheKey2, "/prod/items"), 200, "Hit", "")
+	u.wantHits(t, "end", 2)
+	keys, err := env.rdb.Keys(t.Context(), env.prefix+":cache:e:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("cache entries: %v (%v), want some", keys, err)
+	}
+	for _, k := range keys {
+		fields, err := env.rdb.HKeys(t.Context(), k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fields {
+			if strings.Contains(f, cacheKey1) || strings.Contains(f, cacheKey2) {
+				t.Errorf("entry %s field %q holds an API key value", k, f)
+			}
+		}
+	}
+}

@@ -71,6 +71,14 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 			return
 		}
 	}
+	// The identity header as the integration will receive it (rewrite sets
+	// it too): the cache matches Vary against r.Header, so a client cannot
+	// send it, and an upstream varying on it gets one entry per key.
+	if ex.keyID != "" {
+		r.Header[HeaderAPIKeyID] = []string{ex.keyID}
+	} else {
+		delete(r.Header, HeaderAPIKeyID)
+	}
 	if s.refuseRemembered(w, ex, m, rec, sp) {
 		return
 	}

@@ -140,11 +140,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	out.Host = ""
 	out.Method = ob.verb
 	h := out.Header
-	delete(h, headerAPIKey)
-	delete(h, http.CanonicalHeaderKey(HeaderAPIKeyID))
-	if ob.ex.keyID != "" {
-		h.Set(HeaderAPIKeyID, ob.ex.keyID)
-	}
+	delete(h, headerAPIKey) // X-Tollgate-Api-Key-Id was set by serveAPI
 	hops := pr.In.Header[headerForwardedFor]
 	if ob.ex.peer.IsValid() { // not e.g. a unix socket peer
 		hops = append(hops[:len(hops):len(hops)], ob.ex.peer.String())
