@@ -95,7 +95,7 @@ func (s *Store) Queue(ctx context.Context, pipe redis.Pipeliner, key string, h h
 // An error means the cache Redis did not answer or the entry is corrupt.
 func (l *Lookup) Result(ctx context.Context) (*Entry, error) {
 	s, err := l.cmd.Text()
-	if err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+	if redisscript.IsNoScript(err) {
 		s, err = lookupScript.Eval(ctx, l.s.rdb, []string{l.key}, l.arg).Text()
 	}
 	if errors.Is(err, redis.Nil) {

@@ -4,9 +4,10 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
 )
 
 var (
@@ -45,7 +46,7 @@ func runCASBatch(ctx context.Context, rdb redis.UniversalClient, ws []casWrite) 
 		return nil
 	}
 	err := casPipeline(ctx, rdb, ws)
-	if err != nil && isNoScript(err) {
+	if redisscript.IsNoScript(err) {
 		if lerr := casScript.Load(ctx, rdb).Err(); lerr != nil {
 			return fmt.Errorf("push: load cas script: %w", lerr)
 		}
@@ -64,10 +65,6 @@ func casPipeline(ctx context.Context, rdb redis.UniversalClient, ws []casWrite) 
 	}
 	_, err := pipe.Exec(ctx)
 	return err
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
 // raiseWatermark sets <prefix>:config:version to v unless it is already at

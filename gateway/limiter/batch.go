@@ -3,13 +3,14 @@ package limiter
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
 )
 
 // Decisions of concurrent requests are decided together: each Decide
@@ -193,7 +194,7 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 			}
 		}
 		_, _ = pipe.Exec(ctx)
-		if isNoScript(cmd.Err()) {
+		if redisscript.IsNoScript(cmd.Err()) {
 			cmd = l.reload(ctx, decideScript, keys, args)
 		}
 	}
@@ -213,17 +214,12 @@ func (l *Limiter) send(a *batchArgs, batch []*call) {
 	clear(live)
 }
 
-// isNoScript reports whether err is Redis's NOSCRIPT reply.
-func isNoScript(err error) bool {
-	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
-}
-
 // run runs s with EVALSHA; on NOSCRIPT (a restarted or flushed server) it
 // loads the script and runs it again. The returned command holds the reply
 // or the error.
 func (l *Limiter) run(ctx context.Context, s *redis.Script, keys []string, args []any) *redis.Cmd {
 	cmd := s.EvalSha(ctx, l.rdb, keys, args...)
-	if isNoScript(cmd.Err()) {
+	if redisscript.IsNoScript(cmd.Err()) {
 		return l.reload(ctx, s, keys, args)
 	}
 	return cmd

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
 )
 
 // Pending is a decision queued on a pipeline by Queue; read it with Result
@@ -43,7 +45,7 @@ func (p *Pending) Result(ctx context.Context) (Decision, error) {
 		return Decision{}, p.err
 	}
 	reply, err := p.cmd.Text()
-	if isNoScript(err) {
+	if redisscript.IsNoScript(err) {
 		return p.l.Decide(ctx, p.req)
 	}
 	if err == nil && len(reply) != replySize {

@@ -4,6 +4,7 @@ package redisscript
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -30,4 +31,11 @@ func Load(ctx context.Context, rdb redis.UniversalClient, scripts ...*redis.Scri
 		return sr.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
 	}
 	return load(ctx, rdb)
+}
+
+// IsNoScript reports whether err is Redis's NOSCRIPT reply (the server
+// does not have the script: restarted, flushed, or a new shard). go-redis
+// falls back to EVAL by itself only outside pipelines.
+func IsNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }

@@ -1,4 +1,4 @@
-package push
+package redisscript
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"tollgate/internal/redistest"
 )
 
-// TestIsNoScript checks the NOSCRIPT test against the reply of a real
+// TestIsNoScript checks IsNoScript against the reply of a real
 // server to an EVALSHA of a script it never loaded, inside a pipeline
 // (where go-redis does not fall back to EVAL).
 func TestIsNoScript(t *testing.T) {
@@ -31,7 +31,7 @@ func TestIsNoScript(t *testing.T) {
 		{"nil", nil, false},
 	}
 	for _, c := range cases {
-		if got := isNoScript(c.err); got != c.want {
+		if got := IsNoScript(c.err); got != c.want {
 			t.Errorf("%s (%v): got %v, want %v", c.name, c.err, got, c.want)
 		}
 	}
