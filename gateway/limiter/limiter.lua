@@ -125,12 +125,11 @@ local function state(ki, decode)
   return s
 end
 local function bucket_decode(ki) return bucket_state(vals[ki]) end
--- quota key index -> the period end its TTL was set for (a state string
--- of this format; a hash of an earlier one gets its TTL set again)
+-- quota key index -> the period end its TTL was set for
 local ttl_end = {}
 local function quota_decode(ki)
-  local q = quota_state(KEYS[ki], vals[ki])
-  if q and vals[ki] then ttl_end[ki] = q[3] end
+  local q = quota_state(vals[ki])
+  if q then ttl_end[ki] = q[3] end
   return q
 end
 local function mark(ki)

@@ -23,7 +23,7 @@ local limit = tonumber(ARGV[2])
 local pstart, pend = period(math.floor(now / US / 86400), ARGV[3], tonumber(ARGV[4]))
 -- as limiter.lua: the stored start is the latest period start seen
 local used, sstart = 0, pstart
-local q = quota_state(KEYS[1], redis.call('MGET', KEYS[1])[1])
+local q = quota_state(redis.call('MGET', KEYS[1])[1])
 if q and q[1] >= pstart then used, sstart = q[2], q[1] end
 if ARGV[5] ~= '' then
   used = limit - tonumber(ARGV[5])
