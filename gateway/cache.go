@@ -75,7 +75,7 @@ type responseCache struct {
 	genKey  func(apiID, stage string) string
 	timeout time.Duration
 	flight  cache.Flight
-	gens    sync.Map       // "api\x00stage" → *atomic.Int64
+	gens    sync.Map       // stageConfig.cacheID → *stageCache
 	fills   sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
 }
 
@@ -98,14 +98,21 @@ func newResponseCache(opts Options) *responseCache {
 	return c
 }
 
-// generation returns the stage's last generation seen by this node.
-func (c *responseCache) generation(apiID, stage string) *atomic.Int64 {
-	k := apiID + "\x00" + stage
-	if g, ok := c.gens.Load(k); ok {
-		return g.(*atomic.Int64)
+// stageCache is the cache's state of one stage on this node: the last
+// generation seen and the Redis key it is read from.
+type stageCache struct {
+	gen    atomic.Int64
+	genKey string
+}
+
+// stage returns sc's state, created on first use (the generation outlives
+// config snapshots; sc.cacheID names the stage without allocating).
+func (c *responseCache) stage(sc *stageConfig) *stageCache {
+	if v, ok := c.gens.Load(sc.cacheID); ok {
+		return v.(*stageCache)
 	}
-	g, _ := c.gens.LoadOrStore(k, new(atomic.Int64))
-	return g.(*atomic.Int64)
+	v, _ := c.gens.LoadOrStore(sc.cacheID, &stageCache{genKey: c.genKey(sc.apiID, sc.name)})
+	return v.(*stageCache)
 }
 
 // trip is the outcome of the pipelined round trip of a caching request.
@@ -189,11 +196,11 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange, m *
 		return
 	}
 	c := s.cache
-	gen := c.generation(m.stage.apiID, m.stage.name)
+	st := c.stage(m.stage)
+	gen := &st.gen
 	kreq := cacheRequest(r, m, ps, gen.Load())
 	key := c.store.Key(m.cache.params, kreq)
-	s.buildRequest(ex, m, rec, sp)
-	t := c.roundTrip(r.Context(), &ex.lreq, c.genKey(m.stage.apiID, m.stage.name), key, r.Header, mode == modeLookup)
+	t := c.roundTrip(r.Context(), &ex.lreq, st.genKey, key, r.Header, mode == modeLookup)
 	if !s.applyDecision(w, r, ex, m, sp, t.decision, t.decErr) {
 		return
 	}

@@ -25,6 +25,7 @@ type apiConfig struct {
 // that cover it, by plan id.
 type stageConfig struct {
 	apiID, name string
+	cacheID     string // apiID + "\x00" + name: the response cache's key for the stage
 	root        *node
 	vars        map[string]string
 	plans       map[string]*stagePlan
@@ -103,11 +104,12 @@ func plansByStage(all map[string]*plans.UsagePlan) map[stageRef][]*plans.UsagePl
 // compileStage builds one stage's tree and the plan view of it.
 func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) (*stageConfig, error) {
 	sc := &stageConfig{
-		apiID: apiID,
-		name:  st.Stage.StageName,
-		root:  &node{},
-		vars:  maps.Clone(st.Stage.Variables),
-		plans: make(map[string]*stagePlan, len(covering)),
+		apiID:   apiID,
+		name:    st.Stage.StageName,
+		cacheID: apiID + "\x00" + st.Stage.StageName,
+		root:    &node{},
+		vars:    maps.Clone(st.Stage.Variables),
+		plans:   make(map[string]*stagePlan, len(covering)),
 	}
 	for _, p := range covering {
 		sc.plans[p.ID] = newStagePlan(p)

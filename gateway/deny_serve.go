@@ -11,7 +11,7 @@ import (
 // writes the same 429 (rate-limit headers, Retry-After) Redis would have
 // decided and returns true, without a Redis round trip. Otherwise it
 // notes the memory's generation and the time, for the decision that
-// follows, and returns false. ex.lreq is built here for the limiter call.
+// follows, and returns false. ex.lreq was built by serveAPI.
 //
 // Headers of a remembered refusal reuse the refusal's states: exact for
 // the refusing limit (no token or no quota left, same reset); the other
@@ -19,7 +19,6 @@ import (
 // charged while refused, but other nodes may have charged the quota and a
 // bucket refills), so it is a lower bound for a bucket.
 func (s *Server) refuseRemembered(w *statusWriter, ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) bool {
-	s.buildRequest(ex, m, rec, sp)
 	now := time.Now()
 	if sp != nil {
 		if d, ok := s.deny.lookup(&ex.lreq, m.stage, now); ok {

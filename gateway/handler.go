@@ -25,7 +25,6 @@ type exchange struct {
 	integrationTime   time.Duration
 	integrationCalled bool
 	params            params
-	built             bool      // lreq is filled (buildRequest ran)
 	denyGen           uint64    // refusal memory generation read before Redis
 	sent              time.Time // when the limiter request left for Redis
 	buckets           [3]limiter.Bucket
@@ -79,6 +78,7 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	} else {
 		delete(r.Header, HeaderAPIKeyID)
 	}
+	s.buildRequest(ex, m, rec, sp) // once: the deny cache, limit and the cache path use ex.lreq
 	if s.refuseRemembered(w, ex, m, rec, sp) {
 		return
 	}

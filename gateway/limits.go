@@ -14,12 +14,8 @@ import (
 // per-method bucket that replaces it; the stage method bucket; the account
 // bucket; the plan quota. Unkeyed requests (sp nil) get no plan limits and
 // no usage count. It reuses ex's arrays, so it does not allocate beyond the
-// per-key Redis key names, and runs once per request (later calls return).
+// per-key Redis key names; serveAPI calls it once per request.
 func (s *Server) buildRequest(ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) {
-	if ex.built { // refuseRemembered built it already
-		return
-	}
-	ex.built = true
 	req := &ex.lreq
 	req.Buckets = ex.buckets[:0]
 	if sp != nil {
@@ -54,7 +50,6 @@ func (s *Server) buildRequest(ex *exchange, m *method, rec *plans.KeyRecord, sp 
 // fails, FailureMode decides: "open" admits without limits or headers,
 // "closed" answers 503.
 func (s *Server) limit(w *statusWriter, r *http.Request, ex *exchange, m *method, rec *plans.KeyRecord, sp *stagePlan) bool {
-	s.buildRequest(ex, m, rec, sp)
 	d, err := s.limiter.Decide(r.Context(), &ex.lreq)
 	return s.applyDecision(w, r, ex, m, sp, d, err)
 }
