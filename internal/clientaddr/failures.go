@@ -26,7 +26,7 @@ type Failures struct {
 }
 
 type failureShard struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex // Blocked, on every keyed request, only reads
 	buckets map[netip.Addr]*bucket
 }
 
@@ -59,8 +59,8 @@ func (f *Failures) shard(addr netip.Addr) *failureShard {
 // until it has one again.
 func (f *Failures) Blocked(addr netip.Addr) (bool, time.Duration) {
 	s := f.shard(addr)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	b := s.buckets[addr]
 	if b == nil {
 		return false, 0
