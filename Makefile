@@ -1,7 +1,6 @@
 # tollgate: build, test and demo without Docker. See README.md.
 GO       ?= go
 BIN      := bin
-GOFLAGS  ?=
 
 .PHONY: all build test services demo stop bench clean
 
@@ -14,6 +13,7 @@ build:
 ## test: every test, against the real PostgreSQL and Redis (make services starts them)
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags testclock ./...
 	$(GO) test -race -tags testclock -count=1 ./...
 
 ## services: make sure PostgreSQL and Redis answer on 127.0.0.1 (installs and starts them if needed)

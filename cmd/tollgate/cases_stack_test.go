@@ -39,11 +39,10 @@ type stackOptions struct {
 func mustStackWith(t *testing.T, o stackOptions) *stack {
 	t.Helper()
 	if o.redisURL == "" {
-		c, _ := redistest.MustClient(t)
+		// MustClient's cleanup deletes the prefix; registered before the
+		// nodes start, it runs after they close.
+		_, prefix := redistest.MustClient(t)
 		o.redisURL = redistest.URL()
-		prefix := redistest.MustPrefix(t)
-		// Registered before the nodes start, so it runs after they close.
-		t.Cleanup(func() { redistest.DeletePrefix(context.Background(), c, prefix) })
 		return startStack(t, o, prefix)
 	}
 	return startStack(t, o, redistest.MustPrefix(t))

@@ -71,18 +71,23 @@ func TestOpenRedis(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			kind := ""
-			switch c.(type) {
+			kind, deadlines := "", false
+			switch c := c.(type) {
 			case *redis.Client:
 				kind = "single"
-				if strings.HasPrefix(tt.url, "redis-sentinel") {
+				if c.Options().Addr == "FailoverClient" { // how go-redis's NewFailoverClient names its client
 					kind = "failover"
 				}
+				deadlines = c.Options().ContextTimeoutEnabled
 			case *redis.ClusterClient:
 				kind = "cluster"
+				deadlines = c.Options().ContextTimeoutEnabled
 			}
 			if kind != tt.kind {
 				t.Errorf("got %T, want %s", c, tt.kind)
+			}
+			if !deadlines {
+				t.Errorf("ContextTimeoutEnabled: got false, want true (TOLLGATE_REDIS_TIMEOUT must bound every call)")
 			}
 		})
 	}

@@ -1,30 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the flush timer's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestLogWriter(t *testing.T) {
 	for _, c := range []struct {
@@ -36,7 +16,7 @@ func TestLogWriter(t *testing.T) {
 		{"more than the buffer, written as it fills", 100, 1000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var out lockedBuffer
+			var out logBuffer
 			w := newLogWriter(&out)
 			line := strings.Repeat("x", c.size-1) + "\n"
 			for range c.lines {
@@ -57,7 +37,7 @@ func TestLogWriter(t *testing.T) {
 }
 
 func TestLogWriterFlush(t *testing.T) {
-	var out lockedBuffer
+	var out logBuffer
 	w := newLogWriter(&out)
 	_, _ = w.Write([]byte("line\n"))
 	w.Flush()

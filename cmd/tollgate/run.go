@@ -121,10 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 func (m *Main) startAdmin(ctx context.Context) error {
 	cfg := m.Config
 	addr := cfg.AdminAddr
-	if !cfg.Secrets.HasAdminCredentials() {
-		if !cfg.InsecureAdmin {
-			return errNoAdminCredentials
-		}
+	if !cfg.Secrets.HasAdminCredentials() { // Run allowed it: --insecure-admin
 		addr = loopbackOnly(addr)
 		m.Logger.Warn("admin API runs without credentials (--insecure-admin); listening on loopback only", "addr", addr)
 	}
@@ -358,7 +355,7 @@ func loopbackOnly(addr string) string {
 	if err != nil {
 		return addr
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" || !isLoopback(host) {
+	if !isLoopback(host) { // "", 0.0.0.0 and :: included
 		return net.JoinHostPort("127.0.0.1", port)
 	}
 	return addr
