@@ -8,9 +8,6 @@ import (
 	"tollgate/plans"
 )
 
-// accountFeatures are the features GetAccount reports.
-var accountFeatures = []string{"UsagePlans"}
-
 func (s *Server) accountRoutes(r chi.Router) {
 	r.Get("/account", s.handle(s.getAccount))
 	r.Patch("/account", s.handle(s.updateAccount))
@@ -22,7 +19,6 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.Features = accountFeatures
 	writeJSON(w, http.StatusOK, a)
 	return nil
 }
@@ -42,7 +38,6 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.Features = accountFeatures
 	writeJSON(w, http.StatusOK, a)
 	return nil
 }

@@ -8,9 +8,6 @@ import (
 	"tollgate/plans"
 )
 
-// KeyTypeAPIKey is the only usage plan key type.
-const KeyTypeAPIKey = "API_KEY"
-
 func (s *Server) usagePlanKeyRoutes(r chi.Router) {
 	r.Post("/usageplans/{usagePlanId}/keys", s.handle(s.createUsagePlanKey))
 	r.Get("/usageplans/{usagePlanId}/keys", s.handle(s.getUsagePlanKeys))
@@ -32,7 +29,7 @@ func (s *Server) createUsagePlanKey(w http.ResponseWriter, r *http.Request) erro
 	if in.KeyID == "" {
 		return plans.Invalid("keyId", "keyId is required")
 	}
-	if in.KeyType != KeyTypeAPIKey {
+	if in.KeyType != plans.KeyTypeAPIKey {
 		return plans.Invalid("keyType", "keyType %q is not supported: only API_KEY", in.KeyType)
 	}
 	k, err := s.store.CreateUsagePlanKey(r.Context(), param(r, "usagePlanId"), in.KeyID)
@@ -40,7 +37,6 @@ func (s *Server) createUsagePlanKey(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	s.published(r.Context(), "CreateUsagePlanKey")
-	k.Value = ""
 	writeJSON(w, http.StatusCreated, k)
 	return nil
 }
@@ -55,9 +51,6 @@ func (s *Server) getUsagePlanKeys(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	for i := range keys {
-		keys[i].Value = ""
-	}
 	writeList(w, keys, next)
 	return nil
 }
@@ -68,7 +61,6 @@ func (s *Server) getUsagePlanKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k.Value = ""
 	writeJSON(w, http.StatusOK, k)
 	return nil
 }

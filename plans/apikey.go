@@ -90,11 +90,14 @@ func CanInvalidateCache(tags map[string]string) bool {
 	return strings.EqualFold(tags[InvalidateCacheTag], "true")
 }
 
+// KeyTypeAPIKey is the only usage plan key type (AWS's keyType).
+const KeyTypeAPIKey = "API_KEY"
+
 // UsagePlanKey is the association of an API key with a usage plan. ID is the
-// key's id; Type is always API_KEY. JSON shape of AWS's UsagePlanKey.
+// key's id; Type is always KeyTypeAPIKey. JSON shape of AWS's UsagePlanKey,
+// without its value: tollgate keeps only key hashes.
 type UsagePlanKey struct {
-	ID    string `json:"id"`
-	Type  string `json:"type"`
-	Name  string `json:"name"`
-	Value string `json:"value,omitempty"`
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	Name string `json:"name"`
 }

@@ -9,9 +9,6 @@ import (
 	"tollgate/plans"
 )
 
-// usagePlanKeyType is the only UsagePlanKey type.
-const usagePlanKeyType = "API_KEY"
-
 func planExists(ctx context.Context, tx pgx.Tx, planID string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM usage_plans WHERE id = $1`, planID).Scan(&one)
@@ -39,7 +36,7 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 			planID, keyID, now); err != nil {
 			return err
 		}
-		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: k.Name}
+		out = &plans.UsagePlanKey{ID: keyID, Type: plans.KeyTypeAPIKey, Name: k.Name}
 		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}})
 	})
 	if err != nil {
@@ -60,7 +57,7 @@ func (db *DB) GetUsagePlanKey(ctx context.Context, planID, keyID string) (*plans
 		var name string
 		err := tx.QueryRow(ctx, `SELECT a.name FROM usage_plan_keys k JOIN api_keys a ON a.id = k.key_id
 			WHERE k.plan_id = $1 AND k.key_id = $2`, planID, keyID).Scan(&name)
-		out = &plans.UsagePlanKey{ID: keyID, Type: usagePlanKeyType, Name: name}
+		out = &plans.UsagePlanKey{ID: keyID, Type: plans.KeyTypeAPIKey, Name: name}
 		return notFound(err, msgNoKey)
 	})
 	if err != nil {
@@ -92,7 +89,7 @@ func (db *DB) ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p
 			planID, after, likePrefix(nameQuery), limit+1)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[planKeyRow])
 		for _, r := range rs {
-			out = append(out, plans.UsagePlanKey{ID: r.ID, Type: usagePlanKeyType, Name: r.Name})
+			out = append(out, plans.UsagePlanKey{ID: r.ID, Type: plans.KeyTypeAPIKey, Name: r.Name})
 		}
 		return err
 	})
