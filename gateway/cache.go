@@ -229,7 +229,7 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange, m *
 	case t.entry != nil && t.entry.Fresh(time.Now()):
 		s.metrics.CacheHits.WithLabelValues(ex.api, ex.stage).Inc()
 		ex.cache = cacheHit
-		writeEntry(w, r, t.entry, cacheHit, true)
+		writeEntry(w, r, t.entry, cacheHit)
 	default:
 		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
 		s.serveMiss(w, r, ex, m, ps, key, cacheMiss, m.cache.ttl)
@@ -263,8 +263,8 @@ func (s *Server) serveUncached(w *statusWriter, r *http.Request, ex *exchange, m
 
 // writeEntry writes a stored (or shared) response: its headers, except
 // those the gateway already set (rate-limit headers), X-Cache, Age on
-// hits, Content-Length, and the body unless the request is HEAD.
-func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache string, hit bool) {
+// hits (xcache Hit), Content-Length, and the body unless the request is HEAD.
+func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache string) {
 	h := w.Header()
 	for k, vs := range e.Header {
 		if _, set := h[k]; !set {
@@ -272,7 +272,7 @@ func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache s
 		}
 	}
 	h[headerXCache] = []string{xcache}
-	if hit {
+	if xcache == cacheHit {
 		h[headerAge] = []string{strconv.FormatInt(int64(e.Age(time.Now())/time.Second), 10)}
 	}
 	h[headerContentLen] = []string{strconv.Itoa(len(e.Body))}

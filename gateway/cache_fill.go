@@ -31,7 +31,7 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, m *me
 	if !leader {
 		sh := call.Wait(r.Context())
 		if sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header) {
-			writeEntry(w, r, sh.Entry, xcache, false)
+			writeEntry(w, r, sh.Entry, xcache)
 			return
 		}
 		s.fill(w, r, key, s.capture(w, r, ex, m, ps, xcache), ttl)

@@ -34,7 +34,14 @@ func TestCacheSingleFlight(t *testing.T) {
 			for i := range got {
 				wg.Go(func() { got[i] = tg.get(t, "/prod/items") })
 			}
-			for tg.cache.flight.Waiters(key) < 4 {
+			for tries := 0; tg.cache.flight.Waiters(key) < 4; tries++ {
+				if tries == 5000 { // single flight broken: fail, do not hang
+					n := tg.cache.flight.Waiters(key)
+					u.set(func(u *upstream) { u.gate = nil })
+					close(gate)
+					wg.Wait()
+					t.Fatalf("waiters on the fill: got %d after 5 s, want 4", n)
+				}
 				sleepMillis(1)
 			}
 			u.set(func(u *upstream) { u.gate = nil })

@@ -48,15 +48,14 @@ type params struct {
 	n     int
 }
 
-// push appends p; it always succeeds (the bool keeps call sites uniform).
-func (ps *params) push(p param) bool {
+// push appends p.
+func (ps *params) push(p param) {
 	if ps.n < maxParams {
 		ps.list[ps.n] = p
 	} else {
 		ps.extra = append(ps.extra[:ps.n-maxParams], p)
 	}
 	ps.n++
-	return true
 }
 
 // at returns the i-th parameter (i < ps.n).
@@ -145,16 +144,15 @@ func (n *node) match(rest string, ps *params) *route {
 	}
 	if n.param != nil {
 		mark := ps.n
-		if ps.push(param{name: n.param.name, value: dec}) {
-			if r := n.param.match(tail, ps); r != nil {
-				return r
-			}
-			ps.n = mark
+		ps.push(param{name: n.param.name, value: dec})
+		if r := n.param.match(tail, ps); r != nil {
+			return r
 		}
+		ps.n = mark
 	}
 	if g := n.greedy; g != nil && g.res != nil {
-		val, ok := unescapeSegment(rest)
-		if ok && ps.push(param{name: g.name, value: val, raw: rest, greedy: true}) {
+		if val, ok := unescapeSegment(rest); ok {
+			ps.push(param{name: g.name, value: val, raw: rest, greedy: true})
 			return g.res
 		}
 	}
