@@ -18,6 +18,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	errCtx *errorContext // the stage's gateway responses, once routed (nil when none)
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -29,6 +29,7 @@ type stageConfig struct {
 	root        *node
 	vars        map[string]string
 	plans       map[string]*stagePlan
+	responses   gatewayResponses // nil when the deployment puts none
 }
 
 // stagePlan is a usage plan as one stage sees it. throttle is nil when the
@@ -104,12 +105,13 @@ func plansByStage(all map[string]*plans.UsagePlan) map[stageRef][]*plans.UsagePl
 // compileStage builds one stage's tree and the plan view of it.
 func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) (*stageConfig, error) {
 	sc := &stageConfig{
-		apiID:   apiID,
-		name:    st.Stage.StageName,
-		cacheID: apiID + "\x00" + st.Stage.StageName,
-		root:    &node{},
-		vars:    maps.Clone(st.Stage.Variables),
-		plans:   make(map[string]*stagePlan, len(covering)),
+		apiID:     apiID,
+		name:      st.Stage.StageName,
+		cacheID:   apiID + "\x00" + st.Stage.StageName,
+		root:      &node{},
+		vars:      maps.Clone(st.Stage.Variables),
+		plans:     make(map[string]*stagePlan, len(covering)),
+		responses: compileGatewayResponses(st.GatewayResponses),
 	}
 	for _, p := range covering {
 		sc.plans[p.ID] = newStagePlan(p)

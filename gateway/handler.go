@@ -135,6 +135,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 		return nil, nil
 	}
 	ex.stage = stageName
+	if sw, ok := w.(*statusWriter); ok && st.responses != nil {
+		sw.errCtx = &errorContext{responses: st.responses, r: r, ps: &ex.params, vars: st.vars, requestID: ex.id}
+	}
 	ps := &ex.params
 	rt := st.root.match(rest, ps)
 	if rt == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,51 @@ type integration struct {
 	base     url.URL
 	path     []pathPart
 	mappings []mapping
+	mock     mockResponse
 	err      error
+}
+
+// mockResponse is what a MOCK integration answers: the integration
+// response its request template selects (status, literal and stage
+// variable header mappings, the application/json template as a literal
+// body), or 200 {} when it has no integration responses.
+type mockResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// compileMock resolves the answer of a MOCK integration of a stage. No
+// integration response matching the request template's status is an
+// unusable integration (500, as AWS).
+func compileMock(in *plans.Integration, vars map[string]string) (mockResponse, error) {
+	if len(in.IntegrationResponses) == 0 {
+		return mockResponse{status: http.StatusOK, header: http.Header{headerContentType: jsonContentType}, body: mockBody}, nil
+	}
+	ir := in.SelectResponse(in.MockStatus())
+	if ir == nil {
+		return mockResponse{}, fmt.Errorf("no integration response matches MOCK status %s", in.MockStatus())
+	}
+	mr := mockResponse{header: http.Header{headerContentType: jsonContentType}, body: []byte(ir.ResponseTemplates["application/json"])}
+	mr.status, _ = strconv.Atoi(ir.StatusCode)
+	for k, v := range ir.ResponseParameters {
+		name, ok := strings.CutPrefix(k, "method.response.header.")
+		if src := parseSource(v); ok && (src.loc == "literal" && plans.IsLiteral(v) || src.loc == "stage") {
+			mr.header.Set(name, src.eval(nil, nil, vars))
+		}
+	}
+	return mr, nil
+}
+
+// write answers with the compiled MOCK response.
+func (mr *mockResponse) write(w http.ResponseWriter) {
+	h := w.Header()
+	for k, v := range mr.header {
+		h[k] = v
+	}
+	h[headerContentLen] = []string{strconv.Itoa(len(mr.body))}
+	w.WriteHeader(mr.status)
+	_, _ = w.Write(mr.body)
 }
 
 // pathPart is a literal piece of the uri path (already escaped, as the
@@ -63,6 +108,7 @@ func compileIntegration(in *plans.Integration, vars map[string]string) integrati
 	}
 	switch in.Type {
 	case plans.IntegrationMock:
+		ig.mock, ig.err = compileMock(in, vars)
 		return ig
 	case plans.IntegrationHTTPProxy:
 	default:

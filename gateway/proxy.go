@@ -60,7 +60,8 @@ func (s *Server) newProxy(t http.RoundTripper) *httputil.ReverseProxy {
 	}
 }
 
-// serveIntegration calls the method's integration: MOCK answers 200 {},
+// serveIntegration calls the method's integration: MOCK answers its
+// integration response (200 {} without one),
 // HTTP_PROXY forwards to the upstream, an unusable integration answers 500.
 // A caching method reaches it through serveCached (cache.go), which serves
 // hits without it and records its responses to store them.
@@ -71,9 +72,7 @@ func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *ex
 		ex.errType, ex.reason = ErrorTypeInternal, ig.err.Error()
 		writeError(w, errInternal)
 	case ig.kind == "MOCK":
-		w.Header()[headerContentType] = jsonContentType
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(mockBody)
+		ig.mock.write(w)
 	default:
 		s.serveProxy(w, r, ex, m, ps)
 	}

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
+
+	"tollgate/plans"
 )
 
 // errorType names the error responses the gateway writes itself: status,
@@ -45,9 +49,17 @@ var (
 	mockBody        = []byte("{}")
 )
 
-// writeError writes e as {"message":"..."} with x-amzn-ErrorType. Header
-// names are set verbatim (not canonicalised) to match AWS's spelling.
+// writeError writes e as {"message":"..."} with x-amzn-ErrorType, or as
+// the stage's gateway response for e when one was put (see
+// gatewayResponses). Header names are set verbatim (not canonicalised) to
+// match AWS's spelling.
 func writeError(w http.ResponseWriter, e errorType) {
+	if ec := errorContextOf(w); ec != nil {
+		if gr := ec.responses.find(e); gr != nil {
+			gr.write(w, e, ec)
+			return
+		}
+	}
 	h := w.Header()
 	body := `{"message":"` + e.message + `"}`
 	h[headerContentType] = jsonContentType
@@ -64,4 +76,135 @@ func writeError(w http.ResponseWriter, e errorType) {
 func writeUnavailable(w http.ResponseWriter) {
 	w.Header()[HeaderRetryAfter] = []string{"1"}
 	writeError(w, errUnavailable)
+}
+
+// responseTypes maps each error the gateway writes (by its
+// x-amzn-ErrorType) to its AWS gateway response type; the others fall
+// back to DEFAULT_4XX or DEFAULT_5XX by status.
+var responseTypes = map[string]string{
+	"NotFoundException":            plans.ResponseResourceNotFound,
+	"MethodNotAllowedException":    plans.ResponseMissingAuthenticationToken,
+	"ForbiddenException":           plans.ResponseInvalidAPIKey,
+	"AccessDeniedException":        plans.ResponseAccessDenied,
+	"TooManyRequestsException":     plans.ResponseThrottled,
+	"LimitExceededException":       plans.ResponseQuotaExceeded,
+	"RequestTooLargeException":     plans.ResponseRequestTooLarge,
+	"BadGatewayException":          plans.ResponseIntegrationFailure,
+	"IntegrationTimeoutException":  plans.ResponseIntegrationTimeout,
+	"InternalServerErrorException": plans.ResponseAPIConfigurationError,
+}
+
+// gatewayResponses is a stage's compiled gateway responses, by type.
+type gatewayResponses map[string]*gatewayResponse
+
+// gatewayResponse is one compiled plans.GatewayResponse: status 0 keeps
+// the gateway's own status; body is written when hasBody.
+type gatewayResponse struct {
+	responseType string
+	status       int
+	headers      []mapping
+	body         string
+	hasBody      bool
+}
+
+// errorContext is what a gateway response needs of the request it
+// answers; the statusWriter carries it once the stage is known.
+type errorContext struct {
+	responses gatewayResponses
+	r         *http.Request
+	ps        *params
+	vars      map[string]string
+	requestID string
+}
+
+// errorContextOf finds the errorContext on w or a writer it wraps.
+func errorContextOf(w http.ResponseWriter) *errorContext {
+	for {
+		if sw, ok := w.(*statusWriter); ok {
+			return sw.errCtx
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+}
+
+// compileGatewayResponses compiles a stage's gateway responses; nil when
+// there are none.
+func compileGatewayResponses(in map[string]plans.GatewayResponse) gatewayResponses {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(gatewayResponses, len(in))
+	for t, gr := range in {
+		c := &gatewayResponse{responseType: t}
+		c.status, _ = strconv.Atoi(gr.StatusCode)
+		for k, v := range gr.ResponseParameters {
+			if name, ok := strings.CutPrefix(k, "gatewayresponse.header."); ok {
+				c.headers = append(c.headers, mapping{loc: "header", name: name, src: parseSource(v)})
+			}
+		}
+		c.body, c.hasBody = gr.ResponseTemplates["application/json"]
+		out[t] = c
+	}
+	return out
+}
+
+// find returns the response put for e's type, else DEFAULT_4XX or
+// DEFAULT_5XX by e's status, else nil.
+func (gs gatewayResponses) find(e errorType) *gatewayResponse {
+	if gs == nil {
+		return nil
+	}
+	if gr := gs[responseTypes[e.amzn]]; gr != nil {
+		return gr
+	}
+	if e.status >= 500 {
+		return gs[plans.ResponseDefault5XX]
+	}
+	return gs[plans.ResponseDefault4XX]
+}
+
+// write answers e as gr: gr's status (or e's), the gateway's usual error
+// headers plus gr's header mappings, and gr's template (or e's message) as
+// the body.
+func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorContext) {
+	h := w.Header()
+	body := `{"message":"` + e.message + `"}`
+	if gr.hasBody {
+		body = gr.render(e, ec.requestID)
+	}
+	h[headerContentType] = jsonContentType
+	h[headerErrorType] = []string{e.amzn}
+	h[headerXContentOpts] = []string{"nosniff"}
+	for _, m := range gr.headers {
+		h.Set(m.name, m.src.eval(ec.r, ec.ps, ec.vars))
+	}
+	h[headerContentLen] = []string{strconv.Itoa(len(body))}
+	status := e.status
+	if gr.status != 0 {
+		status = gr.status
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// render substitutes the $context variables AWS's default templates use
+// ($context.error.messageString, $context.error.message,
+// $context.error.responseType, $context.requestId) in gr's template; the
+// rest is taken literally (no template language).
+func (gr *gatewayResponse) render(e errorType, requestID string) string {
+	quoted, _ := json.Marshal(e.message)
+	responseType := responseTypes[e.amzn]
+	if responseType == "" {
+		responseType = gr.responseType
+	}
+	return strings.NewReplacer(
+		"$context.error.messageString", string(quoted),
+		"$context.error.message", e.message,
+		"$context.error.responseType", responseType,
+		"$context.requestId", requestID,
+	).Replace(gr.body)
 }

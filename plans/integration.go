@@ -1,7 +1,10 @@
 package plans
 
 import (
+	"maps"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +38,12 @@ type Integration struct {
 	RequestParameters   map[string]string `json:"requestParameters,omitempty"`
 	PassthroughBehavior string            `json:"passthroughBehavior,omitempty"`
 	ConnectionType      string            `json:"connectionType,omitempty"`
+	// RequestTemplates maps a content type to a template. For MOCK, the
+	// application/json template's "statusCode" chooses the integration
+	// response (see MockStatus); other templates are stored only.
+	RequestTemplates map[string]string `json:"requestTemplates,omitempty"`
+	// IntegrationResponses are keyed by status code (see IntegrationResponse).
+	IntegrationResponses map[string]*IntegrationResponse `json:"integrationResponses,omitempty"`
 }
 
 // Validate checks type, uri, httpMethod, timeout and parameter names, and
@@ -85,6 +94,9 @@ func (in *Integration) Validate() error {
 			return Invalid("requestParameters", "request parameter %q needs a source", k)
 		}
 	}
+	if err := in.validateResponses(); err != nil {
+		return err
+	}
 	if in.ConnectionType == "" {
 		in.ConnectionType = "INTERNET"
 	}
@@ -106,4 +118,53 @@ func validateIntegrationURI(uri string) error {
 		return Invalid("uri", "uri %q must be an absolute http or https URL", uri)
 	}
 	return nil
+}
+
+// validateResponses checks the request templates and integration responses
+// (each stored under its own status code).
+func (in *Integration) validateResponses() error {
+	if err := validateTemplates("requestTemplates", in.RequestTemplates); err != nil {
+		return err
+	}
+	for code, ir := range in.IntegrationResponses {
+		if ir == nil || ir.StatusCode != code {
+			return Invalid("integrationResponses", "integration response %q must carry statusCode %q", code, code)
+		}
+		if err := ir.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var mockStatusPattern = regexp.MustCompile(`"statusCode"\s*:\s*"?([1-5][0-9][0-9])`)
+
+// MockStatus returns the status a MOCK integration's application/json
+// request template asks for ({"statusCode": 200}, as AWS's console
+// writes it), or "200" when there is none.
+func (in *Integration) MockStatus() string {
+	if m := mockStatusPattern.FindStringSubmatch(in.RequestTemplates["application/json"]); m != nil {
+		return m[1]
+	}
+	return "200"
+}
+
+// SelectResponse returns the integration response for status: the first
+// (by status code) whose SelectionPattern matches status in full, else the
+// default response (empty pattern), else nil.
+func (in *Integration) SelectResponse(status string) *IntegrationResponse {
+	var def *IntegrationResponse
+	for _, code := range slices.Sorted(maps.Keys(in.IntegrationResponses)) {
+		ir := in.IntegrationResponses[code]
+		if ir.SelectionPattern == "" {
+			if def == nil {
+				def = ir
+			}
+			continue
+		}
+		if re, err := regexp.Compile("^(?:" + ir.SelectionPattern + ")$"); err == nil && re.MatchString(status) {
+			return ir
+		}
+	}
+	return def
 }

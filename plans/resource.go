@@ -76,15 +76,18 @@ func ValidHTTPMethod(m string) bool { return httpMethods[m] }
 // (API keys are the only authorization tollgate has). APIKeyRequired
 // defaults to false, as AWS. RequestParameters maps
 // "method.request.{querystring|header|path}.name" to whether it is required.
+// MethodResponses are the method's declared responses by status code.
 type Method struct {
-	HTTPMethod        string          `json:"httpMethod"`
-	AuthorizationType string          `json:"authorizationType"`
-	APIKeyRequired    bool            `json:"apiKeyRequired"`
-	RequestParameters map[string]bool `json:"requestParameters,omitempty"`
-	MethodIntegration *Integration    `json:"methodIntegration,omitempty"`
+	HTTPMethod        string                     `json:"httpMethod"`
+	AuthorizationType string                     `json:"authorizationType"`
+	APIKeyRequired    bool                       `json:"apiKeyRequired"`
+	RequestParameters map[string]bool            `json:"requestParameters,omitempty"`
+	MethodResponses   map[string]*MethodResponse `json:"methodResponses,omitempty"`
+	MethodIntegration *Integration               `json:"methodIntegration,omitempty"`
 }
 
-// Validate checks the method name, authorizationType and parameter names.
+// Validate checks the method name, authorizationType, parameter names and
+// method responses (each stored under its own status code).
 func (m *Method) Validate() error {
 	if !ValidHTTPMethod(m.HTTPMethod) {
 		return Invalid("httpMethod", "httpMethod %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, ANY", m.HTTPMethod)
@@ -98,6 +101,14 @@ func (m *Method) Validate() error {
 	for p := range m.RequestParameters {
 		if _, _, ok := ParseRequestParameter("method.request.", p); !ok {
 			return Invalid("requestParameters", "request parameter %q must be method.request.{querystring|header|path}.name", p)
+		}
+	}
+	for code, mr := range m.MethodResponses {
+		if mr == nil || mr.StatusCode != code {
+			return Invalid("methodResponses", "method response %q must carry statusCode %q", code, code)
+		}
+		if err := mr.Validate(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -23,10 +23,12 @@ type ApiConfig struct {
 }
 
 // StageConfig is a stage with the resources (methods and integrations
-// included) of the deployment it points to.
+// included) and the gateway responses (by type) of the deployment it
+// points to.
 type StageConfig struct {
-	Stage     Stage      `json:"stage"`
-	Resources []Resource `json:"resources"`
+	Stage            Stage                      `json:"stage"`
+	Resources        []Resource                 `json:"resources"`
+	GatewayResponses map[string]GatewayResponse `json:"gatewayResponses,omitempty"`
 }
 
 // Validate checks what the gateway relies on: every API and stage is named
