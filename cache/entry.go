@@ -13,7 +13,7 @@ const MaxBody = 1 << 20
 
 // Entry is one stored response.
 type Entry struct {
-	// Status is the HTTP status (always 2xx for stored entries).
+	// Status is the HTTP status (always 200 for stored entries).
 	Status int
 	// Header is the response header as the upstream sent it, minus the
 	// headers the gateway owns or recomputes (see Storable's callers).
@@ -38,11 +38,13 @@ func (e *Entry) Fresh(now time.Time) bool {
 	return now.Before(e.Stored.Add(e.TTL))
 }
 
-// Storable reports whether a response may be stored (DESIGN.md 6): a 2xx
-// status, a complete body of at most MaxBody bytes, and none of
-// Set-Cookie, Cache-Control no-store or private, or Vary: *.
+// Storable reports whether a response may be stored (docs/behaviour.md
+// "Response cache"): status 200, a complete body of at most MaxBody bytes,
+// and none of Set-Cookie, Cache-Control no-store or private, or Vary: *.
+// Only 200 is stored: any other 2xx (a 206 Partial Content above all) is
+// an answer to that one request, not the resource (RFC 9110 section 15.3).
 func Storable(status int, h http.Header, bodyLen int, complete bool) bool {
-	if status < 200 || status > 299 || !complete || bodyLen > MaxBody || Private(h) {
+	if status != http.StatusOK || !complete || bodyLen > MaxBody || Private(h) {
 		return false
 	}
 	_, star := VaryNames(h)

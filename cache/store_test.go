@@ -51,7 +51,9 @@ func TestStorable(t *testing.T) {
 		want     bool
 	}{
 		{"200", 200, nil, 10, true, true},
-		{"204", 204, nil, 0, true, true},
+		{"201", 201, nil, 0, true, false},
+		{"204", 204, nil, 0, true, false},
+		{"206", 206, http.Header{"Content-Range": {"bytes 0-9/135"}}, 10, true, false},
 		{"body of exactly 1 MiB", 200, nil, MaxBody, true, true},
 		{"body over 1 MiB", 200, nil, MaxBody + 1, true, false},
 		{"incomplete", 200, nil, 10, false, false},

@@ -75,13 +75,16 @@ const (
 )
 
 // mode decides how a request uses the cache, and whether an ignored
-// "Cache-Control: max-age=0" earns the Warning header. A request with
-// Authorization or Cookie bypasses unless that header is a key parameter.
+// "Cache-Control: max-age=0" earns the Warning header. A Range request
+// bypasses: its answer is part of the resource, never stored, and a full
+// entry is not cut to size here (RFC 9110 section 14 allows either). A
+// request with Authorization or Cookie bypasses unless that header is a
+// key parameter.
 // max-age=0 refreshes when authorization is not required or the caller's
 // key is tagged tollgate:invalidate-cache=true; otherwise the
 // unauthorizedCacheControlHeaderStrategy decides.
 func (mc *methodCache) mode(r *http.Request, rec *plans.KeyRecord) (cacheMode, bool) {
-	if !mc.authKeyed && len(r.Header.Values("Authorization")) > 0 || !mc.cookieKeyed && len(r.Header.Values("Cookie")) > 0 {
+	if len(r.Header["Range"]) > 0 || !mc.authKeyed && len(r.Header.Values("Authorization")) > 0 || !mc.cookieKeyed && len(r.Header.Values("Cookie")) > 0 {
 		return modeBypass, false
 	}
 	if !maxAgeZero(r.Header) {

@@ -162,7 +162,7 @@ func TestCacheWhatIsStored(t *testing.T) {
 		stored bool
 	}{
 		{"200", 200, nil, 0, true},
-		{"201", 201, nil, 0, true},
+		{"201", 201, nil, 0, false},
 		{"503", 503, nil, 0, false},
 		{"429 from upstream", 429, nil, 0, false},
 		{"404", 404, nil, 0, false},
