@@ -273,32 +273,55 @@ func (ig *integration) pathValue(name string, r *http.Request, ps *params, vars 
 	return url.PathEscape(p.value), nil
 }
 
-// hasDotSegment reports whether v, split at "/" or "\\", has a "." or ".."
-// piece. Such a value is refused even though it is escaped as one segment
-// ("..%2F..%2Fx"): an upstream that decodes %2F before routing would climb
-// out of the uri's path.
-func hasDotSegment(v string) bool {
-	if !strings.Contains(v, ".") {
+// hasDotSegment reports whether v holds a "." or ".." segment as some
+// upstream may read it: pieces split at "/" or "\\", each cut at its first
+// ";" (path parameters, which Tomcat and other servlet containers strip
+// before resolving "..;"), checked as they are and again after each of up
+// to maxDecodes percent-decodings (an upstream, or a proxy in front of it,
+// that decodes once more turns "%252e" into "."). Such a value is refused
+// even though it is escaped as one segment ("..%2F..%2Fx"): an upstream
+// that decodes %2F before routing would climb out of the uri's path.
+func hasDotSegment(v string) bool { return dotSegment(v, maxDecodes) }
+
+// dotSegment is hasDotSegment with decodes percent-decodings left: a piece
+// still encoded when none are left is refused rather than guessed at.
+func dotSegment(v string, decodes int) bool {
+	if !strings.ContainsAny(v, ".%") {
 		return false
 	}
-	for piece := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if piece == "." || piece == ".." {
+	for piece := range strings.FieldsFuncSeq(v, isPathSeparator) {
+		piece, _, _ = strings.Cut(piece, ";")
+		switch {
+		case piece == "." || piece == "..":
 			return true
+		case strings.IndexByte(piece, '%') < 0:
+		case decodes == 0:
+			return true
+		default:
+			if dec, err := url.PathUnescape(piece); err == nil && dotSegment(dec, decodes-1) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// checkGreedy refuses a greedy value with a "." or ".." segment (also
-// between backslashes) or an encoded slash or backslash, so it cannot climb
-// out of the uri's path.
+// maxDecodes is how many percent-decodings hasDotSegment looks through.
+const maxDecodes = 3
+
+// isPathSeparator reports whether r splits path segments for some
+// upstream: "/", or "\\" for Windows servers.
+func isPathSeparator(r rune) bool { return r == '/' || r == '\\' }
+
+// checkGreedy refuses a greedy value with a "." or ".." segment (see
+// hasDotSegment) or an encoded slash or backslash, so it cannot climb out
+// of the uri's path.
 func checkGreedy(raw string) error {
 	for seg := range strings.SplitSeq(raw, "/") {
 		if strings.Contains(seg, "%2f") || strings.Contains(seg, "%2F") || strings.Contains(seg, "%5c") || strings.Contains(seg, "%5C") {
 			return errBadPath
 		}
-		dec, ok := unescapeSegment(seg)
-		if !ok || hasDotSegment(dec) {
+		if _, ok := unescapeSegment(seg); !ok || hasDotSegment(seg) {
 			return errBadPath
 		}
 	}

@@ -78,7 +78,8 @@ func fuzzStage(tb testing.TB) *stageConfig {
 // off the integration's scheme and host, or out of the uri's path prefix.
 func FuzzTarget(f *testing.F) {
 	for _, seed := range []string{"one/42", "one/..", "one/a%2Fb", "files/a/b", "files/../x", "files/a%2f..%2fb",
-		"files/%2e%2e/x", "mapped?id=..", "mapped?id=../../x", "files/a/./b", "one/%2e", "files/a%5c..%5cb", "one/a\\..\\b", "files/a\\..\\b", "mapped?id=a%2F..%2Fb"} {
+		"files/%2e%2e/x", "mapped?id=..", "mapped?id=../../x", "files/a/./b", "one/%2e", "files/a%5c..%5cb", "one/a\\..\\b", "files/a\\..\\b", "mapped?id=a%2F..%2Fb",
+		"files/..;/..;/admin", "files/%2e%2e;/x", "one/..;", "files/%252e%252e/x", "mapped?id=..;x", "files/.%252e;a/b"} {
 		f.Add(seed)
 	}
 	st := fuzzStage(f)
@@ -114,10 +115,33 @@ func FuzzTarget(f *testing.F) {
 		if clean := path.Clean(back.Path); !strings.HasPrefix(clean+"/", prefix) {
 			t.Fatalf("path %q: upstream path %q (clean %q) left %q", raw, back.Path, clean, prefix)
 		}
+		if clean := path.Clean(servletPath(u.EscapedPath())); !strings.HasPrefix(clean+"/", prefix) {
+			t.Fatalf("path %q: upstream path %q read as a servlet container would (%q) left %q", raw, u.EscapedPath(), clean, prefix)
+		}
 		if rt.path == "/one/{id}" && strings.Count(back.EscapedPath(), "/") != 3 {
 			t.Fatalf("path %q: {id} spans segments in %q", raw, back.EscapedPath())
 		}
 	})
+}
+
+// servletPath reads an escaped path as the most lenient upstream might:
+// backslashes as slashes, each segment cut at ";" (path parameters) and
+// percent-decoded up to three times.
+func servletPath(escaped string) string {
+	segs := strings.Split(strings.ReplaceAll(escaped, "\\", "/"), "/")
+	for i, seg := range segs {
+		for range 3 {
+			seg, _, _ = strings.Cut(seg, ";")
+			dec, err := url.PathUnescape(seg)
+			if err != nil {
+				break
+			}
+			seg = dec
+		}
+		seg, _, _ = strings.Cut(seg, ";")
+		segs[i] = seg
+	}
+	return strings.Join(segs, "/")
 }
 
 func TestTargetQueryOrder(t *testing.T) {

@@ -125,6 +125,8 @@ func TestProxyPaths(t *testing.T) {
 		{"query forwarded", "GET", "/prod/pets/1?x=1&x=2&y=%20", "/v1/pets/1", "x=1&x=2&y=%20", "GET"},
 		{"greedy keeps slashes", "GET", "/prod/files/a/b/c.txt", "/static/a/b/c.txt", "", "GET"},
 		{"greedy keeps escapes", "DELETE", "/prod/files/a%20b/c", "/static/a%20b/c", "", "DELETE"},
+		{"dots inside a segment are not a step", "GET", "/prod/files/a..;b/..c/c..;d", "/static/a..;b/..c/c..;d", "", "GET"},
+		{"a percent sign that decodes to no dot", "GET", "/prod/pets/100%25", "/v1/pets/100%25", "", "GET"},
 		{"mappings", "GET", "/prod/pets/7/mapped?pid=99", "/m/99", "fixed=1&lit=yes&path=7&pid=99", "GET"},
 		{"integration method", "GET", "/prod/fixed", "/fixed", "", "POST"},
 		{"HEAD to a GET integration stays HEAD", "HEAD", "/prod/get", "/get", "", "HEAD"},
@@ -177,6 +179,19 @@ func TestProxyRefusesEscapingPaths(t *testing.T) {
 		"/prod/pets/..%2F..%2Fadmin",
 		"/prod/pets/a%2F..%2Fb",
 		"/prod/files/a%5C..%5Cb",
+		// Path parameters (";...") that servlet containers strip, and
+		// encodings an upstream may decode once more (tryout finding).
+		"/prod/files/..;/..;/admin",
+		"/prod/files/%2e%2e;/x",
+		"/prod/files/a/..;jsessionid=1/b",
+		"/prod/files/.;/a",
+		"/prod/files/a/..%3b/b",
+		"/prod/files/%252e%252e/x",
+		"/prod/files/.%252e/x",
+		"/prod/pets/..;",
+		"/prod/pets/%2e%2e;x",
+		"/prod/pets/.;",
+		"/prod/pets/%252e%252e",
 	} {
 		t.Run(path, func(t *testing.T) {
 			wantError(t, tg.do(t, "GET", path), 400, "Bad Request", "BadRequestException")
