@@ -70,13 +70,12 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 			return
 		}
 	}
-	// The identity header as the integration will receive it (rewrite sets
-	// it too): the cache matches Vary against r.Header, so a client cannot
-	// send it, and an upstream varying on it gets one entry per key.
+	// The identity headers as the integration will receive them: the cache
+	// matches Vary against r.Header, so a client cannot send them, and an
+	// upstream varying on the key id gets one entry per key.
+	stripSpoofed(r.Header)
 	if ex.keyID != "" {
 		r.Header[HeaderAPIKeyID] = []string{ex.keyID}
-	} else {
-		delete(r.Header, HeaderAPIKeyID)
 	}
 	s.buildRequest(ex, m, rec, sp) // once: the deny cache, limit and the cache path use ex.lreq
 	if s.refuseRemembered(w, ex, m, rec, sp) {

@@ -123,10 +123,12 @@ func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
 }
 
 // rewrite builds the outbound request (ReverseProxy has already removed
-// hop-by-hop headers and the X-Forwarded-* and Forwarded headers): target
-// URL and method, the integration's Host, no x-api-key, the gateway's
+// hop-by-hop headers and the X-Forwarded-* and Forwarded headers, and
+// serveAPI every spoofable identity header, see stripSpoofed): target URL
+// and method, the integration's Host, no x-api-key, the gateway's
 // X-Tollgate-Api-Key-Id, X-Forwarded-For with the peer appended,
-// X-Forwarded-Proto and X-Forwarded-Host, and the header mappings.
+// X-Forwarded-Proto, X-Forwarded-Host, X-Real-Ip (the client address) and
+// the header mappings.
 //
 // DESIGN.md 4.4 says "append the client address": the connection's peer is
 // appended, which is the client address whenever the peer is not a
@@ -149,6 +151,9 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	h.Set("X-Forwarded-Proto", ob.proto)
 	h.Set("X-Forwarded-Host", pr.In.Host)
+	if ob.ex.client.IsValid() {
+		h[headerRealIP] = []string{ob.ex.client.String()}
+	}
 	ob.m.integ.mapHeaders(h, pr.In, ob.ps, ob.m.stage.vars)
 }
 

@@ -315,3 +315,54 @@ func TestBodyChunkedCutOff(t *testing.T) {
 		t.Errorf("body at the limit: upstream got %d bytes, want %d", e.Body, MaxBodyBytes)
 	}
 }
+
+// Every spelling of the headers through which the gateway vouches for a
+// caller (its own X-Tollgate-* namespace, X-Real-Ip, Forwarded,
+// X-Forwarded-*, X-Api-Key) with "_" for "-" or in any case is removed
+// before the upstream sees it: CGI and WSGI upstreams read X_Tollgate_Api_Key_Id
+// and X-Tollgate-Api-Key-Id as the same variable (tryout finding).
+// X-Real-Ip carries the client address the gateway determined.
+func TestProxyStripsSpoofedIdentityHeaders(t *testing.T) {
+	t.Parallel()
+	tg := proxyGateway(t)
+	spoofs := []string{
+		"X_Tollgate_Api_Key_Id", "x_tollgate_api_key_id", "X-Tollgate_Api-Key_Id", "X-TOLLGATE-PLAN", "X_Tollgate_Anything",
+		"X_Forwarded_For", "X_Forwarded_Host", "x_forwarded_proto", "X_Real_Ip", "X-Real-Ip", "Forwarded", "X_Api_Key",
+	}
+	for _, path := range []string{"/prod/keyed", "/prod/pets/1"} {
+		req, err := http.NewRequest("GET", tg.http.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = testHost
+		req.Header.Set("x-api-key", goodKey)
+		for _, name := range spoofs {
+			req.Header[name] = []string{"spoof"}
+		}
+		req.Header["X-Kept_Header"] = []string{"kept"}
+		resp, err := tg.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		e := echo(t, response{status: resp.StatusCode, header: resp.Header, body: string(b)})
+		for name, vs := range e.Header {
+			for _, v := range vs {
+				if strings.Contains(v, "spoof") {
+					t.Errorf("%s: upstream got %s: %q", path, name, v)
+				}
+			}
+		}
+		if got := e.Header.Get("X-Real-Ip"); got != "127.0.0.1" {
+			t.Errorf("%s: X-Real-Ip: got %q, want the client address 127.0.0.1", path, got)
+		}
+		if got := e.Header.Get("X-Kept_header"); got != "kept" {
+			t.Errorf("%s: an ordinary header with an underscore: got %q, want it forwarded as sent", path, got)
+		}
+		wantID := map[string]string{"/prod/keyed": "key0000001", "/prod/pets/1": ""}[path]
+		if got := strings.Join(e.Header.Values(HeaderAPIKeyID), ","); got != wantID {
+			t.Errorf("%s: %s: got %q, want %q", path, HeaderAPIKeyID, got, wantID)
+		}
+	}
+}
