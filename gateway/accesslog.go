@@ -14,16 +14,31 @@ import (
 // statusWriter records the status a handler writes, for the access log and
 // metrics. Unwrap lets http.ResponseController (and ReverseProxy's
 // flushing) reach the underlying writer.
+//
+// An interim response (1xx but 101, e.g. an upstream's 100 Continue that
+// ReverseProxy forwards) is passed on but not recorded: the request is
+// logged and counted with its final status. ReverseProxy clears the header
+// map after forwarding one, so the headers set before it (request id,
+// rate-limit headers, X-Cache) are put back for the final response.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	errCtx *errorContext // the stage's gateway responses, once routed (nil when none)
+	status  int
+	bytes   int64
+	errCtx  *errorContext // the stage's gateway responses, once routed (nil when none)
+	interim http.Header   // the header map before the first interim response
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		if w.interim == nil {
+			w.interim = w.Header().Clone()
+		}
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if w.status == 0 {
 		w.status = code
+		w.restore()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -31,10 +46,24 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.restore()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
+}
+
+// restore puts back the headers an interim response cleared.
+func (w *statusWriter) restore() {
+	if w.interim == nil {
+		return
+	}
+	h := w.Header()
+	for k, vs := range w.interim {
+		if _, set := h[k]; !set {
+			h[k] = vs
+		}
+	}
 }
 
 // Unwrap returns the underlying ResponseWriter.

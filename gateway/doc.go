@@ -37,7 +37,7 @@
 //		CacheGenKey: func(api, stage string) string { return push.CacheGenKey("tg", api, stage) },
 //		CacheTimeout: redisTimeout,
 //	})
-//	hs := &http.Server{Handler: srv, ReadHeaderTimeout: gateway.ReadHeaderTimeout, MaxHeaderBytes: gateway.MaxHeaderBytes}
+//	hs := &http.Server{Handler: srv, ReadHeaderTimeout: gateway.ReadHeaderTimeout, MaxHeaderBytes: gateway.ServerMaxHeaderBytes}
 //
 // srv must be assigned before reader.Start delivers the first snapshot.
 package gateway

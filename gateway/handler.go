@@ -91,14 +91,20 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	s.serveIntegration(w, r, ex, m, ps)
 }
 
-// checkInput enforces the URL and body limits up front: 414 for a request
-// target over MaxURLBytes, 413 when Content-Length says the body is over
-// MaxBodyBytes; a body without a length is cut off at MaxBodyBytes (the
-// integration call then fails with 413).
+// checkInput enforces the URL, header and body limits up front: 414 for a
+// request target over MaxURLBytes, 431 for headers over MaxHeaderBytes,
+// 413 when Content-Length says the body is over MaxBodyBytes; a body
+// without a length is cut off at MaxBodyBytes (the integration call then
+// fails with 413).
 func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool {
 	if len(r.RequestURI) > MaxURLBytes || len(r.URL.RawQuery)+len(r.URL.EscapedPath()) > MaxURLBytes {
 		ex.errType = ErrorTypeBadRequest
 		writeError(w, errURITooLong)
+		return false
+	}
+	if headerBytes(r) > MaxHeaderBytes {
+		ex.errType = ErrorTypeBadRequest
+		writeError(w, errHeaderTooLarge)
 		return false
 	}
 	if r.ContentLength > MaxBodyBytes {
@@ -111,6 +117,22 @@ func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool
 		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, MaxBodyBytes)
 	}
 	return true
+}
+
+// headerBytes is the size of r's header section as MaxHeaderBytes counts
+// it: "Name: value" CRLF per field line, with the Host and
+// Transfer-Encoding fields net/http moves out of r.Header.
+func headerBytes(r *http.Request) int {
+	n := len("Host: \r\n") + len(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + len(": \r\n")
+		}
+	}
+	for _, te := range r.TransferEncoding {
+		n += len("Transfer-Encoding: \r\n") + len(te)
+	}
+	return n
 }
 
 // route resolves (stage, resource, method) from the snapshot, loaded once

@@ -18,14 +18,21 @@ import (
 	"tollgate/plans"
 )
 
-// Input limits of DESIGN.md 1. cmd sets ReadHeaderTimeout and
-// MaxHeaderBytes on the gateway's http.Server; the handler enforces the
-// others.
+// Input limits (docs/behaviour.md "Limits"). cmd sets ReadHeaderTimeout
+// and ServerMaxHeaderBytes on the gateway's http.Server; the handler
+// enforces the others.
 const (
 	ReadHeaderTimeout = 10 * time.Second
-	MaxHeaderBytes    = 64 << 10 // bytes of request headers
-	MaxURLBytes       = 8 << 10  // bytes of the request target: 414 above
-	MaxBodyBytes      = 10 << 20 // bytes of request body: 413 above
+	// MaxHeaderBytes bounds the request headers, each counted as its
+	// "Name: value" line with CRLF (Host included): 431 above.
+	MaxHeaderBytes = 64 << 10
+	MaxURLBytes    = 8 << 10  // bytes of the request target: 414 above
+	MaxBodyBytes   = 10 << 20 // bytes of request body: 413 above
+	// ServerMaxHeaderBytes is what the http.Server's MaxHeaderBytes must be
+	// at least, so that net/http (which counts the request line too, and
+	// adds 4 KiB of its own) never cuts a request the handler's exact
+	// limits would accept.
+	ServerMaxHeaderBytes = MaxHeaderBytes + MaxURLBytes
 )
 
 // Failure modes: what the gateway does when the limiter cannot decide.

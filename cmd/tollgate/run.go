@@ -223,7 +223,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		return err
 	}
 	m.goRun(func() { m.reader.Run(ctx) })
-	bound, err := m.listen("gateway", cfg.GatewayAddr, m.gw, gateway.MaxHeaderBytes)
+	bound, err := m.listen("gateway", cfg.GatewayAddr, m.gw, gateway.ServerMaxHeaderBytes)
 	m.GatewayAddr = bound
 	return err
 }
