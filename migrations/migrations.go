@@ -9,6 +9,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -78,4 +80,18 @@ func run(databaseURL string, fn func(*migrate.Migrate) error) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return errors.Join(srcErr, dbErr)
+}
+
+// Latest returns the version of the newest embedded migration (the number
+// its file names start with), which Up brings a database to.
+func Latest() uint {
+	var latest uint
+	names, _ := fs.Glob(FS, "*.up.sql")
+	for _, n := range names {
+		v, err := strconv.ParseUint(n[:strings.IndexByte(n, '_')], 10, 32)
+		if err == nil {
+			latest = max(latest, uint(v))
+		}
+	}
+	return latest
 }

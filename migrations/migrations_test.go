@@ -92,7 +92,7 @@ func TestUpDownUp(t *testing.T) {
 	wantVersion(t, u, 0)
 	schema := []string{"rest_apis", "resources", "methods", "integrations", "deployments", "stages",
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
-		"account", "config_version", "config_changes"}
+		"account", "config_version", "config_changes", "usage_days", "usage_quotas"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)
@@ -100,7 +100,7 @@ func TestUpDownUp(t *testing.T) {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: second up: got %v, want no error", round, err)
 		}
-		wantVersion(t, u, 1)
+		wantVersion(t, u, migrations.Latest())
 		got := tables(t, u)
 		for _, n := range schema {
 			if !got[n] {
@@ -114,6 +114,12 @@ func TestUpDownUp(t *testing.T) {
 		if got := tables(t, u); len(got) != 0 {
 			t.Errorf("round %d: got tables %v after down, want none", round, got)
 		}
+	}
+}
+
+func TestLatestIsTheNewestMigration(t *testing.T) {
+	if got, want := migrations.Latest(), uint(3); got != want { // 000003_usage_ledger
+		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }
 

@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"tollgate/plans"
+)
+
+// FlushUsage writes a batch of observed usage into the ledger in one
+// transaction and returns how many day rows it inserted or raised.
+//
+// A day row keeps GREATEST(stored, observed): the limiter's day counts are
+// absolute, so a retried, repeated, late or concurrent flush of the same
+// observation never double counts and never lowers a row. A row's version
+// is drawn from usage_version_seq only when its count changes. A quota
+// state replaces the stored one only when its Seq is higher, so a lowered
+// count (UpdateUsage) is kept and an older observation never overwrites a
+// newer one.
+//
+// The transaction first takes usage_days in SHARE ROW EXCLUSIVE mode, which
+// serialises flushes (but not readers): each draws its versions only after
+// the previous flush committed, so versions become visible in the order
+// they were drawn and the record feed (UsageRecords) never skips one.
+// Errors: KindUnavailable.
+func (db *DB) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error) {
+	days, quotas := b.Days(), b.Quotas()
+	if len(days) == 0 && len(quotas) == 0 {
+		return 0, nil
+	}
+	var changed int64
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE usage_days IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var err error
+		if changed, err = upsertDays(ctx, tx, days, now); err != nil {
+			return err
+		}
+		return upsertQuotas(ctx, tx, quotas, now)
+	})
+	return changed, err
+}
+
+// upsertDays stores days (sorted, one per row, counts > 0) keeping the
+// greater count; it returns the number of rows inserted or raised.
+func upsertDays(ctx context.Context, tx pgx.Tx, days []plans.UsageDay, now time.Time) (int64, error) {
+	if len(days) == 0 {
+		return 0, nil
+	}
+	planIDs, keyIDs := make([]string, len(days)), make([]string, len(days))
+	dates, counts := make([]time.Time, len(days)), make([]int64, len(days))
+	for i, d := range days {
+		planIDs[i], keyIDs[i], dates[i], counts[i] = d.PlanID, d.KeyID, d.Day, d.Count
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO usage_days AS u (plan_id, key_id, day, count, updated_at)
+		SELECT t.plan_id, t.key_id, t.day, t.count, $5
+		FROM unnest($1::text[], $2::text[], $3::date[], $4::bigint[]) WITH ORDINALITY AS t(plan_id, key_id, day, count, n)
+		ORDER BY t.n
+		ON CONFLICT (plan_id, key_id, day) DO UPDATE
+		SET count = EXCLUDED.count, version = nextval('usage_version_seq'), updated_at = EXCLUDED.updated_at
+		WHERE EXCLUDED.count > u.count`, planIDs, keyIDs, dates, counts, now)
+	return tag.RowsAffected(), err
+}
+
+// upsertQuotas stores quota states (sorted, one per row) that are newer
+// (higher seq) than the stored ones.
+func upsertQuotas(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now time.Time) error {
+	if len(quotas) == 0 {
+		return nil
+	}
+	keyIDs, planIDs := make([]string, len(quotas)), make([]string, len(quotas))
+	starts, counts, seqs := make([]time.Time, len(quotas)), make([]int64, len(quotas)), make([]int64, len(quotas))
+	for i, q := range quotas {
+		keyIDs[i], planIDs[i], starts[i], counts[i], seqs[i] = q.KeyID, q.PlanID, q.PeriodStart, q.Count, q.Seq
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO usage_quotas AS q (key_id, plan_id, period_start, count, seq, updated_at)
+		SELECT t.key_id, t.plan_id, t.period_start, t.count, t.seq, $6
+		FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::bigint[], $5::bigint[])
+			WITH ORDINALITY AS t(key_id, plan_id, period_start, count, seq, n)
+		ORDER BY t.n
+		ON CONFLICT (key_id, plan_id) DO UPDATE
+		SET period_start = EXCLUDED.period_start, count = EXCLUDED.count, seq = EXCLUDED.seq, updated_at = EXCLUDED.updated_at
+		WHERE EXCLUDED.seq > q.seq`, keyIDs, planIDs, starts, counts, seqs, now)
+	return err
+}
+
+// usageColumns are the columns of a plans.UsageDay, from usage_days u
+// joined to api_keys a.
+const usageColumns = `u.plan_id, u.key_id, u.day, u.count, u.version, u.updated_at,
+	COALESCE(a.name, '') AS key_name, COALESCE(a.customer_id, '') AS customer_id`
+
+// UsageDays returns the ledger rows q selects, in (plan, key, day) order,
+// with the key's name and customer id (empty once the key is deleted).
+// Days without requests have no row. Errors: KindUnavailable.
+func (db *DB) UsageDays(ctx context.Context, q plans.UsageQuery) ([]plans.UsageDay, error) {
+	var out []plans.UsageDay
+	after := q.After
+	if after == nil {
+		after = &plans.UsageCursor{}
+	}
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		rows, _ := tx.Query(ctx, `SELECT `+usageColumns+`
+			FROM usage_days u LEFT JOIN api_keys a ON a.id = u.key_id
+			WHERE ($1 = '' OR u.plan_id = $1) AND (COALESCE(cardinality($2::text[]), 0) = 0 OR u.key_id = ANY($2))
+			  AND u.day BETWEEN $3 AND $4 AND (u.plan_id, u.key_id, u.day) > ($5, $6, $7)
+			ORDER BY u.plan_id, u.key_id, u.day LIMIT $8`,
+			q.PlanID, q.KeyIDs, plans.UTCDate(q.From), plans.UTCDate(q.To),
+			after.PlanID, after.KeyID, plans.UTCDate(after.Day), usageLimit(q.Limit))
+		var err error
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[plans.UsageDay])
+		return err
+	})
+	return out, err
+}
+
+// usageLimit is limit, or plans.MaxUsagePage when it is outside
+// 1..MaxUsagePage.
+func usageLimit(limit int) int {
+	if limit < 1 || limit > plans.MaxUsagePage {
+		return plans.MaxUsagePage
+	}
+	return limit
+}
+
+// UsageRecords returns up to limit (1..plans.MaxUsagePage; other values
+// mean the maximum) ledger rows whose version is above after, in version
+// order: the record feed. A row that changes again reappears later with a
+// higher version and a higher count. Errors: KindUnavailable.
+func (db *DB) UsageRecords(ctx context.Context, after int64, limit int) ([]plans.UsageDay, error) {
+	var out []plans.UsageDay
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		rows, _ := tx.Query(ctx, `SELECT `+usageColumns+`
+			FROM usage_days u LEFT JOIN api_keys a ON a.id = u.key_id
+			WHERE u.version > $1 ORDER BY u.version LIMIT $2`, after, usageLimit(limit))
+		var err error
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[plans.UsageDay])
+		return err
+	})
+	return out, err
+}
+
+// QuotaUsages returns up to limit (1..plans.MaxUsagePage; other values mean
+// the maximum) stored quota states after (afterKeyID, afterPlanID) in (key,
+// plan) order; ("", "") starts at the first. A limiter restore reads them
+// page by page. Errors: KindUnavailable.
+func (db *DB) QuotaUsages(ctx context.Context, afterKeyID, afterPlanID string, limit int) ([]plans.QuotaUsage, error) {
+	var out []plans.QuotaUsage
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		rows, _ := tx.Query(ctx, `SELECT key_id, plan_id, period_start, count, seq, updated_at FROM usage_quotas
+			WHERE (key_id, plan_id) > ($1, $2) ORDER BY key_id, plan_id LIMIT $3`,
+			afterKeyID, afterPlanID, usageLimit(limit))
+		var err error
+		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[plans.QuotaUsage])
+		return err
+	})
+	return out, err
+}

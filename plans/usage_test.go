@@ -1,0 +1,86 @@
+package plans_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"tollgate/plans"
+)
+
+var march1 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func TestUsageBatchKeepsTheHighestCountAndTheNewestQuota(t *testing.T) {
+	var b plans.UsageBatch
+	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.FixedZone("x", -3600)) // 2026-03-02 00:59 UTC
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 5}, {late, 2}},
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 7, Seq: 7}, ObservedAt: march1.Add(2 * time.Hour)})
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.Add(time.Hour), 3}, {march1.AddDate(0, 0, 2), 0}},
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 6, Seq: 6}, ObservedAt: march1.Add(time.Hour)})
+	var other plans.UsageBatch
+	other.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.AddDate(0, 0, 1), 4}},
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 1, Seq: 8}, ObservedAt: march1.Add(3 * time.Hour)})
+	b.Merge(&other)
+	var days []string
+	for _, d := range b.Days() {
+		days = append(days, fmt.Sprintf("%s/%s/%s=%d", d.PlanID, d.KeyID, d.Day.Format(plans.UsageDateLayout), d.Count))
+	}
+	if got, want := fmt.Sprint(days), "[p/k/2026-03-01=5 p/k/2026-03-02=4]"; got != want {
+		t.Errorf("days: got %s, want %s", got, want)
+	}
+	qs := b.Quotas()
+	if len(qs) != 1 || qs[0].Seq != 8 || qs[0].Count != 1 {
+		t.Errorf("quotas: got %+v, want the one with seq 8", qs)
+	}
+	if b.Len() != 3 || !b.Oldest().Equal(march1.Add(time.Hour)) {
+		t.Errorf("got len %d oldest %v, want 3 and %v", b.Len(), b.Oldest(), march1.Add(time.Hour))
+	}
+}
+
+func TestUsageObservationValidate(t *testing.T) {
+	ok := plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 0}}}
+	cases := map[string]struct {
+		edit  func(*plans.UsageObservation)
+		field string
+	}{
+		"valid":           {func(*plans.UsageObservation) {}, ""},
+		"no key":          {func(o *plans.UsageObservation) { o.KeyID = "" }, "keyId"},
+		"no plan":         {func(o *plans.UsageObservation) { o.PlanID = "" }, "usagePlanId"},
+		"negative count":  {func(o *plans.UsageObservation) { o.Days[0].Count = -1 }, "days"},
+		"no day":          {func(o *plans.UsageObservation) { o.Days[0].Day = time.Time{} }, "days"},
+		"no period start": {func(o *plans.UsageObservation) { o.Quota = &plans.QuotaCount{Count: 1} }, "quota"},
+		"negative quota":  {func(o *plans.UsageObservation) { o.Quota = &plans.QuotaCount{PeriodStart: march1, Count: -2} }, "quota"},
+	}
+	for name, c := range cases {
+		o := ok
+		o.Days = append([]plans.DayCount(nil), ok.Days...)
+		c.edit(&o)
+		err := o.Validate()
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: got %v, want no error", name, err)
+			}
+			continue
+		}
+		var pe *plans.Error
+		if !errors.As(err, &pe) || pe.Field != c.field {
+			t.Errorf("%s: got %v, want an error naming %s", name, err, c.field)
+		}
+	}
+}
+
+func TestValidateUsageRange(t *testing.T) {
+	if err := plans.ValidateUsageRange(march1, march1.AddDate(0, 0, 89), 90); err != nil {
+		t.Errorf("90 days: got %v, want none", err)
+	}
+	for _, c := range []struct {
+		to    time.Time
+		field string
+	}{{march1.AddDate(0, 0, 90), "startDate"}, {march1.AddDate(0, 0, -1), "endDate"}} {
+		var pe *plans.Error
+		if err := plans.ValidateUsageRange(march1, c.to, 90); !errors.As(err, &pe) || pe.Field != c.field {
+			t.Errorf("to %v: got %v, want an error naming %s", c.to, err, c.field)
+		}
+	}
+}

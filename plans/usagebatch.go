@@ -1,0 +1,94 @@
+package plans
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// UsageBatch merges usage observations before they are written to the
+// ledger: per (plan, key, UTC day) it keeps the highest count, per (key,
+// plan) the quota state with the highest Seq. Because the limiter's counts
+// are absolute, merging two observations of the same day is taking the
+// larger, and adding an observation twice changes nothing. The zero value
+// is an empty batch; a batch is not safe for concurrent use.
+type UsageBatch struct {
+	days   map[UsageCursor]int64
+	quotas map[usagePair]QuotaCount
+	oldest time.Time
+}
+
+type usagePair struct{ keyID, planID string }
+
+// Add merges o into the batch; o should be valid (Validate). Days are
+// taken at their UTC date. A day count of 0 adds nothing (the ledger has
+// no row for a day without requests).
+func (b *UsageBatch) Add(o UsageObservation) {
+	if b.days == nil {
+		b.days, b.quotas = map[UsageCursor]int64{}, map[usagePair]QuotaCount{}
+	}
+	for _, d := range o.Days {
+		k := UsageCursor{PlanID: o.PlanID, KeyID: o.KeyID, Day: UTCDate(d.Day)}
+		if d.Count > 0 && d.Count > b.days[k] {
+			b.days[k] = d.Count
+		}
+	}
+	if q := o.Quota; q != nil {
+		p := usagePair{o.KeyID, o.PlanID}
+		if cur, ok := b.quotas[p]; !ok || q.Seq > cur.Seq {
+			b.quotas[p] = QuotaCount{PeriodStart: q.PeriodStart.UTC(), Count: q.Count, Seq: q.Seq}
+		}
+	}
+	b.observed(o.ObservedAt)
+}
+
+// observed lowers the batch's oldest observation time to t (zero: none).
+func (b *UsageBatch) observed(t time.Time) {
+	if !t.IsZero() && (b.oldest.IsZero() || t.Before(b.oldest)) {
+		b.oldest = t
+	}
+}
+
+// Merge adds every day and quota state of other to b.
+func (b *UsageBatch) Merge(other *UsageBatch) {
+	for k, n := range other.days {
+		b.Add(UsageObservation{KeyID: k.KeyID, PlanID: k.PlanID, Days: []DayCount{{k.Day, n}}})
+	}
+	for p, q := range other.quotas {
+		b.Add(UsageObservation{KeyID: p.keyID, PlanID: p.planID, Quota: &q})
+	}
+	b.observed(other.oldest)
+}
+
+// Len is the number of day counts plus quota states in the batch.
+func (b *UsageBatch) Len() int { return len(b.days) + len(b.quotas) }
+
+// Oldest is the earliest ObservedAt of the observations added (zero when
+// none had one).
+func (b *UsageBatch) Oldest() time.Time { return b.oldest }
+
+// Days returns the batch's day counts in (plan, key, day) order, with
+// Version and UpdatedAt zero.
+func (b *UsageBatch) Days() []UsageDay {
+	out := make([]UsageDay, 0, len(b.days))
+	for k, n := range b.days {
+		out = append(out, UsageDay{PlanID: k.PlanID, KeyID: k.KeyID, Day: k.Day, Count: n})
+	}
+	slices.SortFunc(out, func(x, y UsageDay) int {
+		return cmp.Or(cmp.Compare(x.PlanID, y.PlanID), cmp.Compare(x.KeyID, y.KeyID), x.Day.Compare(y.Day))
+	})
+	return out
+}
+
+// Quotas returns the batch's quota states in (key, plan) order, with
+// UpdatedAt zero.
+func (b *UsageBatch) Quotas() []QuotaUsage {
+	out := make([]QuotaUsage, 0, len(b.quotas))
+	for p, q := range b.quotas {
+		out = append(out, QuotaUsage{KeyID: p.keyID, PlanID: p.planID, QuotaCount: q})
+	}
+	slices.SortFunc(out, func(x, y QuotaUsage) int {
+		return cmp.Or(cmp.Compare(x.KeyID, y.KeyID), cmp.Compare(x.PlanID, y.PlanID))
+	})
+	return out
+}
