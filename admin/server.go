@@ -83,6 +83,11 @@ type Options struct {
 	// answers them 400 as operations outside the subset. UpdateUsage
 	// announces its change when Publisher implements UsageAnnouncer.
 	Usage UsageCounter
+	// Ledger, when set, is the usage ledger: GetUsage adds what it holds
+	// (days the limiter no longer keeps included), and it serves the usage
+	// export and the record feed (docs/usage.md); nil leaves those two
+	// unsupported (400).
+	Ledger UsageLedger
 }
 
 // Server is the admin API, an http.Handler. Create it with New.
@@ -95,6 +100,7 @@ type Server struct {
 	auth    *authenticator
 	ready   func(ctx context.Context) error
 	usage   UsageCounter
+	ledger  UsageLedger
 	handler http.Handler
 }
 
@@ -112,6 +118,7 @@ func New(opts Options) *Server {
 		pepper: opts.KeyPepper,
 		ready:  opts.Ready,
 		usage:  opts.Usage,
+		ledger: opts.Ledger,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -162,6 +169,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.usagePlanRoutes(r)
 	s.apiKeyRoutes(r)
 	s.accountRoutes(r)
+	s.ledgerRoutes(r)
 	return r
 }
 

@@ -41,7 +41,7 @@ type UsageAnnouncer interface {
 const MaxUsageDays = 90
 
 // usageDateLayout is the format of startDate, endDate and usage days.
-const usageDateLayout = "2006-01-02"
+const usageDateLayout = plans.UsageDateLayout
 
 // usageOutput is AWS's Usage shape. The per-key map is "values" on the
 // wire (the SDK's GetUsageOutput.Items): keyId → one [used, remaining]
@@ -64,34 +64,27 @@ func (s *Server) usageRoutes(r chi.Router) {
 
 // parseUsageDate reads a required YYYY-MM-DD query parameter.
 func parseUsageDate(r *http.Request, name string) (time.Time, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return time.Time{}, plans.Invalid(name, "%s is required (YYYY-MM-DD)", name)
+	return plans.ParseUsageDate(name, r.URL.Query().Get(name))
+}
+
+// usageRange reads startDate and endDate, at most maxDays days apart.
+func usageRange(r *http.Request, maxDays int) (from, to time.Time, err error) {
+	if from, err = parseUsageDate(r, "startDate"); err != nil {
+		return from, to, err
 	}
-	t, err := time.Parse(usageDateLayout, v)
-	if err != nil {
-		return time.Time{}, plans.Invalid(name, "%s %q must be a date YYYY-MM-DD", name, v)
+	if to, err = parseUsageDate(r, "endDate"); err != nil {
+		return from, to, err
 	}
-	return t, nil
+	return from, to, plans.ValidateUsageRange(from, to, maxDays)
 }
 
 // getUsage: GET /usageplans/{id}/usage?startDate&endDate[&keyId][&limit]
 // [&position] → 200 Usage, paging over the plan's keys; at most
 // MaxUsageDays days.
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
-	from, err := parseUsageDate(r, "startDate")
+	from, to, err := usageRange(r, MaxUsageDays)
 	if err != nil {
 		return err
-	}
-	to, err := parseUsageDate(r, "endDate")
-	if err != nil {
-		return err
-	}
-	if to.Before(from) {
-		return plans.Invalid("endDate", "endDate %s is before startDate %s", to.Format(usageDateLayout), from.Format(usageDateLayout))
-	}
-	if days := int(to.Sub(from)/(24*time.Hour)) + 1; days > MaxUsageDays {
-		return plans.Invalid("startDate", "startDate..endDate spans %d days; at most %d are allowed", days, MaxUsageDays)
 	}
 	p, err := page(r)
 	if err != nil {
@@ -130,8 +123,12 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		Values:      make(map[string][][]int64, len(keyIDs)),
 		Position:    next,
 	}
+	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.Quota, from), to)
+	if err != nil {
+		return err
+	}
 	for _, k := range keyIDs {
-		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to)
+		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to, counts[k])
 		if err != nil {
 			return err
 		}
@@ -141,41 +138,46 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// periodStart is the start of q's period that contains day, or day
+// without a quota: GetUsage's remaining counts from there.
+func periodStart(q *plans.Quota, day time.Time) time.Time {
+	if q == nil {
+		return day
+	}
+	start, _ := q.Bounds(day)
+	return start
+}
+
 // keyUsage returns one [used, remaining] pair per day from from to to for
-// keyID in planID. remaining is -1 without a quota; otherwise what was left
-// in the enclosing quota period at the end of that day: the limit minus
-// the requests of that period up to and including the day, except that
-// today (and later days of the current period) use the live quota counter,
-// which UpdateUsage may have set.
-func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Quota, from, to time.Time) ([][]int64, error) {
-	first := from
-	if q != nil {
-		first, _ = q.Bounds(from)
-	}
-	counts, err := s.usage.Usage(ctx, keyID, planID, first, to)
-	if err != nil {
-		return nil, plans.Unavailable(err, "usage of key %s is unavailable", keyID)
-	}
+// keyID in planID, from counts (day "YYYY-MM-DD" → requests, from
+// periodStart(q, from) on; see usageCounts). remaining is -1 without a
+// quota; otherwise what was left in the enclosing quota period at the end
+// of that day: the limit minus the requests of that period up to and
+// including the day, except that today (and later days of the current
+// period) use the live quota counter, which UpdateUsage may have set.
+func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Quota, from, to time.Time, counts map[string]int64) ([][]int64, error) {
+	first := periodStart(q, from)
 	var live int64
 	today := utcDate(s.now())
 	curEnd := today
 	if q != nil {
 		_, curEnd = q.Bounds(today)
 		if !to.Before(today) && from.Before(curEnd) {
+			var err error
 			if live, err = s.usage.QuotaRemaining(ctx, keyID, planID, *q); err != nil {
 				return nil, plans.Unavailable(err, "quota of key %s is unavailable", keyID)
 			}
 		}
 	}
 	var out [][]int64
-	var periodStart time.Time
+	var start time.Time // of the period d is in
 	var used int64
 	for d := first; !d.After(to); d = d.AddDate(0, 0, 1) {
 		n := counts[d.Format(usageDateLayout)]
 		remaining := int64(-1)
 		if q != nil {
-			if start, _ := q.Bounds(d); !start.Equal(periodStart) {
-				periodStart, used = start, 0
+			if ps, _ := q.Bounds(d); !ps.Equal(start) {
+				start, used = ps, 0
 			}
 			used += n
 			switch {
@@ -195,10 +197,7 @@ func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Qu
 }
 
 // utcDate is t's UTC date at 00:00.
-func utcDate(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-}
+func utcDate(t time.Time) time.Time { return plans.UTCDate(t) }
 
 // updateUsage: PATCH /usageplans/{id}/keys/{keyId}/usage with replace
 // /remaining N → sets the requests left in the current quota period
@@ -248,7 +247,11 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	today := utcDate(s.now())
-	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today)
+	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.Quota, today), today)
+	if err != nil {
+		return err
+	}
+	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today, counts[keyID])
 	if err != nil {
 		return err
 	}

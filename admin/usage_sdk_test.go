@@ -19,6 +19,7 @@ import (
 	"tollgate/gateway/limiter"
 	"tollgate/internal/redistest"
 	"tollgate/plans"
+	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
 )
 
@@ -51,12 +52,14 @@ func (a *announcer) list() []string {
 	return append([]string(nil), a.announced...)
 }
 
-// usageEnv is an admin with a real limiter on a fresh Redis prefix.
+// usageEnv is an admin with a real limiter on a fresh Redis prefix and
+// the usage ledger in its database.
 type usageEnv struct {
 	*env
 	lim *limiter.Limiter
 	rdb *redis.Client
 	ann *announcer
+	db  *postgres.DB
 }
 
 func newUsageEnv(t *testing.T) *usageEnv {
@@ -64,8 +67,10 @@ func newUsageEnv(t *testing.T) *usageEnv {
 	rdb, prefix := redistest.MustClient(t)
 	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
 	ann := &announcer{recorder: &recorder{}}
+	db := postgrestest.MustDB(t)
 	srv := httptest.NewServer(admin.New(admin.Options{
-		Store:       postgrestest.MustDB(t),
+		Store:       db,
+		Ledger:      db,
 		Publisher:   ann,
 		Credentials: admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
 		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
@@ -78,7 +83,7 @@ func newUsageEnv(t *testing.T) *usageEnv {
 		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
 		Retryer:      aws.NopRetryer{},
 	})
-	return &usageEnv{env: &env{t: t, url: srv.URL, c: c, pub: ann.recorder, ctx: context.Background()}, lim: lim, rdb: rdb, ann: ann}
+	return &usageEnv{env: &env{t: t, url: srv.URL, c: c, pub: ann.recorder, ctx: context.Background()}, lim: lim, rdb: rdb, ann: ann, db: db}
 }
 
 // plan creates a usage plan (quota nil: none) holding n new keys.
