@@ -33,6 +33,7 @@ type Config struct {
 	InsecureAdmin       bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`
 	NoMigrate           bool          `help:"Do not run database migrations on start." env:"TOLLGATE_NO_MIGRATE"`
 	ShutdownTimeout     time.Duration `help:"How long SIGTERM waits for in-flight requests." default:"30s" env:"TOLLGATE_SHUTDOWN_TIMEOUT"`
+	UsageFlushInterval  time.Duration `help:"How often an admin node moves usage from the limiter Redis into the PostgreSQL ledger (100ms to 1m); if the limiter Redis loses its data, at most this interval plus one flush is forgotten (docs/usage.md)." default:"5s" env:"TOLLGATE_USAGE_FLUSH_INTERVAL"`
 
 	Secrets Secrets `kong:"-"`
 }

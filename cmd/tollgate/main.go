@@ -3,6 +3,7 @@
 //
 //	tollgate serve [--role=admin|gateway|all]   run the servers (migrates first)
 //	tollgate migrate up|down|version            manage the PostgreSQL schema
+//	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
 //
 // Every flag has an environment variable of the same name (TOLLGATE_…);
 // see `tollgate serve --help` and README.md.
@@ -25,6 +26,7 @@ import (
 type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the admin API and/or the gateway."`
 	Migrate migrateCmd `cmd:"" help:"Run the embedded PostgreSQL migrations."`
+	Usage   usageCmd   `cmd:"" help:"Read the usage ledger."`
 }
 
 type serveCmd struct {

@@ -24,6 +24,7 @@ import (
 	"tollgate/cache"
 	"tollgate/gateway"
 	"tollgate/gateway/limiter"
+	"tollgate/ledger"
 	"tollgate/migrations"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
@@ -44,6 +45,10 @@ type Main struct {
 	AdminAddr   string
 	GatewayAddr string
 	MetricsAddr string
+
+	// UsageSource is where an admin node's flush worker takes usage from
+	// (docs/usage.md); nil runs no flush worker. Set it before Run.
+	UsageSource ledger.UsageSource
 
 	registry       *prometheus.Registry
 	gatewayProxies []netip.Prefix // TOLLGATE_TRUSTED_PROXIES, parsed
@@ -94,6 +99,9 @@ func (m *Main) Run(ctx context.Context) error {
 		return errNoAdminCredentials // before anything binds a port
 	}
 	var err error
+	if err := checkFlushInterval(m.Config.UsageFlushInterval); err != nil {
+		return err
+	}
 	if m.gatewayProxies, err = trustedProxies("TOLLGATE_TRUSTED_PROXIES", m.Config.TrustedProxies); err != nil {
 		return err
 	}
@@ -143,6 +151,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
 	m.goRun(func() { m.pruneChanges(ctx, db) })
+	m.startFlusher(ctx, db)
 	handler := admin.New(admin.Options{
 		TrustedProxies: m.adminProxies,
 		Store:          db,
@@ -159,6 +168,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Metrics:   promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
 		Ready:     m.adminReady,
 		Usage:     usageCounter{limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})},
+		Ledger:    db,
 	})
 	bound, err := m.listen("admin", addr, handler, 0)
 	m.AdminAddr = bound

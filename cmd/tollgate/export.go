@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"tollgate/plans"
+	"tollgate/plans/postgres"
+)
+
+// usageCmd groups the usage ledger's commands.
+type usageCmd struct {
+	Export usageExportCmd `cmd:"" help:"Write a usage plan's usage per key per UTC day from the PostgreSQL ledger, as CSV or JSON (the admin API's export)."`
+}
+
+// usageExportCmd is `tollgate usage export`: the admin API's
+// GET /usageplans/{id}/usage/export, read straight from PostgreSQL. Unlike
+// the API it also exports plans that were deleted (the ledger keeps their
+// usage).
+type usageExportCmd struct {
+	Plan        string `required:"" help:"Usage plan id."`
+	Start       string `required:"" help:"First UTC day, YYYY-MM-DD."`
+	End         string `required:"" help:"Last UTC day, YYYY-MM-DD (the range spans at most 366 days)."`
+	Key         string `help:"Only this API key id."`
+	Format      string `enum:"csv,json" default:"csv" help:"csv (a header row, opens in a spreadsheet) or json."`
+	Output      string `short:"o" type:"path" help:"File to write (written whole or not at all); default standard output."`
+	DatabaseURL string `help:"PostgreSQL URL." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+}
+
+// Run writes the export to Output or standard output.
+func (c *usageExportCmd) Run(ctx context.Context) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	db, err := postgres.Open(ctx, c.DatabaseURL, postgres.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if c.Output == "" {
+		return plans.ExportUsage(ctx, db, os.Stdout, c.Format, q)
+	}
+	return writeFileWhole(c.Output, func(w io.Writer) error {
+		return plans.ExportUsage(ctx, db, w, c.Format, q)
+	})
+}
+
+// query is the ledger query the flags name.
+func (c *usageExportCmd) query() (plans.UsageQuery, error) {
+	from, err := plans.ParseUsageDate("--start", c.Start)
+	if err != nil {
+		return plans.UsageQuery{}, err
+	}
+	to, err := plans.ParseUsageDate("--end", c.End)
+	if err != nil {
+		return plans.UsageQuery{}, err
+	}
+	if err := plans.ValidateUsageRange(from, to, plans.MaxUsageExportDays); err != nil {
+		return plans.UsageQuery{}, fmt.Errorf("--start..--end: %s", plans.ErrorMessage(err))
+	}
+	q := plans.UsageQuery{PlanID: c.Plan, From: from, To: to}
+	if c.Key != "" {
+		q.KeyIDs = []string{c.Key}
+	}
+	return q, nil
+}
+
+// writeFileWhole writes path through a temporary file in the same
+// directory, renamed over path only when write succeeded, so a failed
+// export never leaves a short file that looks whole.
+func writeFileWhole(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename there is nothing left to remove
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tollgate/ledger"
+	"tollgate/plans/postgres"
+)
+
+// Bounds of TOLLGATE_USAGE_FLUSH_INTERVAL.
+const (
+	minFlushInterval = 100 * time.Millisecond
+	maxFlushInterval = time.Minute
+)
+
+// checkFlushInterval refuses a flush interval outside 100ms..1m (0 means
+// the default, 5s).
+func checkFlushInterval(d time.Duration) error {
+	if d != 0 && (d < minFlushInterval || d > maxFlushInterval) {
+		return fmt.Errorf("TOLLGATE_USAGE_FLUSH_INTERVAL %v must be between %v and %v", d, minFlushInterval, maxFlushInterval)
+	}
+	return nil
+}
+
+// startFlusher runs the usage ledger's flush worker (package ledger) from
+// m.UsageSource into db until ctx ends; Close waits for its final flush
+// before it closes db. Without a usage source nothing runs.
+func (m *Main) startFlusher(ctx context.Context, db *postgres.DB) {
+	if m.UsageSource == nil {
+		m.Logger.Info("usage ledger: no usage source configured; usage is read from the limiter Redis and the ledger is not fed")
+		return
+	}
+	f := ledger.NewFlusher(m.UsageSource, db, ledger.Options{Interval: m.Config.UsageFlushInterval, Logger: m.Logger})
+	m.registry.MustRegister(f.Collectors()...)
+	m.goRun(func() { f.Run(ctx) })
+}
