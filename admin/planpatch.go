@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"math"
 	"slices"
 	"strings"
 
@@ -175,11 +176,13 @@ func (pp *planPatch) methodThrottle(op patchOp, rest string) error {
 	if err != nil {
 		return plans.Invalid(op.Path, "%s: %s", op.Path, plans.ErrorMessage(err))
 	}
-	return setMethodThrottle(as, path+"/"+method, field, op)
+	return setMethodThrottle(as, path+"/"+method, field, op, pp.plan.Throttle)
 }
 
-// setMethodThrottle applies op to the per-method throttle key of as.
-func setMethodThrottle(as *plans.ApiStage, key, field string, op patchOp) error {
+// setMethodThrottle applies op to the per-method throttle key of as. A
+// throttle this op creates takes the field it does not set from
+// newMethodThrottle.
+func setMethodThrottle(as *plans.ApiStage, key, field string, op patchOp, planThrottle *plans.Throttle) error {
 	t, exists := as.Throttle[key]
 	switch {
 	case field == "" && op.Op == opRemove:
@@ -196,9 +199,32 @@ func setMethodThrottle(as *plans.ApiStage, key, field string, op patchOp) error 
 	if err := setThrottleField(&t, field, op); err != nil {
 		return err
 	}
+	if !exists {
+		t = newMethodThrottle(t, field, planThrottle)
+	}
 	if as.Throttle == nil {
 		as.Throttle = map[string]plans.Throttle{}
 	}
 	as.Throttle[key] = t
 	return nil
+}
+
+// newMethodThrottle completes a per-method throttle created by a patch of
+// one field (AWS's CLI guide sets a method throttle with a lone rateLimit
+// operation; AWS documents no default for the other field). With only
+// rateLimit set, the burst is the plan's own burstLimit when the plan has
+// a throttle, else one second's worth of requests (rateLimit rounded up,
+// at least 1), so the method is not refused outright; with only
+// burstLimit set, the rate is the plan's own rateLimit (else 0). A later
+// operation of the same request may still set the field.
+func newMethodThrottle(t plans.Throttle, field string, plan *plans.Throttle) plans.Throttle {
+	switch {
+	case field == "rateLimit" && plan != nil:
+		t.BurstLimit = plan.BurstLimit
+	case field == "rateLimit":
+		t.BurstLimit = int32(min(max(math.Ceil(t.RateLimit), 1), math.MaxInt32))
+	case field == "burstLimit" && plan != nil:
+		t.RateLimit = plan.RateLimit
+	}
+	return t
 }

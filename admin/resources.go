@@ -17,6 +17,8 @@ func (s *Server) resourceRoutes(r chi.Router) {
 	r.Delete("/restapis/{restApiId}/resources/{resourceId}", s.handle(s.deleteResource))
 	s.methodRoutes(r)
 	s.integrationRoutes(r)
+	s.responseRoutes(r)
+	s.gatewayResponseRoutes(r)
 }
 
 // resourceView is a Resource as sent: without ?embed=methods each method

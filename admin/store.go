@@ -36,7 +36,7 @@ type Store interface {
 	UpdateResource(ctx context.Context, apiID, resourceID string, fn func(*plans.Resource) error) (*plans.Resource, error)
 	DeleteResource(ctx context.Context, apiID, resourceID string) error // with its subtree; the root is 400
 
-	PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error // replaces, keeps no integration
+	PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error // 409 when the method exists
 	GetMethod(ctx context.Context, apiID, resourceID, httpMethod string) (*plans.Method, error)
 	UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod string, fn func(*plans.Method) error) (*plans.Method, error)
 	DeleteMethod(ctx context.Context, apiID, resourceID, httpMethod string) error
@@ -45,6 +45,14 @@ type Store interface {
 	GetIntegration(ctx context.Context, apiID, resourceID, httpMethod string) (*plans.Integration, error)
 	UpdateIntegration(ctx context.Context, apiID, resourceID, httpMethod string, fn func(*plans.Integration) error) (*plans.Integration, error)
 	DeleteIntegration(ctx context.Context, apiID, resourceID, httpMethod string) error
+
+	// PutGatewayResponse stores the API's response of gr.ResponseType,
+	// replacing any; GatewayResponses returns those put, by type;
+	// DeleteGatewayResponse is 404 when none was put. They reach traffic
+	// with the next deployment.
+	PutGatewayResponse(ctx context.Context, apiID string, gr *plans.GatewayResponse) error
+	GatewayResponses(ctx context.Context, apiID string) (map[string]plans.GatewayResponse, error)
+	DeleteGatewayResponse(ctx context.Context, apiID, responseType string) error
 
 	// CreateDeployment copies the API's current resources into a new
 	// deployment; when stageName is not empty it creates that stage

@@ -92,7 +92,7 @@ func TestUpDownUp(t *testing.T) {
 	wantVersion(t, u, 0)
 	schema := []string{"rest_apis", "resources", "methods", "integrations", "deployments", "stages",
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
-		"account", "config_version", "config_changes", "usage_days", "usage_quotas"}
+		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)

@@ -159,12 +159,32 @@ func (s *Stage) Validate() error {
 			return err
 		}
 	}
-	for k := range s.Variables {
+	if err := ValidateStageVariables(s.Variables); err != nil {
+		return err
+	}
+	return ValidateTags(s.Tags)
+}
+
+// MaxStageVariableValueLen bounds a stage variable's value, in characters
+// (AWS's quota).
+const MaxStageVariableValueLen = 512
+
+var stageVariableValue = regexp.MustCompile(`^[A-Za-z0-9\-._~:/?#&=,]{1,512}$`)
+
+// ValidateStageVariables checks AWS's rules for stage variables: names
+// [A-Za-z0-9_]{1,64}, values [A-Za-z0-9-._~:/?#&=,]{1,512}. Errors:
+// KindInvalid naming "variables.<name>". Source: AWS API Gateway API
+// reference, CreateStage "variables", and its quota of 512 characters.
+func ValidateStageVariables(vars map[string]string) error {
+	for k, v := range vars {
 		if !stageVariableName.MatchString(k) {
 			return Invalid("variables", "stage variable name %q must match [A-Za-z0-9_]{1,64}", k)
 		}
+		if !stageVariableValue.MatchString(v) {
+			return Invalid("variables."+k, "stage variable %s: the value must be 1 to %d characters of A-Z a-z 0-9 - . _ ~ : / ? # & = ,", k, MaxStageVariableValueLen)
+		}
 	}
-	return ValidateTags(s.Tags)
+	return nil
 }
 
 // validateResolvedThrottle refuses an entry whose throttle resolves (entry,
@@ -271,4 +291,40 @@ func (s *Stage) CacheSetting(path, method string) MethodSetting {
 	}
 	ms := DefaultMethodSetting()
 	return ms
+}
+
+// DeployedMethods returns the set of "<path>/<METHOD>" of every method of
+// rs ("/pets/GET"; the root's "//GET"), as a deployment serves them.
+func DeployedMethods(rs []Resource) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rs {
+		for verb := range r.ResourceMethods {
+			out[r.Path+"/"+verb] = true
+		}
+	}
+	return out
+}
+
+// CheckMethodSettingPaths refuses a method setting that was added or
+// changed since before and names no method of deployed (see
+// DeployedMethods), e.g. "~1nope/GET": a typo would silently set nothing.
+// Entries left as they were are not checked, so a setting whose method a
+// later deployment dropped stays until it is removed and blocks no other
+// change. Errors: KindInvalid naming the setting's patch path
+// ("/~1nope/GET").
+func (s *Stage) CheckMethodSettingPaths(before map[string]MethodSetting, deployed map[string]bool) error {
+	for key, ms := range s.MethodSettings {
+		if key == AllMethods {
+			continue
+		}
+		if old, ok := before[key]; ok && old == ms {
+			continue
+		}
+		i := strings.LastIndexByte(key, '/')
+		if i < 0 || !deployed[UnescapeResourcePath(key[:i])+"/"+key[i+1:]] {
+			return Invalid("/"+key, "method setting path /%s names no method of deployment %s (no %s %s)",
+				key, s.DeploymentID, key[i+1:], UnescapeResourcePath(key[:max(i, 0)]))
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"fmt"
 	"math"
 	"strings"
 )
@@ -179,4 +180,26 @@ func (p *UsagePlan) Covers(apiID, stage string) bool {
 		}
 	}
 	return false
+}
+
+// CheckMethodThrottlePaths refuses a per-method throttle of as that was
+// added or changed since before (its throttles as stored; nil for a new
+// plan or api stage) and names no method of deployed, the stage's
+// deployment (see DeployedMethods): a typo would silently set no limit.
+// Throttles left as they were are not checked, so one whose method a later
+// deployment dropped blocks no other change. Errors: KindInvalid naming
+// the throttle's patch path ("/apiStages/a1b2c3d4e5:prod/throttle/~1nope/GET").
+func (as *ApiStage) CheckMethodThrottlePaths(before map[string]Throttle, deployed map[string]bool) error {
+	for key, t := range as.Throttle {
+		if old, ok := before[key]; ok && old == t {
+			continue
+		}
+		if !deployed[key] {
+			i := max(strings.LastIndexByte(key, '/'), 0)
+			path, method := key[:i], key[i+1:]
+			return Invalid(fmt.Sprintf("/apiStages/%s:%s/throttle/%s/%s", as.ApiID, as.Stage, EscapeResourcePath(path), method),
+				"per-method throttle %s of api stage %s:%s names no method the stage serves (no %s %s)", key, as.ApiID, as.Stage, method, path)
+		}
+	}
+	return nil
 }

@@ -12,18 +12,20 @@ import (
 )
 
 type deploymentRow struct {
-	ID          string           `db:"id"`
-	Description string           `db:"description"`
-	Resources   []plans.Resource `db:"resources"`
-	CreatedAt   time.Time        `db:"created_at"`
+	ID               string                           `db:"id"`
+	Description      string                           `db:"description"`
+	Resources        []plans.Resource                 `db:"resources"`
+	GatewayResponses map[string]plans.GatewayResponse `db:"gateway_responses"`
+	CreatedAt        time.Time                        `db:"created_at"`
 }
 
 func (r deploymentRow) deployment() plans.Deployment {
-	return plans.Deployment{ID: r.ID, Description: r.Description, CreatedDate: epoch(r.CreatedAt), Resources: r.Resources}
+	return plans.Deployment{ID: r.ID, Description: r.Description, CreatedDate: epoch(r.CreatedAt), Resources: r.Resources,
+		GatewayResponses: nilIfEmptyMap(r.GatewayResponses)}
 }
 
 // CreateDeployment copies the API's current resources, methods and
-// integrations (sorted by path) into a new deployment (id of 6
+// integrations (sorted by path) and its gateway responses into a new deployment (id of 6
 // characters; ID and CreatedDate filled in d). When stageName is not empty
 // it creates that stage (with stageDescription and variables) or points
 // the existing stage at the new deployment (variables are merged into the
@@ -49,9 +51,13 @@ func (db *DB) CreateDeployment(ctx context.Context, apiID string, d *plans.Deplo
 		if err != nil {
 			return err
 		}
-		d.ID, d.CreatedDate, d.Resources = plans.NewID(plans.ShortIDLen), epoch(now), rs
-		if _, err := tx.Exec(ctx, `INSERT INTO deployments (api_id, id, description, resources, created_at)
-			VALUES ($1, $2, $3, $4, $5)`, apiID, d.ID, d.Description, rs, now); err != nil {
+		grs, err := loadGatewayResponses(ctx, tx, apiID)
+		if err != nil {
+			return err
+		}
+		d.ID, d.CreatedDate, d.Resources, d.GatewayResponses = plans.NewID(plans.ShortIDLen), epoch(now), rs, grs
+		if _, err := tx.Exec(ctx, `INSERT INTO deployments (api_id, id, description, resources, gateway_responses, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6)`, apiID, d.ID, d.Description, rs, grs, now); err != nil {
 			return err
 		}
 		if stageName == "" {
@@ -107,7 +113,7 @@ func deployToStage(ctx context.Context, tx pgx.Tx, now time.Time, apiID, deploym
 	for k, v := range variables {
 		s.Variables[k] = v
 	}
-	return saveStage(ctx, tx, now, apiID, s)
+	return saveStage(ctx, tx, now, apiID, s, s.MethodSettings)
 }
 
 // GetDeployment returns a deployment with its copy of the resources.
@@ -119,7 +125,7 @@ func (db *DB) GetDeployment(ctx context.Context, apiID, deploymentID string) (*p
 		if _, err := getAPI(ctx, tx, apiID, false); err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT id, description, resources, created_at FROM deployments
+		rows, _ := tx.Query(ctx, `SELECT id, description, resources, gateway_responses, created_at FROM deployments
 			WHERE api_id = $1 AND id = $2`, apiID, deploymentID)
 		r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[deploymentRow])
 		d = r.deployment()
@@ -144,7 +150,7 @@ func (db *DB) ListDeployments(ctx context.Context, apiID string, p plans.Page) (
 		if _, err := getAPI(ctx, tx, apiID, false); err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT id, description, '[]'::jsonb AS resources, created_at FROM deployments
+		rows, _ := tx.Query(ctx, `SELECT id, description, '[]'::jsonb AS resources, '{}'::jsonb AS gateway_responses, created_at FROM deployments
 			WHERE api_id = $1 AND id > $2 ORDER BY id LIMIT $3`, apiID, after, limit+1)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[deploymentRow])
 		for _, r := range rs {

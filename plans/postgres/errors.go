@@ -50,6 +50,7 @@ var conflicts = map[string]string{
 	"resources_pkey":         "Identifier collision, please retry",
 	"config_changes_pkey":    "Concurrent configuration change, please retry",
 	"usage_plan_stages_pkey": "api stage is listed twice",
+	"methods_pkey":           "Method already exists for this resource",
 }
 
 // reference is a foreign key a caller can break: the field it names, the

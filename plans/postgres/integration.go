@@ -10,7 +10,8 @@ import (
 )
 
 // PutIntegration validates in (filling its defaults) and stores it as the
-// method's integration, replacing any. Errors: KindNotFound (API,
+// method's integration, replacing any together with its integration
+// responses (as AWS). Errors: KindNotFound (API,
 // resource, method), KindInvalid naming the field (e.g. "type" for HTTP,
 // AWS or AWS_PROXY).
 func (db *DB) PutIntegration(ctx context.Context, apiID, resourceID, httpMethod string, in *plans.Integration) error {
@@ -27,15 +28,18 @@ func (db *DB) PutIntegration(ctx context.Context, apiID, resourceID, httpMethod 
 
 func storeIntegration(ctx context.Context, tx pgx.Tx, apiID, resourceID, httpMethod string, in *plans.Integration) error {
 	_, err := tx.Exec(ctx, `INSERT INTO integrations (api_id, resource_id, http_method, type, integration_method,
-			uri, timeout_ms, cache_key_parameters, cache_namespace, request_parameters, passthrough_behavior, connection_type)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			uri, timeout_ms, cache_key_parameters, cache_namespace, request_parameters, passthrough_behavior, connection_type,
+			integration_responses, request_templates)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (api_id, resource_id, http_method) DO UPDATE SET type = excluded.type,
 			integration_method = excluded.integration_method, uri = excluded.uri, timeout_ms = excluded.timeout_ms,
 			cache_key_parameters = excluded.cache_key_parameters, cache_namespace = excluded.cache_namespace,
 			request_parameters = excluded.request_parameters, passthrough_behavior = excluded.passthrough_behavior,
-			connection_type = excluded.connection_type`,
+			connection_type = excluded.connection_type, integration_responses = excluded.integration_responses,
+			request_templates = excluded.request_templates`,
 		apiID, resourceID, httpMethod, in.Type, in.HTTPMethod, in.URI, in.TimeoutInMillis, in.CacheKeyParameters,
-		in.CacheNamespace, emptyIfNil(in.RequestParameters), in.PassthroughBehavior, in.ConnectionType)
+		in.CacheNamespace, emptyIfNil(in.RequestParameters), in.PassthroughBehavior, in.ConnectionType,
+		emptyIfNil(in.IntegrationResponses), emptyIfNil(in.RequestTemplates))
 	return err
 }
 

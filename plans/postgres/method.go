@@ -12,35 +12,41 @@ import (
 // methodRow is a method left-joined with its integration (integration
 // columns are NULL when there is none).
 type methodRow struct {
-	ResourceID         string            `db:"resource_id"`
-	HTTPMethod         string            `db:"http_method"`
-	AuthorizationType  string            `db:"authorization_type"`
-	APIKeyRequired     bool              `db:"api_key_required"`
-	RequestParameters  map[string]bool   `db:"request_parameters"`
-	Type               *string           `db:"type"`
-	IntegrationMethod  *string           `db:"integration_method"`
-	URI                *string           `db:"uri"`
-	TimeoutMillis      *int32            `db:"timeout_ms"`
-	CacheKeyParameters []string          `db:"cache_key_parameters"`
-	CacheNamespace     *string           `db:"cache_namespace"`
-	IntegrationParams  map[string]string `db:"integration_parameters"`
-	Passthrough        *string           `db:"passthrough_behavior"`
-	ConnectionType     *string           `db:"connection_type"`
+	ResourceID         string                                `db:"resource_id"`
+	HTTPMethod         string                                `db:"http_method"`
+	AuthorizationType  string                                `db:"authorization_type"`
+	APIKeyRequired     bool                                  `db:"api_key_required"`
+	RequestParameters  map[string]bool                       `db:"request_parameters"`
+	MethodResponses    map[string]*plans.MethodResponse      `db:"method_responses"`
+	Type               *string                               `db:"type"`
+	IntegrationMethod  *string                               `db:"integration_method"`
+	URI                *string                               `db:"uri"`
+	TimeoutMillis      *int32                                `db:"timeout_ms"`
+	CacheKeyParameters []string                              `db:"cache_key_parameters"`
+	CacheNamespace     *string                               `db:"cache_namespace"`
+	IntegrationParams  map[string]string                     `db:"integration_parameters"`
+	Passthrough        *string                               `db:"passthrough_behavior"`
+	ConnectionType     *string                               `db:"connection_type"`
+	IntegrationResps   map[string]*plans.IntegrationResponse `db:"integration_responses"`
+	RequestTemplates   map[string]string                     `db:"request_templates"`
 }
 
 const methodSelect = `SELECT m.resource_id, m.http_method, m.authorization_type, m.api_key_required,
-	m.request_parameters, i.type, i.integration_method, i.uri, i.timeout_ms, i.cache_key_parameters,
-	i.cache_namespace, i.request_parameters AS integration_parameters, i.passthrough_behavior, i.connection_type
+	m.request_parameters, m.method_responses, i.type, i.integration_method, i.uri, i.timeout_ms, i.cache_key_parameters,
+	i.cache_namespace, i.request_parameters AS integration_parameters, i.passthrough_behavior, i.connection_type,
+	i.integration_responses, i.request_templates
 	FROM methods m LEFT JOIN integrations i USING (api_id, resource_id, http_method)`
 
 func (r methodRow) method() *plans.Method {
 	m := &plans.Method{HTTPMethod: r.HTTPMethod, AuthorizationType: r.AuthorizationType,
-		APIKeyRequired: r.APIKeyRequired, RequestParameters: nilIfEmptyMap(r.RequestParameters)}
+		APIKeyRequired: r.APIKeyRequired, RequestParameters: nilIfEmptyMap(r.RequestParameters),
+		MethodResponses: nilIfEmptyMap(r.MethodResponses)}
 	if r.Type != nil {
 		m.MethodIntegration = &plans.Integration{Type: *r.Type, HTTPMethod: *r.IntegrationMethod,
 			URI: *r.URI, TimeoutInMillis: *r.TimeoutMillis, CacheKeyParameters: r.CacheKeyParameters,
 			CacheNamespace: *r.CacheNamespace, RequestParameters: nilIfEmptyMap(r.IntegrationParams),
-			PassthroughBehavior: *r.Passthrough, ConnectionType: *r.ConnectionType}
+			PassthroughBehavior: *r.Passthrough, ConnectionType: *r.ConnectionType,
+			IntegrationResponses: nilIfEmptyMap(r.IntegrationResps), RequestTemplates: nilIfEmptyMap(r.RequestTemplates)}
 	}
 	return m
 }
@@ -90,11 +96,12 @@ func resourceExists(ctx context.Context, tx pgx.Tx, apiID, resourceID string) er
 	return notFound(err, msgNoResource)
 }
 
-// PutMethod validates m and stores it on the resource, replacing any
-// method with the same HTTP method together with its integration (m's
-// MethodIntegration is ignored and cleared). Errors: KindNotFound (API,
-// resource), KindInvalid ("httpMethod", "authorizationType",
-// "requestParameters").
+// PutMethod validates m and stores it on the resource, without an
+// integration (m's MethodIntegration is ignored and cleared). Errors:
+// KindNotFound (API, resource), KindInvalid ("httpMethod",
+// "authorizationType", "requestParameters", "methodResponses"),
+// KindConflict "Method already exists for this resource" when the
+// resource has the method (as AWS: nothing changes).
 func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -104,15 +111,18 @@ func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.
 		if err := resourceExists(ctx, tx, apiID, resourceID); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM methods WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
-			apiID, resourceID, m.HTTPMethod); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO methods (api_id, resource_id, http_method, authorization_type,
-			api_key_required, request_parameters) VALUES ($1, $2, $3, $4, $5, $6)`,
-			apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters))
-		return err
+		return insertMethod(ctx, tx, apiID, resourceID, m)
 	})
+}
+
+// insertMethod inserts m (without its integration); an existing method is
+// 409 by the methods_pkey constraint.
+func insertMethod(ctx context.Context, tx pgx.Tx, apiID, resourceID string, m *plans.Method) error {
+	_, err := tx.Exec(ctx, `INSERT INTO methods (api_id, resource_id, http_method, authorization_type,
+		api_key_required, request_parameters, method_responses) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
+		emptyIfNil(m.MethodResponses))
+	return err
 }
 
 // GetMethod returns a method with its integration (MethodIntegration nil
@@ -130,8 +140,8 @@ func (db *DB) GetMethod(ctx context.Context, apiID, resourceID, httpMethod strin
 }
 
 // UpdateMethod lets fn change a method's apiKeyRequired,
-// authorizationType or requestParameters (HTTPMethod and the integration
-// are kept), validates and stores it. Errors: KindNotFound, KindInvalid,
+// authorizationType, requestParameters or methodResponses (HTTPMethod and
+// the integration are kept), validates and stores it. Errors: KindNotFound, KindInvalid,
 // or fn's error.
 func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod string, fn func(*plans.Method) error) (*plans.Method, error) {
 	var m *plans.Method
@@ -148,9 +158,11 @@ func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod st
 		if err := m.Validate(); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE methods SET authorization_type = $4, api_key_required = $5, request_parameters = $6
+		_, err = tx.Exec(ctx, `UPDATE methods SET authorization_type = $4, api_key_required = $5, request_parameters = $6,
+				method_responses = $7
 			WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
-			apiID, resourceID, httpMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters))
+			apiID, resourceID, httpMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
+			emptyIfNil(m.MethodResponses))
 		return err
 	})
 	if err != nil {

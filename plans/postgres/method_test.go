@@ -33,10 +33,12 @@ func TestMethodLifecycle(t *testing.T) {
 	if in.TimeoutInMillis != plans.DefaultTimeoutMillis || in.HTTPMethod != "ANY" || len(in.CacheKeyParameters) != 1 || in.ConnectionType != "INTERNET" {
 		t.Errorf("got %+v, want defaults filled and the cache key parameter", in)
 	}
-	// PutMethod replaces the method and drops its integration.
-	must(t, db.PutMethod(ctx, api.ID, root.ID, &plans.Method{HTTPMethod: "GET"}))
-	_, err = db.GetIntegration(ctx, api.ID, root.ID, "GET")
-	wantMsg(t, err, plans.KindNotFound, "No integration defined for method")
+	// PutMethod on an existing method is 409 and changes nothing (as AWS):
+	// a re-run script cannot open a method or drop its integration.
+	wantMsg(t, db.PutMethod(ctx, api.ID, root.ID, &plans.Method{HTTPMethod: "GET"}), plans.KindConflict, "Method already exists for this resource")
+	if in, err := db.GetIntegration(ctx, api.ID, root.ID, "GET"); err != nil || in.URI != "http://example.com/{x}" {
+		t.Errorf("after the refused PutMethod: integration %+v, %v; want it kept", in, err)
+	}
 	must(t, db.DeleteMethod(ctx, api.ID, root.ID, "GET"))
 	_, err = db.GetMethod(ctx, api.ID, root.ID, "GET")
 	wantMsg(t, err, plans.KindNotFound, "Invalid Method identifier specified")
@@ -117,4 +119,32 @@ func TestResourceEditsDoNotChangeVersion(t *testing.T) {
 	if got := version(t, db); got != v {
 		t.Errorf("got version %d after resource, method and integration edits, want %d", got, v)
 	}
+}
+
+func TestMethodAndIntegrationResponsesAreStored(t *testing.T) {
+	db := newDB(t)
+	api := newAPI(t, db, "a")
+	root := rootOf(t, db, api.ID)
+	must(t, db.PutMethod(ctx, api.ID, root.ID, &plans.Method{HTTPMethod: "OPTIONS", MethodResponses: map[string]*plans.MethodResponse{
+		"200": {StatusCode: "200", ResponseParameters: map[string]bool{"method.response.header.Access-Control-Allow-Origin": false}}}}))
+	ir := map[string]*plans.IntegrationResponse{"200": {StatusCode: "200",
+		ResponseParameters: map[string]string{"method.response.header.Access-Control-Allow-Origin": "'*'"},
+		ResponseTemplates:  map[string]string{"application/json": "{}"}}}
+	must(t, db.PutIntegration(ctx, api.ID, root.ID, "OPTIONS", &plans.Integration{Type: plans.IntegrationMock,
+		RequestTemplates: map[string]string{"application/json": `{"statusCode": 200}`}, IntegrationResponses: ir}))
+	got, err := db.GetMethod(ctx, api.ID, root.ID, "OPTIONS")
+	must(t, err)
+	if got.MethodResponses["200"] == nil || got.MethodResponses["200"].ResponseParameters["method.response.header.Access-Control-Allow-Origin"] {
+		t.Errorf("method responses: got %+v, want the 200 with its optional header", got.MethodResponses)
+	}
+	in := got.MethodIntegration
+	if in.IntegrationResponses["200"] == nil || in.IntegrationResponses["200"].ResponseParameters["method.response.header.Access-Control-Allow-Origin"] != "'*'" ||
+		in.MockStatus() != "200" {
+		t.Errorf("integration: got %+v, want its integration response and request template", in)
+	}
+	_, err = db.UpdateIntegration(ctx, api.ID, root.ID, "OPTIONS", func(in *plans.Integration) error {
+		in.IntegrationResponses["200"].StatusCode = "201"
+		return nil
+	})
+	wantErr(t, err, plans.KindInvalid, "integrationResponses")
 }

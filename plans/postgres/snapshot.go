@@ -12,7 +12,8 @@ import (
 type snapshotStageRow struct {
 	ApiID string `db:"api_id"`
 	stageRow
-	Resources []plans.Resource `db:"resources"`
+	Resources        []plans.Resource                 `db:"resources"`
+	GatewayResponses map[string]plans.GatewayResponse `db:"gateway_responses"`
 }
 
 // Snapshot returns the whole configuration the gateway runs on, read in
@@ -63,11 +64,12 @@ func readSnapshotApis(ctx context.Context, tx pgx.Tx, s *plans.Snapshot) error {
 	}
 	rows, _ = tx.Query(ctx, `SELECT s.api_id, s.name, s.deployment_id, s.description, s.cache_cluster_enabled,
 		s.cache_cluster_size, s.tracing_enabled, s.method_settings, s.variables, s.tags, s.created_at, s.updated_at,
-		d.resources FROM stages s JOIN deployments d ON d.api_id = s.api_id AND d.id = s.deployment_id`)
+		d.resources, d.gateway_responses FROM stages s JOIN deployments d ON d.api_id = s.api_id AND d.id = s.deployment_id`)
 	stages, err := pgx.CollectRows(rows, pgx.RowToStructByName[snapshotStageRow])
 	for _, st := range stages {
 		if api := s.Apis[st.ApiID]; api != nil {
-			api.Stages[st.Name] = &plans.StageConfig{Stage: st.stage(), Resources: st.Resources}
+			api.Stages[st.Name] = &plans.StageConfig{Stage: st.stage(), Resources: st.Resources,
+				GatewayResponses: nilIfEmptyMap(st.GatewayResponses)}
 		}
 	}
 	return err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,22 +59,27 @@ func getStage(ctx context.Context, tx pgx.Tx, apiID, name string, forUpdate bool
 	return &s, nil
 }
 
-// checkStage validates s and that its deployment exists.
-func checkStage(ctx context.Context, tx pgx.Tx, apiID string, s *plans.Stage) error {
+// checkStage validates s, that its deployment exists and that every
+// method setting added or changed since before names a method of that
+// deployment.
+func checkStage(ctx context.Context, tx pgx.Tx, apiID string, s *plans.Stage, before map[string]plans.MethodSetting) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM deployments WHERE api_id = $1 AND id = $2`, apiID, s.DeploymentID).Scan(&one)
+	var rs []plans.Resource
+	err := tx.QueryRow(ctx, `SELECT resources FROM deployments WHERE api_id = $1 AND id = $2`, apiID, s.DeploymentID).Scan(&rs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return plans.Invalid("deploymentId", "%s: %q", msgNoDeployment, s.DeploymentID)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.CheckMethodSettingPaths(before, plans.DeployedMethods(rs))
 }
 
 // insertStage validates and inserts a new stage (dates set to now).
 func insertStage(ctx context.Context, tx pgx.Tx, now time.Time, apiID string, s *plans.Stage) error {
-	if err := checkStage(ctx, tx, apiID, s); err != nil {
+	if err := checkStage(ctx, tx, apiID, s, nil); err != nil {
 		return err
 	}
 	s.CreatedDate, s.LastUpdatedDate = epoch(now), epoch(now)
@@ -86,9 +92,9 @@ func insertStage(ctx context.Context, tx pgx.Tx, now time.Time, apiID string, s 
 }
 
 // saveStage validates and updates an existing stage (lastUpdatedDate set
-// to now).
-func saveStage(ctx context.Context, tx pgx.Tx, now time.Time, apiID string, s *plans.Stage) error {
-	if err := checkStage(ctx, tx, apiID, s); err != nil {
+// to now); before are its method settings as stored.
+func saveStage(ctx context.Context, tx pgx.Tx, now time.Time, apiID string, s *plans.Stage, before map[string]plans.MethodSetting) error {
+	if err := checkStage(ctx, tx, apiID, s, before); err != nil {
 		return err
 	}
 	s.LastUpdatedDate = epoch(now)
@@ -175,12 +181,12 @@ func (db *DB) UpdateStage(ctx context.Context, apiID, name string, fn func(*plan
 		if s, err = getStage(ctx, tx, apiID, name, true); err != nil {
 			return err
 		}
-		created := s.CreatedDate
+		created, before := s.CreatedDate, maps.Clone(s.MethodSettings)
 		if err := fn(s); err != nil {
 			return err
 		}
 		s.StageName, s.CreatedDate = name, created
-		if err := saveStage(ctx, tx, now, apiID, s); err != nil {
+		if err := saveStage(ctx, tx, now, apiID, s, before); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{snapshot: true, stages: []string{stageRef(apiID, name)}})

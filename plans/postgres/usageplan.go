@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,22 +102,38 @@ func getPlan(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*plans.
 	return &ps[0], nil
 }
 
-// checkPlan validates p and that every api stage exists.
-func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan) error {
+// checkPlan validates p, that every api stage exists and that every
+// per-method throttle added or changed since before (the throttles as
+// stored, by "apiId:stage") names a method the stage's deployment serves.
+func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, before map[string]map[string]plans.Throttle) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
 	for _, as := range p.ApiStages {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM stages WHERE api_id = $1 AND name = $2`, as.ApiID, as.Stage).Scan(&one)
+		var rs []plans.Resource
+		err := tx.QueryRow(ctx, `SELECT d.resources FROM stages s JOIN deployments d ON d.api_id = s.api_id AND d.id = s.deployment_id
+			WHERE s.api_id = $1 AND s.name = $2`, as.ApiID, as.Stage).Scan(&rs)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return plans.Invalid("apiStages", "API Stage not found: %s:%s", as.ApiID, as.Stage)
 		}
 		if err != nil {
 			return err
 		}
+		if err := as.CheckMethodThrottlePaths(before[stageRef(as.ApiID, as.Stage)], plans.DeployedMethods(rs)); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// methodThrottles copies the per-method throttles of p's api stages, by
+// "apiId:stage" (the "before" of checkPlan).
+func methodThrottles(p *plans.UsagePlan) map[string]map[string]plans.Throttle {
+	out := make(map[string]map[string]plans.Throttle, len(p.ApiStages))
+	for _, as := range p.ApiStages {
+		out[stageRef(as.ApiID, as.Stage)] = maps.Clone(as.Throttle)
+	}
+	return out
 }
 
 // CreateUsagePlan validates p, checks that its api stages exist, stores it
@@ -125,7 +142,7 @@ func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan) error {
 // stage).
 func (db *DB) CreateUsagePlan(ctx context.Context, p *plans.UsagePlan) error {
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
-		if err := checkPlan(ctx, tx, p); err != nil {
+		if err := checkPlan(ctx, tx, p, nil); err != nil {
 			return err
 		}
 		p.ID = plans.NewID(plans.ShortIDLen)
@@ -223,12 +240,12 @@ func (db *DB) UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.Usa
 		if p, err = getPlan(ctx, tx, id, true); err != nil {
 			return err
 		}
-		old := append([]plans.ApiStage(nil), p.ApiStages...)
+		old, before := append([]plans.ApiStage(nil), p.ApiStages...), methodThrottles(p)
 		if err := fn(p); err != nil {
 			return err
 		}
 		p.ID = id
-		if err := checkPlan(ctx, tx, p); err != nil {
+		if err := checkPlan(ctx, tx, p, before); err != nil {
 			return err
 		}
 		rate, burst, limit, offset, period := planArgs(p)

@@ -1,0 +1,166 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"tollgate/plans"
+)
+
+const (
+	methodResponsePath      = methodPath + "/responses/{statusCode}"
+	integrationResponsePath = integrationPath + "/responses/{statusCode}"
+	msgNoResponse           = "Invalid Response status code specified"
+)
+
+func (s *Server) responseRoutes(r chi.Router) {
+	r.Put(methodResponsePath, s.handle(s.putMethodResponse))
+	r.Get(methodResponsePath, s.handle(s.getMethodResponse))
+	r.Delete(methodResponsePath, s.handle(s.deleteMethodResponse))
+	r.Put(integrationResponsePath, s.handle(s.putIntegrationResponse))
+	r.Get(integrationResponsePath, s.handle(s.getIntegrationResponse))
+	r.Delete(integrationResponsePath, s.handle(s.deleteIntegrationResponse))
+}
+
+// responseTarget reads a response route's method target and status code
+// (400 naming statusCode unless it is 100..599).
+func responseTarget(r *http.Request) (methodTarget, string, error) {
+	t, err := target(r)
+	if err != nil {
+		return t, "", err
+	}
+	code := param(r, "statusCode")
+	return t, code, plans.ValidateStatusCode("statusCode", code)
+}
+
+// putMethodResponse: PUT .../methods/{m}/responses/{code} → 201
+// MethodResponse (replacing any of that code). Body: responseParameters,
+// responseModels.
+func (s *Server) putMethodResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	mr := &plans.MethodResponse{}
+	if err := decode(r, mr); err != nil {
+		return err
+	}
+	mr.StatusCode = code
+	_, err = s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, func(m *plans.Method) error {
+		if m.MethodResponses == nil {
+			m.MethodResponses = map[string]*plans.MethodResponse{}
+		}
+		m.MethodResponses[code] = mr
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, mr)
+	return nil
+}
+
+// getMethodResponse: GET .../methods/{m}/responses/{code} → 200.
+func (s *Server) getMethodResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.store.GetMethod(r.Context(), t.api, t.resource, t.method)
+	if err != nil {
+		return err
+	}
+	mr := m.MethodResponses[code]
+	if mr == nil {
+		return plans.NotFound(msgNoResponse)
+	}
+	writeJSON(w, http.StatusOK, mr)
+	return nil
+}
+
+// deleteMethodResponse: DELETE .../methods/{m}/responses/{code} → 202.
+func (s *Server) deleteMethodResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, func(m *plans.Method) error {
+		if m.MethodResponses[code] == nil {
+			return plans.NotFound(msgNoResponse)
+		}
+		delete(m.MethodResponses, code)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeAccepted(w)
+	return nil
+}
+
+// putIntegrationResponse: PUT .../integration/responses/{code} → 201
+// IntegrationResponse (replacing any of that code). Body:
+// selectionPattern, responseParameters, responseTemplates,
+// contentHandling.
+func (s *Server) putIntegrationResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	ir := &plans.IntegrationResponse{}
+	if err := decode(r, ir); err != nil {
+		return err
+	}
+	ir.StatusCode = code
+	_, err = s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, func(in *plans.Integration) error {
+		if in.IntegrationResponses == nil {
+			in.IntegrationResponses = map[string]*plans.IntegrationResponse{}
+		}
+		in.IntegrationResponses[code] = ir
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ir)
+	return nil
+}
+
+// getIntegrationResponse: GET .../integration/responses/{code} → 200.
+func (s *Server) getIntegrationResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	in, err := s.store.GetIntegration(r.Context(), t.api, t.resource, t.method)
+	if err != nil {
+		return err
+	}
+	ir := in.IntegrationResponses[code]
+	if ir == nil {
+		return plans.NotFound(msgNoResponse)
+	}
+	writeJSON(w, http.StatusOK, ir)
+	return nil
+}
+
+// deleteIntegrationResponse: DELETE .../integration/responses/{code} → 202.
+func (s *Server) deleteIntegrationResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	_, err = s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, func(in *plans.Integration) error {
+		if in.IntegrationResponses[code] == nil {
+			return plans.NotFound(msgNoResponse)
+		}
+		delete(in.IntegrationResponses, code)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeAccepted(w)
+	return nil
+}
