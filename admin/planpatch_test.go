@@ -45,7 +45,8 @@ func TestPatchUsagePlan(t *testing.T) {
 			replace("/apiStages/api0000001:prod/throttle/~1pets/POST/burstLimit", "1"),
 			replace("/apiStages/api0000001:prod/throttle///GET/burstLimit", "8"),
 		}, func(p *plans.UsagePlan) {
-			p.ApiStages[0].Throttle = map[string]plans.Throttle{"/pets/POST": {BurstLimit: 1}, "//GET": {BurstLimit: 8}}
+			// A lone burstLimit takes the plan's rate (10), not 0.
+			p.ApiStages[0].Throttle = map[string]plans.Throttle{"/pets/POST": {RateLimit: 10, BurstLimit: 1}, "//GET": {RateLimit: 10, BurstLimit: 8}}
 		}},
 		{"remove a method throttle", []patchOp{
 			replace("/apiStages/api0000001:prod/throttle/~1pets/POST/burstLimit", "1"),
