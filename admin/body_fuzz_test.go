@@ -22,6 +22,9 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"PUT", "/restapis/{api}/resources/{res}/methods/GET"},
 	{"PUT", "/restapis/{api}/resources/{res}/methods/GET/integration"},
 	{"PATCH", "/restapis/{api}/resources/{res}/methods/GET"},
+	{"PUT", "/restapis/{api}/resources/{res}/methods/GET/responses/200"},
+	{"PUT", "/restapis/{api}/resources/{res}/methods/GET/integration/responses/200"},
+	{"PUT", "/restapis/{api}/gatewayresponses/DEFAULT_4XX"},
 	{"POST", "/restapis/{api}/deployments"},
 	{"POST", "/restapis/{api}/stages"},
 	{"PATCH", "/restapis/{api}/stages/prod"},
@@ -52,6 +55,8 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"keyId":"zzz","keyType":"API_KEY"}`, `{"type":"HTTP_PROXY","uri":"ftp://x"}`,
 		`{"pathPart":"{a+}"}`, `{"stageName":"a b","deploymentId":"x"}`,
 		`{"name":"k","value":"short"}`, "Key,Name\nabc,def\n", "\x00\xff",
+		`{"selectionPattern":"(","responseParameters":{"method.response.header.X":"'a'"}}`,
+		`{"statusCode":"999","responseParameters":{"gatewayresponse.header.A":"'*'"},"responseTemplates":{"application/json":"{}"}}`,
 	} {
 		for i := range fuzzRoutes {
 			f.Add(uint8(i), seed)

@@ -31,6 +31,7 @@ type putIntegrationInput struct {
 	RequestParameters   map[string]string `json:"requestParameters"`
 	PassthroughBehavior string            `json:"passthroughBehavior"`
 	ConnectionType      string            `json:"connectionType"`
+	RequestTemplates    map[string]string `json:"requestTemplates"`
 }
 
 // putIntegration: PUT .../integration → 201 Integration. Types other than
@@ -48,6 +49,7 @@ func (s *Server) putIntegration(w http.ResponseWriter, r *http.Request) error {
 		Type: in.Type, HTTPMethod: strings.ToUpper(in.HTTPMethod), URI: in.URI, TimeoutInMillis: in.TimeoutInMillis,
 		CacheKeyParameters: in.CacheKeyParameters, CacheNamespace: in.CacheNamespace,
 		RequestParameters: in.RequestParameters, PassthroughBehavior: in.PassthroughBehavior, ConnectionType: in.ConnectionType,
+		RequestTemplates: in.RequestTemplates,
 	}
 	if integ.CacheNamespace == "" {
 		integ.CacheNamespace = t.resource // AWS defaults the namespace to the resource id
@@ -80,7 +82,8 @@ func (s *Server) getIntegration(w http.ResponseWriter, r *http.Request) error {
 // updateIntegration: PATCH .../integration; paths /uri, /httpMethod,
 // /timeoutInMillis, /cacheNamespace, /connectionType, add|remove
 // /cacheKeyParameters/{param} (or /cacheKeyParameters with the parameter as
-// value) and /requestParameters/{name}.
+// value), /requestParameters/{name} and /requestTemplates/{content type
+// with "/" written "~1"}.
 func (s *Server) updateIntegration(w http.ResponseWriter, r *http.Request) error {
 	t, err := target(r)
 	if err != nil {
@@ -124,6 +127,18 @@ func patchIntegration(in *plans.Integration, op patchOp) error {
 	}
 	if name, ok := strings.CutPrefix(op.Path, "/cacheKeyParameters/"); ok && name != "" {
 		return patchCacheKeyParameter(in, op, name)
+	}
+	if ct, ok := strings.CutPrefix(op.Path, "/requestTemplates/"); ok && ct != "" {
+		ct = strings.ReplaceAll(ct, "~1", "/") // "application~1json"
+		if op.Op == opRemove {
+			delete(in.RequestTemplates, ct)
+			return nil
+		}
+		if in.RequestTemplates == nil {
+			in.RequestTemplates = map[string]string{}
+		}
+		in.RequestTemplates[ct] = op.Value
+		return nil
 	}
 	if name, ok := strings.CutPrefix(op.Path, "/requestParameters/"); ok && name != "" {
 		if op.Op == opRemove {

@@ -1,0 +1,68 @@
+package admin_test
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+)
+
+// TestAWSCorsSetup runs the calls AWS's console makes to enable CORS: a
+// MOCK OPTIONS method with its method and integration responses, and
+// Access-Control-Allow-Origin on DEFAULT_4XX.
+func TestAWSCorsSetup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, petsID := e.api("pets", "")
+	id, res := aws.String(apiID), aws.String(petsID)
+	opt := aws.String("OPTIONS")
+	call(e.c.PutMethod(e.ctx, &apigateway.PutMethodInput{RestApiId: id, ResourceId: res, HttpMethod: opt, AuthorizationType: aws.String("NONE")})).must(t)
+	call(e.c.PutIntegration(e.ctx, &apigateway.PutIntegrationInput{RestApiId: id, ResourceId: res, HttpMethod: opt, Type: types.IntegrationTypeMock,
+		RequestTemplates: map[string]string{"application/json": `{"statusCode": 200}`}})).must(t)
+	call(e.c.PutMethodResponse(e.ctx, &apigateway.PutMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200"),
+		ResponseParameters: map[string]bool{"method.response.header.Access-Control-Allow-Origin": false}})).must(t)
+	ir := call(e.c.PutIntegrationResponse(e.ctx, &apigateway.PutIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200"),
+		ResponseParameters: map[string]string{"method.response.header.Access-Control-Allow-Origin": "'*'"},
+		ResponseTemplates:  map[string]string{"application/json": ""}})).must(t)
+	if aws.ToString(ir.StatusCode) != "200" || ir.ResponseParameters["method.response.header.Access-Control-Allow-Origin"] != "'*'" {
+		t.Fatalf("PutIntegrationResponse: got %+v", ir)
+	}
+	m := call(e.c.GetMethod(e.ctx, &apigateway.GetMethodInput{RestApiId: id, ResourceId: res, HttpMethod: opt})).must(t)
+	if m.MethodResponses["200"].ResponseParameters == nil || m.MethodIntegration.IntegrationResponses["200"].ResponseParameters == nil ||
+		m.MethodIntegration.RequestTemplates["application/json"] == "" {
+		t.Fatalf("GetMethod: got %+v, want its method response, integration response and request template", m)
+	}
+	gr := call(e.c.PutGatewayResponse(e.ctx, &apigateway.PutGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeDefault4xx,
+		ResponseParameters: map[string]string{"gatewayresponse.header.Access-Control-Allow-Origin": "'*'"}})).must(t)
+	if gr.DefaultResponse || gr.ResponseType != types.GatewayResponseTypeDefault4xx {
+		t.Fatalf("PutGatewayResponse: got %+v", gr)
+	}
+	all := call(e.c.GetGatewayResponses(e.ctx, &apigateway.GetGatewayResponsesInput{RestApiId: id})).must(t)
+	put := 0
+	for _, g := range all.Items {
+		if !g.DefaultResponse {
+			put++
+		}
+	}
+	if len(all.Items) != 12 || put != 1 {
+		t.Errorf("GetGatewayResponses: got %d items, %d put; want 12 and 1", len(all.Items), put)
+	}
+	_, err := e.c.PutGatewayResponse(e.ctx, &apigateway.PutGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeWafFiltered})
+	wantBadRequest(t, err, "responseType")
+	_, err = e.c.PutGatewayResponse(e.ctx, &apigateway.PutGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeThrottled,
+		ResponseParameters: map[string]string{"gatewayresponse.header.X": "context.requestId"}})
+	wantBadRequest(t, err, "responseParameters")
+
+	call(e.c.DeleteIntegrationResponse(e.ctx, &apigateway.DeleteIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200")})).must(t)
+	_, err = e.c.GetIntegrationResponse(e.ctx, &apigateway.GetIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200")})
+	wantCode(t, err, "NotFoundException")
+	call(e.c.DeleteMethodResponse(e.ctx, &apigateway.DeleteMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200")})).must(t)
+	_, err = e.c.DeleteMethodResponse(e.ctx, &apigateway.DeleteMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: opt, StatusCode: aws.String("200")})
+	wantCode(t, err, "NotFoundException")
+	call(e.c.DeleteGatewayResponse(e.ctx, &apigateway.DeleteGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeDefault4xx})).must(t)
+	g := call(e.c.GetGatewayResponse(e.ctx, &apigateway.GetGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeDefault4xx})).must(t)
+	if !g.DefaultResponse {
+		t.Errorf("after delete: got %+v, want the default response", g)
+	}
+}
