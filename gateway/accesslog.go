@@ -84,12 +84,7 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 		status = http.StatusOK
 	}
 	elapsed := time.Since(ex.start)
-	api, stage := ex.api, ex.stage
-	if stage == "" {
-		api = "" // unknown APIs and stages are not metric labels
-	}
-	s.metrics.Requests.WithLabelValues(api, stage, methodLabel(ex.method), statusClass(status)).Inc()
-	s.metrics.Latency.WithLabelValues(api, stage).Observe(elapsed.Seconds())
+	s.record(ex, status, elapsed)
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
@@ -114,6 +109,35 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 		attrs = append(attrs, slog.Float64("integration_latency_ms", float64(ex.integrationTime.Microseconds())/1000))
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// record counts the request in the metrics (see Metrics for the labels).
+func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
+	api, stage, resource := ex.api, ex.stage, ex.resource
+	if stage == "" {
+		api, resource = "", "" // unknown APIs and stages are not metric labels
+	}
+	method := methodLabel(ex.method)
+	s.metrics.Requests.WithLabelValues(api, stage, method, resource, statusClass(status)).Inc()
+	s.metrics.Latency.WithLabelValues(api, stage, method, resource).Observe(elapsed.Seconds())
+	if ex.integrationCalled {
+		s.metrics.IntegrationLatency.WithLabelValues(api, stage, method, resource).Observe(ex.integrationTime.Seconds())
+	}
+	if ex.errType == ErrorTypeInvalidKey {
+		s.metrics.KeyRefusals.WithLabelValues(api, stage, refusalLabel(ex.reason)).Inc()
+	}
+}
+
+// refusalLabel is the tollgate_key_refusals_total reason of a key check
+// refusal reason (ReasonMissing, ...).
+func refusalLabel(reason string) string {
+	switch reason {
+	case ReasonMissing, ReasonMalformed, ReasonUnknown, ReasonDisabled:
+		return reason
+	case ReasonNoPlan:
+		return "no_plan"
+	}
+	return "other"
 }
 
 func appendIf(attrs []slog.Attr, key, value string) []slog.Attr {

@@ -80,10 +80,10 @@ func TestExpectContinueLoggedWithFinalStatus(t *testing.T) {
 	if line["status"] != float64(201) {
 		t.Errorf("access log status: got %v, want 201", line["status"])
 	}
-	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "POST", "1xx")); n != 0 {
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "POST", "/post", "1xx")); n != 0 {
 		t.Errorf("tollgate_requests_total{1xx}: got %v, want 0", n)
 	}
-	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "POST", "2xx")); n != 1 {
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "POST", "/post", "2xx")); n != 1 {
 		t.Errorf("tollgate_requests_total{2xx}: got %v, want 1", n)
 	}
 }

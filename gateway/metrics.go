@@ -2,12 +2,22 @@ package gateway
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the gateway's Prometheus collectors (DESIGN.md 8). Label
-// values come only from the compiled snapshot (API ids, stage names,
-// method names, levels), never from unchecked request data: requests to
-// unknown APIs or stages are counted with empty api and stage labels.
+// Metrics are the gateway's Prometheus collectors (docs/operations.md),
+// named after the CloudWatch metrics of Amazon API Gateway: Count and
+// 4XXError / 5XXError are tollgate_requests_total (by status class),
+// Latency and IntegrationLatency the two histograms, CacheHitCount and
+// CacheMissCount the cache counters.
+//
+// Label values come only from the compiled snapshot (API ids, stage names,
+// resource path templates such as "/pets/{petId}", levels and reasons
+// from fixed lists), never from unchecked request data, so every label set
+// is bounded by the configuration: requests to unknown APIs or stages
+// are counted with empty api, stage and resource labels, requests that
+// match no resource with an empty resource, and a method outside the
+// HTTP methods a resource may have as "OTHER".
 type Metrics struct {
-	// Requests counts requests by api, stage, method and status class ("2xx").
+	// Requests counts requests by api, stage, method, resource and status
+	// class ("2xx"; status="4xx" is CloudWatch's 4XXError).
 	Requests *prometheus.CounterVec
 	// Throttled counts 429s by api, stage and the refusing level
 	// (plan, method, stage, account, quota, or key_attempts: too many
@@ -17,11 +27,16 @@ type Metrics struct {
 	// stage (DESIGN.md 6): hits, and misses including refreshes and
 	// misses while the cache Redis is unavailable.
 	CacheHits, CacheMisses *prometheus.CounterVec
-	// Latency is the time from request to response end, seconds, by api and stage.
+	// Latency is the time from request to response end, seconds, by api,
+	// stage, method and resource.
 	Latency *prometheus.HistogramVec
 	// IntegrationLatency is the time spent calling the upstream, seconds,
-	// by api and stage.
+	// by api, stage, method and resource (requests that called it).
 	IntegrationLatency *prometheus.HistogramVec
+	// KeyRefusals counts requests refused by the key check (403) by api,
+	// stage and reason: missing, malformed, unknown, disabled, no_plan (the
+	// key has no usage plan for this stage).
+	KeyRefusals *prometheus.CounterVec
 	// ConfigVersion is the config version being served.
 	ConfigVersion prometheus.Gauge
 	// ConfigRejected counts refused snapshots; the snapshot's source
@@ -36,10 +51,11 @@ type Metrics struct {
 func NewMetrics() *Metrics {
 	buckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	apiStage := []string{"api", "stage"}
+	route := []string{"api", "stage", "method", "resource"}
 	return &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_requests_total", Help: "Gateway requests by API, stage, method and status class.",
-		}, []string{"api", "stage", "method", "status"}),
+			Name: "tollgate_requests_total", Help: "Gateway requests by API, stage, method, resource (path template) and status class.",
+		}, append(route, "status")),
 		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, key_attempts).",
 		}, []string{"api", "stage", "level"}),
@@ -50,11 +66,14 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_cache_misses_total", Help: "Cacheable requests that missed the stage cache.",
 		}, apiStage),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tollgate_latency_seconds", Help: "Gateway request latency in seconds.", Buckets: buckets,
-		}, apiStage),
+			Name: "tollgate_latency_seconds", Help: "Gateway request latency in seconds, from request to response end.", Buckets: buckets,
+		}, route),
 		IntegrationLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tollgate_integration_latency_seconds", Help: "Upstream call latency in seconds.", Buckets: buckets,
-		}, apiStage),
+		}, route),
+		KeyRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_key_refusals_total", Help: "Requests refused by the API key check (403) by API, stage and reason (missing, malformed, unknown, disabled, no_plan).",
+		}, []string{"api", "stage", "reason"}),
 		ConfigVersion: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tollgate_config_version", Help: "Config version this gateway node serves.",
 		}),
@@ -71,6 +90,6 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.Requests, m.Throttled, m.CacheHits, m.CacheMisses, m.Latency,
-		m.IntegrationLatency, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
+		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
 }

@@ -156,12 +156,13 @@ func TestMetricsCollectorsRegister(t *testing.T) {
 			t.Fatalf("Register: %v", err)
 		}
 	}
-	m.Requests.WithLabelValues("a", "s", "GET", "2xx").Inc()
+	m.Requests.WithLabelValues("a", "s", "GET", "/r", "2xx").Inc()
 	m.Throttled.WithLabelValues("a", "s", "plan").Inc()
 	m.CacheHits.WithLabelValues("a", "s").Inc()
 	m.CacheMisses.WithLabelValues("a", "s").Inc()
-	m.Latency.WithLabelValues("a", "s").Observe(0.01)
-	m.IntegrationLatency.WithLabelValues("a", "s").Observe(0.01)
+	m.Latency.WithLabelValues("a", "s", "GET", "/r").Observe(0.01)
+	m.IntegrationLatency.WithLabelValues("a", "s", "GET", "/r").Observe(0.01)
+	m.KeyRefusals.WithLabelValues("a", "s", "unknown").Inc()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestMetricsCollectorsRegister(t *testing.T) {
 	}
 	for _, name := range []string{"tollgate_requests_total", "tollgate_throttled_total", "tollgate_cache_hits_total",
 		"tollgate_cache_misses_total", "tollgate_latency_seconds", "tollgate_integration_latency_seconds",
-		"tollgate_config_version", "tollgate_config_rejected_total", "tollgate_limiter_errors_total"} {
+		"tollgate_key_refusals_total", "tollgate_config_version", "tollgate_config_rejected_total", "tollgate_limiter_errors_total"} {
 		if !got[name] {
 			t.Errorf("metric %s: not gathered", name)
 		}
@@ -204,17 +205,17 @@ func TestAccessLogLine(t *testing.T) {
 	if strings.Contains(tg.logs.String(), goodKey) {
 		t.Errorf("access log contains the key value")
 	}
-	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "GET", "2xx")); n != 1 {
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "GET", "/keyed", "2xx")); n != 1 {
 		t.Errorf("tollgate_requests_total{2xx}: got %v, want 1", n)
 	}
 	// Metrics are recorded before the access-log line, which is written
 	// after the response: wait for the line.
 	tg.logLine(t, tg.do(t, "GET", "/nostage/x").header.Get("x-amzn-RequestId"))
-	if n := counterValue(t, metrics.Requests.WithLabelValues("", "", "GET", "4xx")); n != 1 {
+	if n := counterValue(t, metrics.Requests.WithLabelValues("", "", "GET", "", "4xx")); n != 1 {
 		t.Errorf("tollgate_requests_total for an unknown stage: got %v, want 1 with empty api/stage labels", n)
 	}
 	tg.logLine(t, tg.do(t, "BREW", "/prod/keyed").header.Get("x-amzn-RequestId"))
-	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "OTHER", "4xx")); n != 1 {
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "OTHER", "/keyed", "4xx")); n != 1 {
 		t.Errorf("tollgate_requests_total for method BREW: got %v, want 1 with method OTHER", n)
 	}
 }

@@ -1,0 +1,88 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// histogramCount is the number of observations of a histogram child.
+func histogramCount(t *testing.T, o prometheus.Observer) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatalf("read histogram: %v", err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
+// TestMetricsCarryTheRouteTemplate checks the CloudWatch-style metrics'
+// labels: the resource is the matched path template, never the raw path;
+// unknown APIs, stages and resources collapse to empty labels.
+func TestMetricsCarryTheRouteTemplate(t *testing.T) {
+	t.Parallel()
+	metrics := NewMetrics()
+	tg := mustGateway(t, proxySnapshot(mustUpstream(t)), func(o *Options) { o.Metrics = metrics })
+	addTestKeys(tg.keys)
+	wait := func(res response) { tg.logLine(t, res.header.Get("x-amzn-RequestId")) } // metrics precede the log line
+	wait(tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey))
+	wait(tg.do(t, "GET", "/prod/no/such/resource-1234"))
+	wait(tg.do(t, "GET", "/nostage/keyed"))
+
+	route := []string{testAPI, testStage, "GET", "/keyed"}
+	if n := counterValue(t, metrics.Requests.WithLabelValues(append(route, "2xx")...)); n != 1 {
+		t.Errorf("tollgate_requests_total%v: got %v, want 1", route, n)
+	}
+	if n := histogramCount(t, metrics.Latency.WithLabelValues(route...)); n != 1 {
+		t.Errorf("tollgate_latency_seconds%v: got %d observations, want 1", route, n)
+	}
+	if n := histogramCount(t, metrics.IntegrationLatency.WithLabelValues(route...)); n != 1 {
+		t.Errorf("tollgate_integration_latency_seconds%v: got %d observations, want 1", route, n)
+	}
+	if n := counterValue(t, metrics.Requests.WithLabelValues(testAPI, testStage, "GET", "", "4xx")); n != 1 {
+		t.Errorf("a path that matches no resource: got %v, want 1 with an empty resource", n)
+	}
+	if n := counterValue(t, metrics.Requests.WithLabelValues("", "", "GET", "", "4xx")); n != 1 {
+		t.Errorf("an unknown stage: got %v, want 1 with empty labels", n)
+	}
+	ch := make(chan prometheus.Metric, 100)
+	metrics.Requests.Collect(ch)
+	close(ch)
+	for m := range ch {
+		var d dto.Metric
+		_ = m.Write(&d)
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "resource" && l.GetValue() != "" && l.GetValue() != "/keyed" {
+				t.Errorf("got resource label %q, want only route templates", l.GetValue())
+			}
+		}
+	}
+}
+
+func TestKeyRefusalsAreCountedByReason(t *testing.T) {
+	t.Parallel()
+	metrics := NewMetrics()
+	tg := mustGateway(t, proxySnapshot(mustUpstream(t)), func(o *Options) { o.Metrics = metrics })
+	addTestKeys(tg.keys)
+	for _, c := range []struct{ key, reason string }{
+		{"", "missing"}, {"short", "malformed"}, {unknownKey, "unknown"}, {disabledKey, "disabled"},
+		{noPlanKey, "no_plan"}, {unknownKey, "unknown"},
+	} {
+		var res response
+		if c.key == "" {
+			res = tg.do(t, "GET", "/prod/keyed")
+		} else {
+			res = tg.do(t, "GET", "/prod/keyed", "x-api-key", c.key)
+		}
+		if res.status != 403 {
+			t.Fatalf("%s: got %d, want 403", c.reason, res.status)
+		}
+		tg.logLine(t, res.header.Get("x-amzn-RequestId"))
+	}
+	for reason, want := range map[string]float64{"missing": 1, "malformed": 1, "unknown": 2, "disabled": 1, "no_plan": 1} {
+		if n := counterValue(t, metrics.KeyRefusals.WithLabelValues(testAPI, testStage, reason)); n != want {
+			t.Errorf("tollgate_key_refusals_total{reason=%q}: got %v, want %v", reason, n, want)
+		}
+	}
+}
