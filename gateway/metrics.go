@@ -2,7 +2,7 @@ package gateway
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the gateway's Prometheus collectors (docs/operations.md),
+// Metrics are the gateway's Prometheus collectors (docs/metrics.md),
 // named after the CloudWatch metrics of Amazon API Gateway: Count and
 // 4XXError / 5XXError are tollgate_requests_total (by status class),
 // Latency and IntegrationLatency the two histograms, CacheHitCount and

@@ -132,6 +132,21 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	}
 }
 
+// TestMetricsPageListsEveryMetric keeps docs/metrics.md true: every
+// tollgate_* metric the registry exports is named there.
+func TestMetricsPageListsEveryMetric(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range exportedMetrics(t) {
+		if strings.HasPrefix(n, "tollgate_") && !strings.Contains(string(page), "`"+n+"`") {
+			t.Errorf("docs/metrics.md does not list %s", n)
+		}
+	}
+}
+
 // TestComposeProvisionsPrometheusAndGrafana checks by reading (there is
 // no Docker engine here) that the files docker-compose.yml mounts exist
 // and that Prometheus scrapes services the compose file defines.
