@@ -55,7 +55,13 @@ ensure_database() {
     || psql -h 127.0.0.1 -U postgres -qc "create database $db" >/dev/null
 }
 
+# The billing example's test runs docs/billing/sync.sh, which needs curl (and psql).
+ensure_tools() {
+  command -v curl >/dev/null || install_pkgs curl
+}
+
 ensure_postgres
 ensure_redis
+ensure_tools
 ensure_database "${TOLLGATE_DB_NAME:-tollgate}"
 log "PostgreSQL and Redis answer"
