@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/admin"
-	"tollgate/gateway/limiter"
+	"tollgate/limit"
 	"tollgate/plans"
 	"tollgate/plans/postgres/postgrestest"
 )
@@ -71,7 +71,7 @@ func TestGetUsageRemainingCountsLedgerDaysOfThePeriod(t *testing.T) {
 	plan, keys := e.plan("weekly", &types.QuotaSettings{Limit: 20, Period: types.QuotaPeriodTypeWeek, Offset: int32(offset)}, 1)
 	k := keys[0]
 	e.flushed(plan, k, map[int]int64{3: 4, 2: 6})
-	e.requests(plan, k, &limiter.Quota{Limit: 20, Period: plans.PeriodWeek, Offset: int32(offset)}, 1)
+	e.requests(plan, k, &limit.Quota{Limit: 20, Period: plans.PeriodWeek, Offset: int32(offset)}, 1)
 	// Day -1 counts the period's 4 + 6 before startDate.
 	wantUsage(t, e.usage(plan, k, daysBack(1), daysBack(1)).Items, map[string][][]int64{k: {{0, 10}}})
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // UsageCounter reads and sets the request counters of keys in plans
-// (implemented in cmd over gateway/limiter; the admin does not import it).
+// (implemented in cmd over the engine; the admin does not import it).
 type UsageCounter interface {
 	// Usage returns the admitted requests of keyID in planID per UTC day
 	// from from's to to's date inclusive, keyed "YYYY-MM-DD" (0 for a day

@@ -16,15 +16,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/admin"
-	"tollgate/gateway/limiter"
+	"tollgate/engine"
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
+	"tollgate/limit"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
 )
 
-// limiterUsage adapts the real limiter to admin.UsageCounter, as cmd does.
-type limiterUsage struct{ *limiter.Limiter }
+// limiterUsage adapts the real engine to admin.UsageCounter, as cmd does.
+type limiterUsage struct{ *engine.Engine }
 
 func (u limiterUsage) QuotaRemaining(ctx context.Context, keyID, planID string, q plans.Quota) (int64, error) {
 	st, err := u.QuotaState(ctx, keyID, planID, q)
@@ -56,16 +58,17 @@ func (a *announcer) list() []string {
 // the usage ledger in its database.
 type usageEnv struct {
 	*env
-	lim *limiter.Limiter
-	rdb *redis.Client
-	ann *announcer
-	db  *postgres.DB
+	lim    *engine.Engine
+	rdb    *redis.Client
+	prefix string
+	ann    *announcer
+	db     *postgres.DB
 }
 
 func newUsageEnv(t *testing.T) *usageEnv {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
-	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
+	lim := engine.New(rdb, engine.Options{Prefix: prefix})
 	ann := &announcer{recorder: &recorder{}}
 	db := postgrestest.MustDB(t)
 	srv := httptest.NewServer(admin.New(admin.Options{
@@ -83,7 +86,7 @@ func newUsageEnv(t *testing.T) *usageEnv {
 		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
 		Retryer:      aws.NopRetryer{},
 	})
-	return &usageEnv{env: &env{t: t, url: srv.URL, c: c, pub: ann.recorder, ctx: context.Background()}, lim: lim, rdb: rdb, ann: ann, db: db}
+	return &usageEnv{env: &env{t: t, url: srv.URL, c: c, pub: ann.recorder, ctx: context.Background()}, lim: lim, rdb: rdb, prefix: prefix, ann: ann, db: db}
 }
 
 // plan creates a usage plan (quota nil: none) holding n new keys.
@@ -100,14 +103,10 @@ func (e *usageEnv) plan(name string, quota *types.QuotaSettings, n int) (string,
 }
 
 // requests makes n admitted requests of keyID in planID through the limiter.
-func (e *usageEnv) requests(planID, keyID string, q *limiter.Quota, n int) {
+func (e *usageEnv) requests(planID, keyID string, q *limit.Quota, n int) {
 	e.t.Helper()
-	keys := e.lim.Keys()
-	if q != nil {
-		q.Key = keys.Quota(keyID, planID)
-	}
 	for range n {
-		d, err := e.lim.Decide(e.ctx, &limiter.Request{Quota: q, UsageKey: keys.Usage(keyID, planID)})
+		d, err := e.lim.Decide(e.ctx, &limit.Request{KeyID: keyID, PlanID: planID, Quota: q})
 		if err != nil || !d.Allowed {
 			e.t.Fatalf("Decide: %+v, %v; want admitted", d, err)
 		}
@@ -138,7 +137,7 @@ func TestUsageGetAndUpdate(t *testing.T) {
 
 	gold, gk := e.plan("gold", &types.QuotaSettings{Limit: 10, Period: types.QuotaPeriodTypeDay}, 2)
 	free, fk := e.plan("free", nil, 1)
-	e.requests(gold, gk[0], &limiter.Quota{Limit: 10, Period: plans.PeriodDay}, 3)
+	e.requests(gold, gk[0], &limit.Quota{Limit: 10, Period: plans.PeriodDay}, 3)
 	e.requests(free, fk[0], nil, 2)
 
 	out := e.usage(gold, "", twoAgo, today)
@@ -232,11 +231,11 @@ func TestUsageRemainingPerDay(t *testing.T) {
 	// hash, one field per UTC day); today's through Decide.
 	past := map[int]int64{8: 5, 6: 2, 5: 1, 3: 4, 1: 1}
 	for back, n := range past {
-		if err := e.rdb.HIncrBy(e.ctx, e.lim.Keys().Usage(k, plan), day(back), n).Err(); err != nil {
+		if err := e.rdb.HIncrBy(e.ctx, keyspace.Space{Prefix: e.prefix}.Usage(k, plan), day(back), n).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.requests(plan, k, &limiter.Quota{Limit: 20, Period: plans.PeriodWeek, Offset: int32(offset)}, 3)
+	e.requests(plan, k, &limit.Quota{Limit: 20, Period: plans.PeriodWeek, Offset: int32(offset)}, 3)
 	wantUsage(t, e.usage(plan, k, day(6), day(0)).Items, map[string][][]int64{k: {
 		{2, 13}, {1, 12}, {0, 12}, // the previous period, which had 5 before startDate
 		{4, 16}, {0, 16}, {1, 15}, {3, 17}, // today: the live counter saw only Decide's 3

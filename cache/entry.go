@@ -69,16 +69,16 @@ func Private(h http.Header) bool {
 	return false
 }
 
-// errCorrupt is returned by decodeEntry for bytes it did not write.
+// errCorrupt is returned by DecodeEntry for bytes it did not write.
 var errCorrupt = errors.New("cache: corrupt entry")
 
 // entryVersion is the first byte of an encoded entry.
 const entryVersion = 1
 
-// encode returns e in the stored binary form: version, status, stored
+// Encode returns e in the stored binary form: version, status, stored
 // (Unix ms), TTL (ms), the header as (name, count, values...) and the
-// body, every string length-prefixed.
-func (e *Entry) encode() []byte {
+// body, every string length-prefixed. DecodeEntry reads it back.
+func (e *Entry) Encode() []byte {
 	n := 32 + len(e.Body)
 	for k, vs := range e.Header {
 		n += len(k) + 8
@@ -103,8 +103,9 @@ func (e *Entry) encode() []byte {
 	return append(b, e.Body...)
 }
 
-// decodeEntry parses the form written by encode.
-func decodeEntry(b []byte) (*Entry, error) {
+// DecodeEntry parses the form written by Encode; bytes it did not write
+// give an error.
+func DecodeEntry(b []byte) (*Entry, error) {
 	d := decoder{b: b}
 	if len(b) == 0 || b[0] != entryVersion {
 		return nil, errCorrupt

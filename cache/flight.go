@@ -5,9 +5,9 @@ import (
 	"sync"
 )
 
-// Flight coalesces concurrent misses of one entry on one node (DESIGN.md
-// 6): the first request for a key leads and calls the upstream, the others
-// wait for its response. The zero value is ready to use.
+// Flight coalesces concurrent misses of one entry on one node
+// (docs/behaviour.md, "Response cache"): the first request for a key leads
+// and calls the upstream, the others wait for its response. The zero value is ready to use.
 type Flight struct {
 	mu    sync.Mutex
 	calls map[string]*Call

@@ -90,21 +90,19 @@ type Request struct {
 // so old entries are never misread.
 const keyVersion = "tollgate-cache-v1"
 
-// Key returns the Redis key of the entry for req under the cache key
-// parameters params (from ParseParams): "<prefix>:cache:e:<64 hex>", the
-// SHA-256 of the canonical form of API id, stage, generation, method,
-// lowercased Host, path as received, then each parameter in canonical
-// order with its values. Values are percent-decoded (query and path), kept
-// in the order received when repeated, and an absent parameter differs
-// from an empty one; parameters not in params never count. Key is pure.
-func Key(prefix string, params []Param, req *Request) string {
+// Digest returns the digest that names the entry of req under the cache
+// key parameters params (from ParseParams): 64 hex digits, the SHA-256 of
+// the canonical form of API id, stage, generation, method, lowercased
+// Host, path as received, then each parameter in canonical order with its
+// values. Values are percent-decoded (query and path), kept in the order
+// received when repeated, and an absent parameter differs from an empty
+// one; parameters not in params never count. Digest is pure; the engine
+// turns it into a Redis key name (keyspace.Space.CacheEntry).
+func Digest(params []Param, req *Request) string {
 	var buf [512]byte
 	b := appendCanonical(buf[:0], params, req)
 	sum := sha256.Sum256(b)
-	out := make([]byte, 0, len(prefix)+len(":cache:e:")+64)
-	out = append(out, prefix...)
-	out = append(out, ":cache:e:"...)
-	return string(hex.AppendEncode(out, sum[:]))
+	return hex.EncodeToString(sum[:])
 }
 
 // appendCanonical appends the unambiguous (length-prefixed) canonical form

@@ -42,7 +42,7 @@ func VaryValue(h http.Header, name string) (v string, ok bool) {
 		return AcceptEncoding(vals), true
 	}
 	v = strings.TrimSpace(strings.Join(vals, ", "))
-	if credential(name) { // the cache Redis never sees a credential (DESIGN.md 6)
+	if credential(name) { // the cache Redis never sees a credential (docs/behaviour.md, "Response cache")
 		sum := sha256.Sum256([]byte(v))
 		return "sha256:" + hex.EncodeToString(sum[:]), true
 	}

@@ -48,7 +48,7 @@ func BenchmarkRoute(b *testing.B) {
 // (routing, limiter request, access log to a discarding logger), with a
 // limiter that admits without Redis.
 func BenchmarkServeMock(b *testing.B) {
-	s := New(Options{Keys: newFakeKeys(), Limiter: allowLimiter{}, Logger: slog.New(slog.DiscardHandler)})
+	s := New(Options{Keys: newFakeKeys(), Engine: allowEngine{}, Logger: slog.New(slog.DiscardHandler)})
 	if err := s.SetSnapshot(benchSnapshot()); err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func BenchmarkCacheHit(b *testing.B) {
 	req.Header.Set("x-api-key", cacheKey1)
 	req.Header.Set("Accept-Encoding", "gzip")
 	tg.ServeHTTP(httptest.NewRecorder(), req)
-	tg.cache.fills.Wait()
+	tg.fills.Wait()
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -9,7 +9,7 @@ import (
 	"tollgate/plans"
 )
 
-// methodCache is a method's compiled cache settings (DESIGN.md 6); a
+// methodCache is a method's compiled cache settings (docs/behaviour.md, "Response cache"); a
 // method that does not cache has none.
 type methodCache struct {
 	ttl         time.Duration

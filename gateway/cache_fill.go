@@ -18,64 +18,65 @@ import (
 // storable response is written to the cache after it was sent, unless ttl
 // is 0 (the cache Redis is unavailable). HEAD requests neither lead nor
 // fill: their response has no body.
-func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, key, xcache string, ttl time.Duration) {
+func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *cache.Lookup, xcache string, ttl time.Duration) {
 	ex.cache = xcache
 	if r.Method == http.MethodHead {
 		w.Header()[headerXCache] = []string{xcache}
-		s.serveIntegration(w, r, ex, m, ps)
+		s.serveIntegration(w, r, ex)
 		return
 	}
-	s.cache.fills.Add(1) // before the client can see any of the response
-	defer s.cache.fills.Done()
-	call, leader := s.cache.flight.Join(key)
+	s.fills.Add(1) // before the client can see any of the response
+	defer s.fills.Done()
+	key := lk.Digest
+	call, leader := s.flight.Join(key)
 	if !leader {
 		sh := call.Wait(r.Context())
 		if sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header) {
 			writeEntry(w, r, sh.Entry, xcache)
 			return
 		}
-		s.fill(w, r, key, s.capture(w, r, ex, m, ps, xcache), ttl)
+		s.fill(w, r, lk, s.capture(w, r, ex, xcache), ttl)
 		return
 	}
 	done := false
 	defer func() { // ReverseProxy panics with http.ErrAbortHandler on a broken copy
 		if !done {
-			s.cache.flight.Done(key, call, nil)
+			s.flight.Done(key, call, nil)
 		}
 	}()
-	cw := s.capture(w, r, ex, m, ps, xcache)
-	s.cache.flight.Done(key, call, cw.shared(r, ex))
+	cw := s.capture(w, r, ex, xcache)
+	s.flight.Done(key, call, cw.shared(r, ex))
 	done = true
-	s.fill(w, r, key, cw, ttl)
+	s.fill(w, r, lk, cw, ttl)
 }
 
 // serveRefresh calls the integration for an authorized
 // "Cache-Control: max-age=0" and replaces the entry with its response.
-func (s *Server) serveRefresh(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, key string) {
+func (s *Server) serveRefresh(w *statusWriter, r *http.Request, ex *exchange, lk *cache.Lookup) {
 	ex.cache = cacheRefresh
-	s.cache.fills.Add(1)
-	defer s.cache.fills.Done()
-	s.fill(w, r, key, s.capture(w, r, ex, m, ps, cacheRefresh), m.cache.ttl)
+	s.fills.Add(1)
+	defer s.fills.Done()
+	s.fill(w, r, lk, s.capture(w, r, ex, cacheRefresh), ex.m.cache.ttl)
 }
 
 // capture calls the integration with X-Cache set, recording the response
 // as it streams to the client.
-func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, m *method, ps *params, xcache string) *captureWriter {
+func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, xcache string) *captureWriter {
 	w.Header()[headerXCache] = []string{xcache}
 	cw := &captureWriter{ResponseWriter: w}
-	s.serveIntegration(cw, r, ex, m, ps)
+	s.serveIntegration(cw, r, ex)
 	if ex.errType == ErrorTypeClientClosed { // proxyError cannot see the statusWriter through cw
 		w.status = statusClientClosed
 	}
 	return cw
 }
 
-// fill stores cw's response under key when it is storable and the
+// fill stores cw's response as lk's entry when it is storable and the
 // request is not HEAD: it flushes the response to the client first, so
 // the write costs the client nothing (the connection's next request waits
 // for it, which keeps a client's own sequence of calls consistent). A
 // failed write is logged at debug level and leaves the entry absent.
-func (s *Server) fill(w http.ResponseWriter, r *http.Request, key string, cw *captureWriter, ttl time.Duration) {
+func (s *Server) fill(w http.ResponseWriter, r *http.Request, lk *cache.Lookup, cw *captureWriter, ttl time.Duration) {
 	if ttl <= 0 || r.Method == http.MethodHead || !cache.Storable(cw.status, cw.header, cw.body.Len(), cw.complete()) {
 		return
 	}
@@ -83,7 +84,7 @@ func (s *Server) fill(w http.ResponseWriter, r *http.Request, key string, cw *ca
 	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: time.Now(), TTL: ttl}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)
 	defer cancel()
-	if err := s.cache.store.Put(ctx, key, r.Header, e); err != nil && s.log.Enabled(ctx, slog.LevelDebug) {
+	if err := s.engine.Fill(ctx, lk, e); err != nil && s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "cache fill failed", slog.String("error", err.Error()))
 	}
 }

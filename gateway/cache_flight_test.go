@@ -28,15 +28,15 @@ func TestCacheSingleFlight(t *testing.T) {
 			u.set(func(u *upstream) { u.header, u.gate = c.header, gate })
 			tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(300)}), nil,
 				res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
-			key := tg.cache.store.Key(nil, &cache.Request{APIID: testAPI, Stage: testStage, Method: "GET", Host: testHost, Path: "/prod/items"})
+			key := cache.Digest(nil, &cache.Request{APIID: testAPI, Stage: testStage, Method: "GET", Host: testHost, Path: "/prod/items"})
 			var wg sync.WaitGroup
 			got := make([]response, 5)
 			for i := range got {
 				wg.Go(func() { got[i] = tg.get(t, "/prod/items") })
 			}
-			for tries := 0; tg.cache.flight.Waiters(key) < 4; tries++ {
+			for tries := 0; tg.flight.Waiters(key) < 4; tries++ {
 				if tries == 5000 { // single flight broken: fail, do not hang
-					n := tg.cache.flight.Waiters(key)
+					n := tg.flight.Waiters(key)
 					u.set(func(u *upstream) { u.gate = nil })
 					close(gate)
 					wg.Wait()

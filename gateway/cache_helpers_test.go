@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tollgate/cache"
-	"tollgate/gateway/limiter"
+	"tollgate/engine"
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 	"tollgate/plans"
 )
 
@@ -135,26 +135,15 @@ func newCacheEnv(t testing.TB) *cacheEnv {
 // cache shares the limiter's client. k1 and k2 are keys of plan01.
 func (env *cacheEnv) gateway(t testing.TB, snap *plans.Snapshot, cacheRDB redis.UniversalClient) *testGateway {
 	t.Helper()
-	lim := limiter.New(env.rdb, limiter.Options{Prefix: env.prefix})
-	if err := lim.Load(t.Context()); err != nil {
-		t.Fatalf("limiter Load: %v", err)
+	// A 1 s deadline: a loaded CI machine; the 50ms default is for production.
+	eng := engine.New(env.rdb, engine.Options{Prefix: env.prefix, Timeout: time.Second, CacheRedis: cacheRDB})
+	if err := eng.Load(t.Context()); err != nil && cacheRDB == nil { // a test's own cache Redis may be down
+		t.Fatalf("engine Load: %v", err)
 	}
-	if cacheRDB == nil {
-		cacheRDB = env.rdb
-	}
-	tg := &testGateway{keys: newFakeKeys(), prefix: env.prefix, logs: &syncBuffer{}}
+	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: eng}, prefix: env.prefix, logs: &syncBuffer{}}
 	tg.keys.add(cacheKey1, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}})
 	tg.keys.add(cacheKey2, &plans.KeyRecord{KeyID: "key0000002", Enabled: true, PlanIDs: []string{"plan01"}, InvalidateCache: true})
-	tg.Server = New(Options{
-		Keys:         tg.keys,
-		Limiter:      lim,
-		LimiterKeys:  lim.Keys(),
-		Logger:       slog.New(slog.NewJSONHandler(tg.logs, nil)),
-		Cache:        cache.New(cacheRDB, cache.Options{Prefix: env.prefix}),
-		LimiterRedis: env.rdb,
-		CacheGenKey:  env.genKey,
-		CacheTimeout: time.Second, // a loaded CI machine; the 50ms default is for production
-	})
+	tg.Server = New(Options{Keys: tg.keys, Engine: tg.engine, Logger: slog.New(slog.NewJSONHandler(tg.logs, nil))})
 	if err := tg.SetSnapshot(snap); err != nil {
 		t.Fatalf("SetSnapshot: %v", err)
 	}
@@ -163,9 +152,9 @@ func (env *cacheEnv) gateway(t testing.TB, snap *plans.Snapshot, cacheRDB redis.
 	return tg
 }
 
-// genKey is the stage cache generation key (push.CacheGenKey's form).
+// genKey is the stage cache generation key, which the admin bumps.
 func (env *cacheEnv) genKey(apiID, stage string) string {
-	return env.prefix + ":cache:gen:{" + apiID + ":" + stage + "}"
+	return keyspace.Space{Prefix: env.prefix}.CacheGeneration(apiID, stage)
 }
 
 // flush bumps the stage's cache generation as the admin's FlushStageCache does.
@@ -189,7 +178,7 @@ func (tg *testGateway) getAs(t *testing.T, key, path string, hdr ...string) resp
 		hdr = append([]string{"x-api-key", key}, hdr...)
 	}
 	res := tg.do(t, http.MethodGet, path, hdr...)
-	tg.cache.fills.Wait() // the fill lands after the response; later steps expect it
+	tg.fills.Wait() // the fill lands after the response; later steps expect it
 	return res
 }
 

@@ -102,7 +102,7 @@ func TestCacheSettings(t *testing.T) {
 			st.CacheClusterEnabled = c.cluster
 			tg := newCacheEnv(t).gateway(t, cacheSnapshot(st, nil, res{"/items", methods(keyedProxy(u, "/items"), c.verb)}), nil)
 			tg.do(t, c.verb, "/prod/items", "x-api-key", cacheKey1)
-			tg.cache.fills.Wait()
+			tg.fills.Wait()
 			got := tg.do(t, c.verb, "/prod/items", "x-api-key", cacheKey1)
 			if h := got.header.Get("X-Cache"); h != c.xcache {
 				t.Errorf("X-Cache: got %q, want %q", h, c.xcache)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 
-	"tollgate/gateway/limiter"
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
@@ -25,7 +25,6 @@ type apiConfig struct {
 // that cover it, by plan id.
 type stageConfig struct {
 	apiID, name string
-	cacheID     string // apiID + "\x00" + name: the response cache's key for the stage
 	root        *node
 	vars        map[string]string
 	plans       map[string]*stagePlan
@@ -33,50 +32,44 @@ type stageConfig struct {
 }
 
 // stagePlan is a usage plan as one stage sees it. throttle is nil when the
-// plan has no plan-level throttle; quota is nil without a quota (its Key is
-// filled per request).
+// plan has no plan-level throttle; quota is nil without a quota.
 type stagePlan struct {
 	id       string
 	throttle *plans.Throttle
-	quota    *limiter.Quota
+	quota    *limit.Quota
 }
 
 // method is a compiled method of a resource: everything a request needs
 // that does not depend on the caller. shared holds the stage method bucket
-// (when the stage has one for this method) and the account bucket, keys
-// included. planThrottles holds the per-method throttles plans set for
+// (when the stage has one for this method) and the account bucket.
+// planThrottles holds the per-method throttles plans set for
 // this method, by plan id.
 type method struct {
 	stage         *stageConfig
 	path, verb    string
 	keyRequired   bool
 	integ         integration
-	shared        []limiter.Bucket
+	shared        []limit.Bucket
 	planThrottles map[string]plans.Throttle
 	cache         *methodCache // nil when the method does not cache
 }
 
-// compile validates snap and builds its compiled form. Redis key names come
-// from keys. An error means the snapshot cannot be used.
-func compile(snap *plans.Snapshot, keys limiter.Keys) (*config, error) {
+// compile validates snap and builds its compiled form. An error means the
+// snapshot cannot be used.
+func compile(snap *plans.Snapshot) (*config, error) {
 	if snap == nil {
 		return nil, errors.New("gateway: nil snapshot")
 	}
 	if err := snap.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: invalid snapshot version %d: %w", snap.Version, err)
 	}
-	account := limiter.Bucket{
-		Key:        keys.AccountBucket(),
-		RateLimit:  snap.Account.RateLimit,
-		BurstLimit: snap.Account.BurstLimit,
-		Level:      limiter.LevelAccount,
-	}
+	account := limit.Bucket{Level: limit.LevelAccount, RateLimit: snap.Account.RateLimit, BurstLimit: snap.Account.BurstLimit}
 	covering := plansByStage(snap.Plans)
 	cfg := &config{version: snap.Version, apis: make(map[string]*apiConfig, len(snap.Apis))}
 	for apiID, api := range snap.Apis {
 		ac := &apiConfig{stages: make(map[string]*stageConfig, len(api.Stages))}
 		for name, st := range api.Stages {
-			sc, err := compileStage(apiID, st, covering[stageRef{apiID, name}], snap.Account, account, keys)
+			sc, err := compileStage(apiID, st, covering[stageRef{apiID, name}], snap.Account, account)
 			if err != nil {
 				return nil, fmt.Errorf("gateway: snapshot version %d: api %s stage %s: %w", snap.Version, apiID, name, err)
 			}
@@ -103,11 +96,10 @@ func plansByStage(all map[string]*plans.UsagePlan) map[stageRef][]*plans.UsagePl
 }
 
 // compileStage builds one stage's tree and the plan view of it.
-func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) (*stageConfig, error) {
+func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePlan, acct plans.Throttle, account limit.Bucket) (*stageConfig, error) {
 	sc := &stageConfig{
 		apiID:     apiID,
 		name:      st.Stage.StageName,
-		cacheID:   apiID + "\x00" + st.Stage.StageName,
 		root:      &node{},
 		vars:      maps.Clone(st.Stage.Variables),
 		plans:     make(map[string]*stagePlan, len(covering)),
@@ -123,7 +115,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 			if m == nil {
 				continue
 			}
-			methods[verb] = compileMethod(sc, &st.Stage, res.Path, verb, m, covering, acct, account, keys)
+			methods[verb] = compileMethod(sc, &st.Stage, res.Path, verb, m, covering, acct, account)
 		}
 		if err := addResource(sc.root, res.Path, methods); err != nil {
 			return nil, err
@@ -140,7 +132,7 @@ func newStagePlan(p *plans.UsagePlan) *stagePlan {
 		sp.throttle = &t
 	}
 	if p.Quota != nil {
-		sp.quota = &limiter.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
+		sp.quota = &limit.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
 	}
 	return sp
 }
@@ -148,23 +140,18 @@ func newStagePlan(p *plans.UsagePlan) *stagePlan {
 // compileMethod resolves one method's integration and buckets. The stage
 // method bucket and the plans' per-method throttles are looked up by the
 // method as configured (ANY stays ANY), as the methodSettings keys are.
-func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *plans.Method, covering []*plans.UsagePlan, acct plans.Throttle, account limiter.Bucket, keys limiter.Keys) *method {
+func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *plans.Method, covering []*plans.UsagePlan, acct plans.Throttle, account limit.Bucket) *method {
 	cm := &method{
 		stage:       sc,
 		path:        path,
 		verb:        verb,
 		keyRequired: m.APIKeyRequired,
 		integ:       compileIntegration(m.MethodIntegration, stage.Variables),
-		shared:      make([]limiter.Bucket, 0, 2),
+		shared:      make([]limit.Bucket, 0, 2),
 		cache:       compileCache(stage, path, verb, m.MethodIntegration),
 	}
 	if t, ok := stage.StageThrottle(path, verb, acct); ok {
-		cm.shared = append(cm.shared, limiter.Bucket{
-			Key:        keys.StageBucket(sc.apiID, sc.name, verb, path),
-			RateLimit:  t.RateLimit,
-			BurstLimit: t.BurstLimit,
-			Level:      limiter.LevelStage,
-		})
+		cm.shared = append(cm.shared, limit.Bucket{Level: limit.LevelStage, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit, Method: verb, Path: path})
 	}
 	cm.shared = append(cm.shared, account)
 	for _, p := range covering {

@@ -6,15 +6,19 @@ import (
 	"strings"
 	"time"
 
-	"tollgate/gateway/limiter"
 	"tollgate/internal/clientaddr"
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
-// exchange is the state of one request: what the access log and metrics
-// report, and the limiter request built in place (arrays reused so the hot
-// path allocates little).
+// exchange is the state of one request: what routing and the key check
+// found, what the access log and metrics report, and the limit request
+// built in place (arrays reused so the hot path allocates little).
+// Functions of the request path take it rather than its parts.
 type exchange struct {
+	m                 *method          // the routed method
+	rec               *plans.KeyRecord // the caller's key record; nil unless the method requires a key
+	sp                *stagePlan       // the caller's plan on this stage; nil without a key
 	id                string
 	start             time.Time
 	peer, client      netip.Addr
@@ -25,11 +29,9 @@ type exchange struct {
 	integrationTime   time.Duration
 	integrationCalled bool
 	params            params
-	denyGen           uint64    // refusal memory generation read before Redis
-	sent              time.Time // when the limiter request left for Redis
-	buckets           [3]limiter.Bucket
-	quota             limiter.Quota
-	lreq              limiter.Request
+	buckets           [3]limit.Bucket
+	quota             limit.Quota
+	lreq              limit.Request
 	cache             string // X-Cache outcome of a caching method
 }
 
@@ -50,25 +52,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.finish(r, sw, ex)
 }
 
-// serveAPI runs the order of work of DESIGN.md 4.2 for one request.
+// serveAPI runs the order of work of docs/behaviour.md ("Order of work")
+// for one request.
 func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	if !s.checkInput(w, r, ex) {
 		return
 	}
-	m, ps := s.route(w, r, ex)
-	if m == nil {
+	if ex.m = s.route(w, r, ex); ex.m == nil {
 		return
 	}
-	ex.resource = m.path
-	var (
-		rec *plans.KeyRecord
-		sp  *stagePlan
-		ok  bool
-	)
-	if m.keyRequired {
-		if rec, sp, ok = s.checkKey(w, r, ex, m); !ok {
-			return
-		}
+	ex.resource = ex.m.path
+	if ex.m.keyRequired && !s.checkKey(w, r, ex) {
+		return
 	}
 	// The identity headers as the integration will receive them: the cache
 	// matches Vary against r.Header, so a client cannot send them, and an
@@ -77,18 +72,15 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	if ex.keyID != "" {
 		r.Header[HeaderAPIKeyID] = []string{ex.keyID}
 	}
-	s.buildRequest(ex, m, rec, sp) // once: the deny cache, limit and the cache path use ex.lreq
-	if s.refuseRemembered(w, ex, m, rec, sp) {
+	s.buildRequest(ex) // once: the limit and the cache path use ex.lreq
+	if ex.m.cache != nil && ex.m.cache.eligible(r.Method) {
+		s.serveCached(w, r, ex) // limits and cache in one round trip
 		return
 	}
-	if m.cache != nil && s.cache != nil && m.cache.eligible(r.Method) {
-		s.serveCached(w, r, ex, m, ps, rec, sp) // limits and cache in one round trip
+	if !s.limit(w, r, ex) {
 		return
 	}
-	if !s.limit(w, r, ex, m, rec, sp) {
-		return
-	}
-	s.serveIntegration(w, r, ex, m, ps)
+	s.serveIntegration(w, r, ex)
 }
 
 // checkInput enforces the URL, header and body limits up front: 414 for a
@@ -136,14 +128,17 @@ func headerBytes(r *http.Request) int {
 }
 
 // route resolves (stage, resource, method) from the snapshot, loaded once
-// for the whole request, or writes 404 / 405 / 503 (no snapshot yet).
-func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*method, *params) {
+// for the whole request, with the path parameters in ex.params, or writes
+// 404 / 405 / 503 (no snapshot yet) and returns nil. ex.lreq.Version is
+// the snapshot's.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *method {
 	cfg := s.cfg.Load()
 	if cfg == nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "no config snapshot loaded"
 		writeUnavailable(w)
-		return nil, nil
+		return nil
 	}
+	ex.lreq.Version = cfg.version
 	api := cfg.apis[ex.api]
 	stageName, rest, ok := splitStagePath(r.URL.EscapedPath())
 	var st *stageConfig
@@ -153,7 +148,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 	if st == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "unknown api or stage"
 		writeError(w, errNotFound)
-		return nil, nil
+		return nil
 	}
 	ex.stage = stageName
 	if sw, ok := w.(*statusWriter); ok && st.responses != nil {
@@ -164,7 +159,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 	if rt == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "no resource"
 		writeError(w, errNotFound)
-		return nil, nil
+		return nil
 	}
 	ex.resource = rt.path
 	m := rt.lookup(r.Method)
@@ -172,9 +167,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) (*m
 		ex.errType, ex.reason = ErrorTypeMethod, "method not allowed"
 		w.Header()[headerAllow] = []string{rt.allow}
 		writeError(w, errMethodNotAllow)
-		return nil, nil
+		return nil
 	}
-	return m, ps
+	return m
 }
 
 // apiIDFromHost returns the API id of a `{restApiId}.execute-api.<anything>`

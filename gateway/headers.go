@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"tollgate/gateway/limiter"
+	"tollgate/limit"
 )
 
 // Rate-limit response headers (DESIGN.md 4.3; the IETF fields follow
@@ -34,8 +34,8 @@ var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRat
 // "throttle" item for that bucket and a "quota" item. A bucket at rate 0
 // never refills, so its items are left out. Times are relative to d.Now,
 // the limiter's (Redis) clock.
-func writeRateLimitHeaders(h http.Header, d limiter.Decision, bucket *limiter.Bucket, hasQuota bool) {
-	var ts, qs *limiter.State
+func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket, hasQuota bool) {
+	var ts, qs *limit.State
 	if bucket != nil && bucket.RateLimit > 0 {
 		ts = d.Plan
 	}

@@ -17,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"tollgate/gateway/limiter"
+	"tollgate/cache"
+	"tollgate/engine"
 	"tollgate/internal/redistest"
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
@@ -138,28 +140,40 @@ func (f *fakeKeys) Lookup(_ context.Context, hash string) (*plans.KeyRecord, err
 	return f.records[hash], nil
 }
 
-// countingLimiter counts Decide calls of the limiter it wraps, which a
-// test may swap.
-type countingLimiter struct {
+// countingEngine counts the decisions asked of the engine it wraps (Decide
+// and DecideLookup), which a test may swap.
+type countingEngine struct {
 	mu    sync.Mutex
-	inner Limiter
+	inner Engine
 	calls atomic.Int64
 }
 
-func (c *countingLimiter) Decide(ctx context.Context, req *limiter.Request) (limiter.Decision, error) {
-	c.calls.Add(1)
+func (c *countingEngine) get() Engine {
 	c.mu.Lock()
-	inner := c.inner
-	c.mu.Unlock()
-	return inner.Decide(ctx, req)
+	defer c.mu.Unlock()
+	return c.inner
 }
 
-// swap replaces the wrapped limiter and returns the previous one.
-func (c *countingLimiter) swap(l Limiter) Limiter {
+func (c *countingEngine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
+	c.calls.Add(1)
+	return c.get().Decide(ctx, req)
+}
+
+func (c *countingEngine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
+	c.calls.Add(1)
+	return c.get().DecideLookup(ctx, req, lk)
+}
+
+func (c *countingEngine) Fill(ctx context.Context, lk *cache.Lookup, e *cache.Entry) error {
+	return c.get().Fill(ctx, lk, e)
+}
+
+// swap replaces the wrapped engine and returns the previous one.
+func (c *countingEngine) swap(e Engine) Engine {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.inner
-	c.inner = l
+	c.inner = e
 	return old
 }
 
@@ -173,15 +187,15 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// testGateway is a Server on a real Redis limiter with its own key
-// prefix, served over HTTP by httptest.
+// testGateway is a Server on a real engine (the test Redis) with its own
+// key prefix, served over HTTP by httptest.
 type testGateway struct {
 	*Server
-	http    *httptest.Server
-	keys    *fakeKeys
-	limiter *countingLimiter
-	prefix  string
-	logs    *syncBuffer
+	http   *httptest.Server
+	keys   *fakeKeys
+	engine *countingEngine
+	prefix string
+	logs   *syncBuffer
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (the log sink).
@@ -202,23 +216,22 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// mustGateway starts a gateway on snap with a real limiter on the test
+// mustGateway starts a gateway on snap with a real engine on the test
 // Redis; edit adjusts the options before New.
 func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testGateway {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
 	// A 5 s deadline: with the default 50 ms a loaded test machine sometimes
 	// failed open (200 without limits) and flaked the header tests.
-	lim := limiter.New(rdb, limiter.Options{Prefix: prefix, Timeout: 5 * time.Second})
-	if err := lim.Load(t.Context()); err != nil {
-		t.Fatalf("limiter Load: %v", err)
+	eng := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second})
+	if err := eng.Load(t.Context()); err != nil {
+		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{keys: newFakeKeys(), limiter: &countingLimiter{inner: lim}, prefix: prefix, logs: &syncBuffer{}}
+	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: eng}, prefix: prefix, logs: &syncBuffer{}}
 	opts := Options{
-		Keys:        tg.keys,
-		Limiter:     tg.limiter,
-		LimiterKeys: limiter.Keys{Prefix: prefix},
-		Logger:      slog.New(slog.NewJSONHandler(tg.logs, nil)),
+		Keys:   tg.keys,
+		Engine: tg.engine,
+		Logger: slog.New(slog.NewJSONHandler(tg.logs, nil)),
 	}
 	if edit != nil {
 		edit(&opts)

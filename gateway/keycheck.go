@@ -37,37 +37,39 @@ const (
 // many failed key attempts from one client address.
 const levelKeyAttempts = "key_attempts"
 
-// checkKey runs the key check of DESIGN.md 4.2 for a method that requires
-// an API key. It returns the key record and the plan that covers this
-// stage, or writes the refusal (403, 429 after too many failed attempts
-// from this client, 503 when the key cannot be verified) and returns ok
-// false. A refusal charges nothing.
-func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, m *method) (rec *plans.KeyRecord, sp *stagePlan, ok bool) {
+// checkKey runs the key check of docs/behaviour.md ("Order of work") for
+// a method that requires an API key. It sets the key record and the plan
+// that covers this stage on ex and returns true, or writes the refusal
+// (403, 429 after too many failed attempts from this client, 503 when the
+// key cannot be verified) and returns false. A refusal charges nothing.
+func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) bool {
+	st := ex.m.stage
 	if blocked, wait := s.attempts.Blocked(ex.client); blocked {
 		ex.errType, ex.reason = ErrorTypeThrottled, levelKeyAttempts
-		s.metrics.Throttled.WithLabelValues(m.stage.apiID, m.stage.name, levelKeyAttempts).Inc()
+		s.metrics.Throttled.WithLabelValues(st.apiID, st.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
 		writeError(w, errThrottled)
-		return nil, nil, false
+		return false
 	}
 	value, reason := apiKeyValue(r.Header)
 	if reason != "" {
 		s.refuseKey(w, ex, reason)
-		return nil, nil, false
+		return false
 	}
 	rec, err := s.lookup.Lookup(r.Context(), plans.HashKey(value, s.pepper))
 	if err != nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "key lookup: "+err.Error()
 		writeUnavailable(w)
-		return nil, nil, false
+		return false
 	}
+	var sp *stagePlan
 	switch {
 	case rec == nil:
 		reason = ReasonUnknown
 	case !rec.Enabled:
 		reason = ReasonDisabled
 	default:
-		if sp = planFor(rec, m.stage); sp == nil {
+		if sp = planFor(rec, st); sp == nil {
 			reason = ReasonNoPlan
 		}
 	}
@@ -76,10 +78,10 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange, 
 	}
 	if reason != "" {
 		s.refuseKey(w, ex, reason)
-		return nil, nil, false
+		return false
 	}
-	ex.planID = sp.id
-	return rec, sp, true
+	ex.rec, ex.sp, ex.planID = rec, sp, sp.id
+	return true
 }
 
 // refuseKey writes the 403 of a failed key check and counts the failure

@@ -94,7 +94,7 @@ func TestKeyRefusals(t *testing.T) {
 			addTestKeys(tg.keys)
 			got := tg.do(t, "GET", "/prod/keyed", tc.header...)
 			wantError(t, got, 403, "Forbidden", "ForbiddenException")
-			if n := tg.limiter.calls.Load(); n != 0 {
+			if n := tg.engine.calls.Load(); n != 0 {
 				t.Errorf("limiter calls: got %d, want 0 (nothing charged)", n)
 			}
 			if n := tg.redisKeys(t); n != 0 {
@@ -176,7 +176,7 @@ func TestKeyLookupUnavailable(t *testing.T) {
 	tg.keys.err = plans.Unavailable(errors.New("redis down"), "API key store unavailable")
 	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
 	wantError(t, got, 503, "Service Unavailable", "ServiceUnavailableException")
-	if n := tg.limiter.calls.Load(); n != 0 {
+	if n := tg.engine.calls.Load(); n != 0 {
 		t.Errorf("limiter calls: got %d, want 0", n)
 	}
 }

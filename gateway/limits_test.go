@@ -10,47 +10,48 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"tollgate/gateway/limiter"
+	"tollgate/engine"
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
 func TestWriteRateLimitHeaders(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
-	throttle := &limiter.Bucket{RateLimit: 10, BurstLimit: 20, Level: limiter.LevelPlan}
-	rate0 := &limiter.Bucket{RateLimit: 0, BurstLimit: 5, Level: limiter.LevelPlan}
-	ts := &limiter.State{Limit: 20, Remaining: 19, Reset: now.Add(100 * time.Millisecond), Window: 2 * time.Second}
-	qs := &limiter.State{Limit: 1000, Remaining: 998, Reset: now.Add(14 * time.Hour), Window: 24 * time.Hour}
+	throttle := &limit.Bucket{RateLimit: 10, BurstLimit: 20, Level: limit.LevelPlan}
+	rate0 := &limit.Bucket{RateLimit: 0, BurstLimit: 5, Level: limit.LevelPlan}
+	ts := &limit.State{Limit: 20, Remaining: 19, Reset: now.Add(100 * time.Millisecond), Window: 2 * time.Second}
+	qs := &limit.State{Limit: 1000, Remaining: 998, Reset: now.Add(14 * time.Hour), Window: 24 * time.Hour}
 	tests := []struct {
 		name     string
-		d        limiter.Decision
-		bucket   *limiter.Bucket
+		d        limit.Decision
+		bucket   *limit.Bucket
 		hasQuota bool
 		want     map[string]string // "" means absent
 	}{
-		{"throttle and quota", limiter.Decision{Now: now, Plan: ts, Quota: qs}, throttle, true, map[string]string{
+		{"throttle and quota", limit.Decision{Now: now, Plan: ts, Quota: qs}, throttle, true, map[string]string{
 			"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "998", "X-RateLimit-Reset": strconv.FormatInt(now.Add(14*time.Hour).Unix(), 10),
 			"RateLimit-Policy": `"throttle";q=20;w=2, "quota";q=1000;w=86400`,
 			"RateLimit":        `"throttle";r=19;t=1, "quota";r=998;t=50400`,
 		}},
-		{"throttle only", limiter.Decision{Now: now, Plan: ts}, throttle, false, map[string]string{
+		{"throttle only", limit.Decision{Now: now, Plan: ts}, throttle, false, map[string]string{
 			"X-RateLimit-Limit": "20", "X-RateLimit-Remaining": "19", "X-RateLimit-Reset": strconv.FormatInt(now.Unix()+1, 10),
 			"RateLimit-Policy": `"throttle";q=20;w=2`, "RateLimit": `"throttle";r=19;t=1`,
 		}},
-		{"quota only", limiter.Decision{Now: now, Quota: qs}, nil, true, map[string]string{
+		{"quota only", limit.Decision{Now: now, Quota: qs}, nil, true, map[string]string{
 			"X-RateLimit-Limit": "1000", "X-RateLimit-Remaining": "998",
 			"RateLimit-Policy": `"quota";q=1000;w=86400`, "RateLimit": `"quota";r=998;t=50400`,
 		}},
-		{"rate 0 throttle is left out", limiter.Decision{Now: now, Plan: &limiter.State{Limit: 5, Remaining: 4}}, rate0, false, map[string]string{
+		{"rate 0 throttle is left out", limit.Decision{Now: now, Plan: &limit.State{Limit: 5, Remaining: 4}}, rate0, false, map[string]string{
 			"X-RateLimit-Limit": "", "RateLimit-Policy": "", "RateLimit": "",
 		}},
-		{"rate 0 throttle with quota", limiter.Decision{Now: now, Plan: &limiter.State{Limit: 5, Remaining: 4}, Quota: qs}, rate0, true, map[string]string{
+		{"rate 0 throttle with quota", limit.Decision{Now: now, Plan: &limit.State{Limit: 5, Remaining: 4}, Quota: qs}, rate0, true, map[string]string{
 			"X-RateLimit-Limit": "1000", "RateLimit-Policy": `"quota";q=1000;w=86400`, "RateLimit": `"quota";r=998;t=50400`,
 		}},
-		{"negative remaining clamps", limiter.Decision{Now: now, Quota: &limiter.State{Limit: 3, Remaining: -1, Reset: now.Add(time.Second), Window: time.Hour}}, nil, true, map[string]string{
+		{"negative remaining clamps", limit.Decision{Now: now, Quota: &limit.State{Limit: 3, Remaining: -1, Reset: now.Add(time.Second), Window: time.Hour}}, nil, true, map[string]string{
 			"X-RateLimit-Remaining": "0", "RateLimit": `"quota";r=0;t=1`,
 		}},
-		{"no plan limits", limiter.Decision{Now: now}, nil, false, map[string]string{
+		{"no plan limits", limit.Decision{Now: now}, nil, false, map[string]string{
 			"X-RateLimit-Limit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "", "RateLimit": "", "RateLimit-Policy": "",
 		}},
 	}
@@ -283,11 +284,11 @@ func TestStageBucketAppliesWithoutKey(t *testing.T) {
 	}
 }
 
-// deadLimiter is a real limiter pointed at a port nobody listens on.
-func deadLimiter(t *testing.T) *limiter.Limiter {
+// deadEngine is a real engine pointed at a port nobody listens on.
+func deadEngine(t *testing.T) *engine.Engine {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return limiter.New(rdb, limiter.Options{Prefix: "dead"})
+	return engine.New(rdb, engine.Options{Prefix: "dead"})
 }
 
 func TestLimiterFailureModes(t *testing.T) {
@@ -302,7 +303,7 @@ func TestLimiterFailureModes(t *testing.T) {
 			metrics := NewMetrics()
 			snap := limitSnapshot(plans.UsagePlan{Throttle: &plans.Throttle{RateLimit: 1, BurstLimit: 1}}, plans.Stage{})
 			tg := mustGateway(t, snap, func(o *Options) {
-				o.Limiter = deadLimiter(t)
+				o.Engine = deadEngine(t)
 				o.FailureMode = tc.mode
 				o.Metrics = metrics
 			})
@@ -334,10 +335,10 @@ func TestLimiterFailureModes(t *testing.T) {
 func TestLimiterRecoveryLogged(t *testing.T) {
 	t.Parallel()
 	tg := limitGateway(t, limitSnapshot(plans.UsagePlan{}, plans.Stage{}))
-	real := tg.limiter.swap(deadLimiter(t))
+	real := tg.engine.swap(deadEngine(t))
 	tg.do(t, "GET", "/prod/open")
 	tg.do(t, "GET", "/prod/open")
-	tg.limiter.swap(real)
+	tg.engine.swap(real)
 	tg.do(t, "GET", "/prod/open")
 	tg.do(t, "GET", "/prod/open")
 	logs := tg.logs.String()

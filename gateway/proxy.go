@@ -65,8 +65,8 @@ func (s *Server) newProxy(t http.RoundTripper) *httputil.ReverseProxy {
 // HTTP_PROXY forwards to the upstream, an unusable integration answers 500.
 // A caching method reaches it through serveCached (cache.go), which serves
 // hits without it and records its responses to store them.
-func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, ps *params) {
-	ig := &m.integ
+func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	ig := &ex.m.integ
 	switch {
 	case ig.err != nil:
 		ex.errType, ex.reason = ErrorTypeInternal, ig.err.Error()
@@ -74,13 +74,14 @@ func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *ex
 	case ig.kind == "MOCK":
 		ig.mock.write(w)
 	default:
-		s.serveProxy(w, r, ex, m, ps)
+		s.serveProxy(w, r, ex)
 	}
 }
 
 // serveProxy forwards the request to the integration's upstream within its
 // timeout and records the integration latency.
-func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange, m *method, ps *params) {
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	m, ps := ex.m, &ex.params
 	ig := &m.integ
 	target, err := ig.target(r, ps, m.stage.vars)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"tollgate/gateway/limiter"
+	"tollgate/engine"
 	"tollgate/internal/redistest"
 	"tollgate/plans"
 	"tollgate/push"
@@ -100,12 +100,12 @@ func readerGateway(t *testing.T, src *memSource) (*testGateway, *push.Publisher)
 	var srv *Server
 	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond,
 		OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }})
-	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
-	if err := lim.Load(t.Context()); err != nil {
-		t.Fatalf("limiter Load: %v", err)
+	eng := engine.New(rdb, engine.Options{Prefix: prefix})
+	if err := eng.Load(t.Context()); err != nil {
+		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{limiter: &countingLimiter{inner: lim}, prefix: prefix, logs: &syncBuffer{}}
-	srv = New(Options{Keys: reader, Limiter: tg.limiter, LimiterKeys: limiter.Keys{Prefix: prefix},
+	tg := &testGateway{engine: &countingEngine{inner: eng}, prefix: prefix, logs: &syncBuffer{}}
+	srv = New(Options{Keys: reader, Engine: tg.engine,
 		Logger: slog.New(slog.NewJSONHandler(tg.logs, nil)), Ready: func(context.Context) error { return reader.Ready() }})
 	tg.Server = srv
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,9 +179,8 @@ func TestPushReaderUnpublishedIs503(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustClient(t)
 	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix})
-	lim := limiter.New(rdb, limiter.Options{Prefix: prefix})
-	tg := &testGateway{limiter: &countingLimiter{inner: lim}, prefix: prefix, logs: &syncBuffer{}}
-	tg.Server = New(Options{Keys: reader, Limiter: tg.limiter, LimiterKeys: limiter.Keys{Prefix: prefix},
+	tg := &testGateway{engine: &countingEngine{inner: engine.New(rdb, engine.Options{Prefix: prefix})}, prefix: prefix, logs: &syncBuffer{}}
+	tg.Server = New(Options{Keys: reader, Engine: tg.engine,
 		Logger: slog.New(slog.NewJSONHandler(tg.logs, nil))})
 	if err := tg.SetSnapshot(keyedSnapshot()); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"tollgate/gateway/limiter"
 	"tollgate/plans"
 )
 
@@ -31,7 +30,7 @@ func routingSnapshot() *plans.Snapshot {
 
 func mustStage(t testing.TB, snap *plans.Snapshot) *stageConfig {
 	t.Helper()
-	cfg, err := compile(snap, limiter.Keys{Prefix: "tg"})
+	cfg, err := compile(snap)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

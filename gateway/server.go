@@ -7,13 +7,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"tollgate/cache"
-	"tollgate/gateway/limiter"
 	"tollgate/internal/clientaddr"
 	"tollgate/plans"
 )
@@ -49,24 +47,14 @@ type KeyLookup interface {
 	Lookup(ctx context.Context, hash string) (*plans.KeyRecord, error)
 }
 
-// Limiter makes the atomic limit decision of one request (DESIGN.md 4.3).
-// An error (including the context's deadline) means it could not decide.
-// *limiter.Limiter implements it and applies TOLLGATE_REDIS_TIMEOUT itself,
-// so the gateway adds no deadline of its own.
-type Limiter interface {
-	Decide(ctx context.Context, req *limiter.Request) (limiter.Decision, error)
-}
-
-// Options configures a Server. Keys and Limiter are required; every other
+// Options configures a Server. Keys and Engine are required; every other
 // zero value is a documented default.
 type Options struct {
 	// Keys finds API key records (push.Reader).
 	Keys KeyLookup
-	// Limiter decides throttles and quotas (gateway/limiter).
-	Limiter Limiter
-	// LimiterKeys names the Redis keys of buckets and quotas; its Prefix
-	// ("tg" in production) must match the limiter's.
-	LimiterKeys limiter.Keys
+	// Engine decides throttles and quotas and keeps the stage response
+	// cache (*engine.Engine).
+	Engine Engine
 	// KeyPepper, when set, makes key hashes HMAC-SHA-256 (TOLLGATE_KEY_PEPPER).
 	KeyPepper []byte
 	// FailureMode is FailOpen ("open", the default when empty) or
@@ -75,10 +63,6 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding the client address (TOLLGATE_TRUSTED_PROXIES; default none).
 	TrustedProxies []netip.Prefix
-	// DenyEntries bounds the refusal memory (DESIGN.md 4.3: refusals of a
-	// key's plan bucket or quota remembered until they could admit again);
-	// 0 means DefaultDenyEntries.
-	DenyEntries int
 	// Logger receives the access log and operational messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -91,23 +75,6 @@ type Options struct {
 	Metrics *Metrics
 	// Ready, when set, is also consulted by Ready (e.g. a Redis ping).
 	Ready func(ctx context.Context) error
-
-	// Cache, when set, is the stage response cache (DESIGN.md 6) on the
-	// cache Redis; nil serves every method uncached. It needs LimiterRedis,
-	// CacheGenKey and a Limiter that is a PipelineLimiter.
-	Cache *cache.Store
-	// LimiterRedis is the very client the Limiter was built on: the cache
-	// generation is read in the limiter decision's pipeline, and when Cache
-	// uses this same client the entry is read there too (one round trip);
-	// any other client counts as a separate cache Redis.
-	LimiterRedis redis.UniversalClient
-	// CacheGenKey names the limiter Redis key of a stage's cache generation
-	// (push.CacheGenKey with the Redis prefix).
-	CacheGenKey func(apiID, stage string) string
-	// CacheTimeout bounds the round trip of a caching request (limiter
-	// decision, generation and entry read); 0 means limiter.DefaultTimeout.
-	// cmd passes TOLLGATE_REDIS_TIMEOUT.
-	CacheTimeout time.Duration
 }
 
 // Server is the gateway's http.Handler. Create it with New and give it a
@@ -116,8 +83,7 @@ type Server struct {
 	cfg         atomic.Pointer[config]
 	rejected    atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
 	lookup      KeyLookup
-	limiter     Limiter
-	keys        limiter.Keys
+	engine      Engine
 	pepper      []byte
 	failureMode string
 	trusted     []netip.Prefix
@@ -126,21 +92,20 @@ type Server struct {
 	readyCheck  func(ctx context.Context) error
 	proxy       *httputil.ReverseProxy
 	attempts    *clientaddr.Failures
-	deny        *denyCache
 	limiterDown atomic.Bool
-	cache       *responseCache // nil without Options.Cache
+	flight      cache.Flight   // concurrent misses of one entry on this node
+	fills       sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
 }
 
-// New returns a Server configured by opts. It panics when Keys or Limiter
+// New returns a Server configured by opts. It panics when Keys or Engine
 // is nil or FailureMode is not "", "open" or "closed" (wiring bugs).
 func New(opts Options) *Server {
-	if opts.Keys == nil || opts.Limiter == nil {
-		panic("gateway: Options.Keys and Options.Limiter are required")
+	if opts.Keys == nil || opts.Engine == nil {
+		panic("gateway: Options.Keys and Options.Engine are required")
 	}
 	s := &Server{
 		lookup:      opts.Keys,
-		limiter:     opts.Limiter,
-		keys:        opts.LimiterKeys,
+		engine:      opts.Engine,
 		pepper:      opts.KeyPepper,
 		failureMode: opts.FailureMode,
 		trusted:     opts.TrustedProxies,
@@ -148,7 +113,6 @@ func New(opts Options) *Server {
 		metrics:     opts.Metrics,
 		readyCheck:  opts.Ready,
 		attempts:    newAttempts(time.Now),
-		deny:        newDenyCache(opts.DenyEntries),
 	}
 	switch s.failureMode {
 	case "":
@@ -168,7 +132,6 @@ func New(opts Options) *Server {
 		transport = NewTransport()
 	}
 	s.proxy = s.newProxy(transport)
-	s.cache = newResponseCache(opts)
 	return s
 }
 
@@ -184,7 +147,7 @@ func New(opts Options) *Server {
 // every refused snapshot, including those that never reach SetSnapshot),
 // so one rejection is counted once.
 func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
-	cfg, err := compile(snap, s.keys)
+	cfg, err := compile(snap)
 	if err != nil {
 		s.rejected.Store(&err)
 		s.log.LogAttrs(context.Background(), slog.LevelError, "config snapshot rejected; keeping the previous one", slog.String("error", err.Error()))

@@ -12,7 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"tollgate/gateway/limiter"
+	"tollgate/cache"
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
@@ -115,7 +116,7 @@ func (tg *testGateway) getHost(t *testing.T, host, path string) int {
 
 func TestNotReadyWithoutSnapshot(t *testing.T) {
 	t.Parallel()
-	s := New(Options{Keys: newFakeKeys(), Limiter: deadLimiter(t), Logger: slog.New(slog.DiscardHandler)})
+	s := New(Options{Keys: newFakeKeys(), Engine: deadEngine(t), Logger: slog.New(slog.DiscardHandler)})
 	if err := s.Ready(); !errors.Is(err, ErrNoSnapshot) {
 		t.Errorf("Ready: got %v, want ErrNoSnapshot", err)
 	}
@@ -220,10 +221,19 @@ func TestAccessLogLine(t *testing.T) {
 	}
 }
 
-// allowLimiter admits everything without Redis; only the benchmark of the
-// handler's own cost uses it.
-type allowLimiter struct{}
+// allowEngine admits everything without Redis and caches nothing; only
+// the benchmark of the handler's own cost uses it.
+type allowEngine struct{}
 
-func (allowLimiter) Decide(context.Context, *limiter.Request) (limiter.Decision, error) {
-	return limiter.Decision{Allowed: true}, nil
+func (allowEngine) Decide(context.Context, *limit.Request) (limit.Decision, error) {
+	return limit.Decision{Allowed: true}, nil
+}
+
+func (allowEngine) DecideLookup(_ context.Context, _ *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
+	lk.Err = errors.New("no cache")
+	return limit.Decision{Allowed: true}, nil
+}
+
+func (allowEngine) Fill(context.Context, *cache.Lookup, *cache.Entry) error {
+	return errors.New("no cache")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 )
 
 // BenchmarkLookupWarm measures a key lookup once the record is in the
@@ -13,7 +14,7 @@ func BenchmarkLookupWarm(b *testing.B) {
 	rdb, prefix := redistest.MustClient(b)
 	h := testHash(1)
 	rec := `{"version":1,"keyId":"benchkey01","enabled":true,"planIds":["plan01"]}`
-	if err := rdb.Set(b.Context(), KeyRecordKey(prefix, h), rec, 0).Err(); err != nil {
+	if err := rdb.Set(b.Context(), keyspace.Space{Prefix: prefix}.KeyRecord(h), rec, 0).Err(); err != nil {
 		b.Fatal(err)
 	}
 	r := NewReader(rdb, ReaderOptions{Prefix: prefix})

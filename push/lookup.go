@@ -68,8 +68,8 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 func (r *Reader) fetch(ctx context.Context, hash string) (*plans.KeyRecord, error) {
 	e0 := r.epoch.Load()
 	pipe := r.rdb.Pipeline()
-	get := pipe.Get(ctx, KeyRecordKey(r.prefix, hash))
-	wm := pipe.Exists(ctx, VersionKey(r.prefix))
+	get := pipe.Get(ctx, r.keys.KeyRecord(hash))
+	wm := pipe.Exists(ctx, r.keys.Version())
 	_, _ = pipe.Exec(ctx) // errors are read per command below
 	if err := wm.Err(); err != nil {
 		return nil, plans.Unavailable(err, "API key store unavailable")

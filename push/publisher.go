@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/plans"
+
+	"tollgate/keyspace"
 )
 
 // Source is what the Publisher reads from the source of truth (implemented
@@ -33,7 +35,8 @@ type Source interface {
 
 // Options configure a Publisher. The zero value is usable.
 type Options struct {
-	// Prefix starts every Redis key name; default DefaultPrefix ("tg").
+	// Prefix starts every Redis key name; "" means keyspace.DefaultPrefix
+	// ("tg").
 	Prefix string
 	// StreamMaxLen caps the change stream (XADD MAXLEN ~); default 100000
 	// entries.
@@ -55,7 +58,7 @@ const changesBatch = 500
 type Publisher struct {
 	src    Source
 	rdb    redis.UniversalClient
-	prefix string
+	keys   keyspace.Space
 	maxLen int64
 	log    *slog.Logger
 
@@ -64,7 +67,7 @@ type Publisher struct {
 
 // NewPublisher returns a Publisher reading src and writing to rdb.
 func NewPublisher(src Source, rdb redis.UniversalClient, opts Options) *Publisher {
-	p := &Publisher{src: src, rdb: rdb, prefix: prefixOr(opts.Prefix),
+	p := &Publisher{src: src, rdb: rdb, keys: keyspace.Space{Prefix: opts.Prefix},
 		maxLen: opts.StreamMaxLen, log: opts.Logger}
 	if p.maxLen <= 0 {
 		p.maxLen = DefaultStreamMaxLen
@@ -138,7 +141,7 @@ func (p *Publisher) publishChange(ctx context.Context, c plans.Change, snapDone 
 	if err := p.xadd(ctx, changeValues(c)); err != nil {
 		return err
 	}
-	_, err := raiseWatermark(ctx, p.rdb, VersionKey(p.prefix), c.Version)
+	_, err := raiseWatermark(ctx, p.rdb, p.keys.Version(), c.Version)
 	return err
 }
 
@@ -156,7 +159,7 @@ func (p *Publisher) writeSnapshot(ctx context.Context, atLeast int64) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	_, err = runCAS(ctx, p.rdb, casWrite{key: SnapshotKey(p.prefix), version: s.Version, doc: doc})
+	_, err = runCAS(ctx, p.rdb, casWrite{key: p.keys.Snapshot(), version: s.Version, doc: doc})
 	return s.Version, err
 }
 
@@ -186,7 +189,7 @@ func (p *Publisher) writeKeys(ctx context.Context, c plans.Change) error {
 // tombstone at version when rec is nil.
 func (p *Publisher) recordWrite(hash string, rec *plans.KeyRecord, version int64) casWrite {
 	doc, v := encodeRecord(rec, version)
-	w := casWrite{key: KeyRecordKey(p.prefix, hash), version: v, doc: doc}
+	w := casWrite{key: p.keys.KeyRecord(hash), version: v, doc: doc}
 	if rec == nil {
 		w.ttlMS = TombstoneTTL.Milliseconds()
 	}
@@ -194,7 +197,7 @@ func (p *Publisher) recordWrite(hash string, rec *plans.KeyRecord, version int64
 }
 
 func (p *Publisher) xadd(ctx context.Context, values []any) error {
-	err := p.rdb.XAdd(ctx, &redis.XAddArgs{Stream: StreamKey(p.prefix), MaxLen: p.maxLen,
+	err := p.rdb.XAdd(ctx, &redis.XAddArgs{Stream: p.keys.Stream(), MaxLen: p.maxLen,
 		Approx: true, Values: values}).Err()
 	if err != nil {
 		return fmt.Errorf("push: append to change stream: %w", err)
@@ -205,7 +208,7 @@ func (p *Publisher) xadd(ctx context.Context, values []any) error {
 // watermark returns the published config version; ok is false when Redis
 // has none.
 func (p *Publisher) watermark(ctx context.Context) (v int64, ok bool, err error) {
-	v, err = p.rdb.Get(ctx, VersionKey(p.prefix)).Int64()
+	v, err = p.rdb.Get(ctx, p.keys.Version()).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, false, nil
 	}
@@ -224,7 +227,7 @@ func (p *Publisher) FlushStageCache(ctx context.Context, apiID, stage string) er
 	if apiID == "" || stage == "" {
 		return fmt.Errorf("push: flush needs an api id and a stage name, got %q:%q", apiID, stage)
 	}
-	if err := p.rdb.Incr(ctx, CacheGenKey(p.prefix, apiID, stage)).Err(); err != nil {
+	if err := p.rdb.Incr(ctx, p.keys.CacheGeneration(apiID, stage)).Err(); err != nil {
 		return fmt.Errorf("push: bump cache generation of %s:%s: %w", apiID, stage, err)
 	}
 	return p.xadd(ctx, flushValues(apiID, stage))

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 	"tollgate/plans"
 )
 
@@ -25,12 +26,12 @@ func readState(t *testing.T, rdb *redis.Client, prefix string) state {
 	t.Helper()
 	ctx := context.Background()
 	s := state{watermark: -1, snapshot: -1}
-	if v, err := rdb.Get(ctx, VersionKey(prefix)).Int64(); err == nil {
+	if v, err := rdb.Get(ctx, keyspace.Space{Prefix: prefix}.Version()).Int64(); err == nil {
 		s.watermark = v
 	} else if !errors.Is(err, redis.Nil) {
 		t.Fatalf("read watermark: %v", err)
 	}
-	b, err := rdb.Get(ctx, SnapshotKey(prefix)).Bytes()
+	b, err := rdb.Get(ctx, keyspace.Space{Prefix: prefix}.Snapshot()).Bytes()
 	if err == nil {
 		var snap plans.Snapshot
 		if err := json.Unmarshal(b, &snap); err != nil {
@@ -47,7 +48,7 @@ func readState(t *testing.T, rdb *redis.Client, prefix string) state {
 // whether Redis has the key at all.
 func readRecord(t *testing.T, rdb *redis.Client, prefix, hash string) (*plans.KeyRecord, bool) {
 	t.Helper()
-	b, err := rdb.Get(context.Background(), KeyRecordKey(prefix, hash)).Bytes()
+	b, err := rdb.Get(context.Background(), keyspace.Space{Prefix: prefix}.KeyRecord(hash)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, false
 	}
@@ -63,7 +64,7 @@ func readRecord(t *testing.T, rdb *redis.Client, prefix, hash string) (*plans.Ke
 
 func readStream(t *testing.T, rdb *redis.Client, prefix string) []entry {
 	t.Helper()
-	msgs, err := rdb.XRange(context.Background(), StreamKey(prefix), "-", "+").Result()
+	msgs, err := rdb.XRange(context.Background(), keyspace.Space{Prefix: prefix}.Stream(), "-", "+").Result()
 	if err != nil {
 		t.Fatalf("read stream: %v", err)
 	}
@@ -148,11 +149,11 @@ func TestPublishWritesChangesInOrder(t *testing.T) {
 	if rec, ok := readRecord(t, rdb, prefix, h1); !ok || rec != nil {
 		t.Errorf("record h1: got %+v (present %v), want a tombstone", rec, ok)
 	}
-	ttl := rdb.PTTL(context.Background(), KeyRecordKey(prefix, h1)).Val()
+	ttl := rdb.PTTL(context.Background(), keyspace.Space{Prefix: prefix}.KeyRecord(h1)).Val()
 	if ttl <= TombstoneTTL-time.Minute || ttl > TombstoneTTL {
 		t.Errorf("tombstone TTL: got %v, want about %v", ttl, TombstoneTTL)
 	}
-	if ttl := rdb.PTTL(context.Background(), KeyRecordKey(prefix, h2)).Val(); ttl != -1 {
+	if ttl := rdb.PTTL(context.Background(), keyspace.Space{Prefix: prefix}.KeyRecord(h2)).Val(); ttl != -1 {
 		t.Errorf("record TTL: got %v, want none (-1ns)", ttl)
 	}
 }
@@ -196,7 +197,7 @@ func TestCASNeverMovesBackwards(t *testing.T) {
 	rdb, prefix := redistest.MustClient(t)
 	ctx := context.Background()
 	hash := testHash(1)
-	key := KeyRecordKey(prefix, hash)
+	key := keyspace.Space{Prefix: prefix}.KeyRecord(hash)
 	rec := func(v int64, enabled bool) casWrite {
 		doc, _ := encodeRecord(&plans.KeyRecord{KeyID: "k1", Enabled: enabled, Version: v}, v)
 		return casWrite{key: key, version: v, doc: doc}
@@ -237,7 +238,7 @@ func TestCASNeverMovesBackwards(t *testing.T) {
 		moved bool
 		want  int64
 	}{{"first", 10, true, 10}, {"lower", 7, false, 10}, {"equal", 10, false, 10}, {"higher", 11, true, 11}} {
-		moved, err := raiseWatermark(ctx, rdb, VersionKey(prefix), s.to)
+		moved, err := raiseWatermark(ctx, rdb, keyspace.Space{Prefix: prefix}.Version(), s.to)
 		if err != nil {
 			t.Fatalf("watermark %s: %v", s.name, err)
 		}
@@ -423,7 +424,7 @@ func TestFlushStageCache(t *testing.T) {
 			t.Fatalf("FlushStageCache: %v", err)
 		}
 	}
-	gen := CacheGenKey(prefix, "a1b2c3d4e5", "prod")
+	gen := keyspace.Space{Prefix: prefix}.CacheGeneration("a1b2c3d4e5", "prod")
 	if got := rdb.Get(ctx, gen).Val(); got != "2" {
 		t.Errorf("generation: got %q, want \"2\"", got)
 	}

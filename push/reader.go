@@ -13,12 +13,15 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"tollgate/plans"
+
+	"tollgate/keyspace"
 )
 
 // ReaderOptions configure a Reader. The zero value is usable (though a
 // gateway wants OnSnapshot).
 type ReaderOptions struct {
-	// Prefix starts every Redis key name; default DefaultPrefix ("tg").
+	// Prefix starts every Redis key name; "" means keyspace.DefaultPrefix
+	// ("tg").
 	Prefix string
 	// OnSnapshot is called with each valid snapshot newer than the current
 	// one, from the goroutine running Start or Run. An error rejects it: the
@@ -77,10 +80,10 @@ const readCount = 1000
 // a local bounded cache backed by Redis. Call Start once, then Run in its
 // own goroutine; Lookup, Ready and Version are safe from any goroutine.
 type Reader struct {
-	rdb    redis.UniversalClient
-	prefix string
-	opts   ReaderOptions
-	log    *slog.Logger
+	rdb  redis.UniversalClient
+	keys keyspace.Space
+	opts ReaderOptions
+	log  *slog.Logger
 
 	epoch atomic.Uint64
 	pos   *boundedMap[*plans.KeyRecord]
@@ -103,7 +106,6 @@ type Reader struct {
 
 // NewReader returns a Reader of rdb; nothing is read until Start.
 func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
-	opts.Prefix = prefixOr(opts.Prefix)
 	if opts.Block <= 0 {
 		opts.Block = DefaultBlock
 	}
@@ -116,7 +118,7 @@ func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	if opts.LookupTimeout <= 0 {
 		opts.LookupTimeout = DefaultLookupTimeout
 	}
-	r := &Reader{rdb: rdb, prefix: opts.Prefix, opts: opts, log: opts.Logger, needReload: true}
+	r := &Reader{rdb: rdb, keys: keyspace.Space{Prefix: opts.Prefix}, opts: opts, log: opts.Logger, needReload: true}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -200,11 +202,11 @@ func (r *Reader) markOK() { r.lastOK.Store(time.Now().UnixNano()) }
 // and drops every cached key record, so that everything before that id is
 // reflected and everything after it will be read. Caller holds streamMu.
 func (r *Reader) reload(ctx context.Context) error {
-	w, err := r.rdb.Get(ctx, VersionKey(r.prefix)).Int64()
+	w, err := r.rdb.Get(ctx, r.keys.Version()).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("push: read watermark: %w", err)
 	}
-	last, err := r.rdb.XRevRangeN(ctx, StreamKey(r.prefix), "+", "-", 1).Result()
+	last, err := r.rdb.XRevRangeN(ctx, r.keys.Stream(), "+", "-", 1).Result()
 	if err != nil {
 		return fmt.Errorf("push: read change stream end: %w", err)
 	}
@@ -231,7 +233,7 @@ func (r *Reader) reload(ctx context.Context) error {
 // readOnce waits up to Block for entries after lastID and applies them.
 // Caller holds streamMu.
 func (r *Reader) readOnce(ctx context.Context) error {
-	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{StreamKey(r.prefix), r.lastID},
+	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{r.keys.Stream(), r.lastID},
 		Count: readCount, Block: r.opts.Block}).Result()
 	if errors.Is(err, redis.Nil) {
 		r.markOK()
@@ -258,7 +260,7 @@ func (r *Reader) checkStreamEnd(ctx context.Context) error {
 	if r.lastID == "0-0" {
 		return nil
 	}
-	last, err := r.rdb.XRevRangeN(ctx, StreamKey(r.prefix), "+", "-", 1).Result()
+	last, err := r.rdb.XRevRangeN(ctx, r.keys.Stream(), "+", "-", 1).Result()
 	if err != nil {
 		return fmt.Errorf("push: read change stream end: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 	"tollgate/plans"
 )
 
@@ -229,7 +230,7 @@ func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 	// A record written behind the stream's back stays unseen while the miss
 	// is remembered, and is seen once the memory expires.
 	doc, _ := encodeRecord(&plans.KeyRecord{KeyID: "sneaky0001", Enabled: true, Version: 1}, 1)
-	if err := rdb.Set(ctx, KeyRecordKey(prefix, h), doc, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, keyspace.Space{Prefix: prefix}.KeyRecord(h), doc, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustLookup(t, r, h); got != nil {
@@ -314,7 +315,7 @@ func TestTrimmedStreamReloadsEverything(t *testing.T) {
 		src.putKey(testHash(10+i), true, "plan01")
 	}
 	mustPublish(t, p)
-	if err := rdb.XTrimMaxLen(ctx, StreamKey(prefix), 1).Err(); err != nil {
+	if err := rdb.XTrimMaxLen(ctx, keyspace.Space{Prefix: prefix}.Stream(), 1).Err(); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -423,8 +424,8 @@ func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
 	restore := func() {
 		rec := src.record(h)
 		doc, _ := encodeRecord(rec, rec.Version)
-		must(rdb.Set(ctx, KeyRecordKey(prefix, h), doc, 0).Err())
-		must(rdb.Set(ctx, VersionKey(prefix), rec.Version, 0).Err())
+		must(rdb.Set(ctx, keyspace.Space{Prefix: prefix}.KeyRecord(h), doc, 0).Err())
+		must(rdb.Set(ctx, keyspace.Space{Prefix: prefix}.Version(), rec.Version, 0).Err())
 	}
 	restore()
 	if got := mustLookup(t, r, h); got == nil || !got.Enabled {
@@ -432,7 +433,7 @@ func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
 	}
 	src.putKey(h, false, "plan01") // v2
 	restore()
-	must(rdb.XAdd(ctx, &redis.XAddArgs{Stream: StreamKey(prefix), ID: "1-1",
+	must(rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyspace.Space{Prefix: prefix}.Stream(), ID: "1-1",
 		Values: changeValues(plans.Change{Version: 2, KeyHashes: []string{h}})}).Err())
 	waitFor(t, "key disabled through the recreated stream", 2*time.Second, func() bool {
 		rec, err := r.Lookup(ctx, h)

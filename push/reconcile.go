@@ -67,7 +67,7 @@ func (p *Publisher) republishAll(ctx context.Context) error {
 	if err := p.xadd(ctx, reloadValues(v)); err != nil {
 		return err
 	}
-	_, err = raiseWatermark(ctx, p.rdb, VersionKey(p.prefix), v)
+	_, err = raiseWatermark(ctx, p.rdb, p.keys.Version(), v)
 	return err
 }
 

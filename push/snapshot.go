@@ -42,7 +42,7 @@ func (r *Reader) Version() int64 { return r.version.Load() }
 func (r *Reader) loadSnapshot(ctx context.Context) error {
 	r.snapMu.Lock()
 	defer r.snapMu.Unlock()
-	b, err := r.rdb.Get(ctx, SnapshotKey(r.prefix)).Bytes()
+	b, err := r.rdb.Get(ctx, r.keys.Snapshot()).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}

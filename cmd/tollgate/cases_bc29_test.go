@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 	"tollgate/plans"
 	"tollgate/push"
 )
@@ -19,7 +20,7 @@ import (
 func BenchmarkCaseBC29KeyVerifier(b *testing.B) {
 	c, prefix := redistest.MustClient(b)
 	r := push.NewReader(c, push.ReaderOptions{Prefix: prefix})
-	if err := c.Set(context.Background(), push.VersionKey(prefix), 1, 0).Err(); err != nil { // config is published
+	if err := c.Set(context.Background(), keyspace.Space{Prefix: prefix}.Version(), 1, 0).Err(); err != nil { // config is published
 		b.Fatal(err)
 	}
 	valid := "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789wxyz"

@@ -1,5 +1,3 @@
-//go:build testclock
-
 package main
 
 import (
@@ -8,10 +6,11 @@ import (
 	"time"
 )
 
-// fakeClock stands in for Redis TIME in the limiter script of every
-// gateway of a stack (limiter.SetClock, test builds only). The nodes' own
-// clocks keep reading the real time, months away from the instants the
-// cases use: any use of a node clock in a decision would show.
+// fakeClock stands in for Redis TIME in the scripts of every node of a
+// stack (injected as the engine's Clock; its zero time means Redis TIME,
+// the default). The nodes' own clocks keep reading the real time, months
+// away from the instants the cases use: any use of a node clock in a
+// decision would show.
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -31,20 +30,13 @@ func (c *fakeClock) Set(at time.Time) {
 	c.now = at
 }
 
-// useClock makes both gateways' limiters read a fakeClock starting at at;
-// Redis TIME is restored at cleanup.
+// useClock sets the stack's clock to at: every node's scripts read it
+// from now on. Redis TIME is restored at cleanup.
 func (s *stack) useClock(t *testing.T, at time.Time) *fakeClock {
 	t.Helper()
-	c := &fakeClock{now: at}
-	for _, g := range s.gateways {
-		g.lim.SetClock(c.Now)
-	}
-	t.Cleanup(func() {
-		for _, g := range s.gateways {
-			g.lim.SetClock(nil)
-		}
-	})
-	return c
+	s.clock.Set(at)
+	t.Cleanup(func() { s.clock.Set(time.Time{}) })
+	return s.clock
 }
 
 // utc parses an RFC 3339 instant ("2026-06-15T23:59:50Z") or fails.

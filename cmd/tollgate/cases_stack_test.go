@@ -19,8 +19,8 @@ import (
 
 	"tollgate/cmd/echo/echoserver"
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 	"tollgate/plans/postgres/postgrestest"
-	"tollgate/push"
 )
 
 // stackOptions varies the stack mustStackWith starts; the zero value is
@@ -60,7 +60,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 	if o.redisTimeout == 0 {
 		o.redisTimeout = 5 * time.Second
 	}
-	s := &stack{echo: echoserver.New()}
+	s := &stack{echo: echoserver.New(), clock: &fakeClock{}}
 	up := httptest.NewServer(s.echo)
 	t.Cleanup(up.Close)
 	s.echoURL = up.URL
@@ -72,9 +72,9 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey},
 	}
-	s.admin = startMain(t, base, "admin", o.logs)
-	s.gateways[0] = startMain(t, base, "gateway", o.logs)
-	s.gateways[1] = startMain(t, base, "gateway", o.logs)
+	s.admin = s.startMain(t, base, "admin", o.logs)
+	s.gateways[0] = s.startMain(t, base, "gateway", o.logs)
+	s.gateways[1] = s.startMain(t, base, "gateway", o.logs)
 	s.sdk = apigateway.New(apigateway.Options{
 		BaseEndpoint: aws.String("http://" + s.admin.AdminAddr),
 		Region:       "us-east-1",
@@ -104,11 +104,13 @@ func setTimeZone(t *testing.T, dbURL string) {
 	}
 }
 
-// startMain runs one Main of role with cfg; it is closed at cleanup.
-func startMain(t *testing.T, cfg Config, role string, logs *logBuffer) *Main {
+// startMain runs one Main of role with cfg, its scripts on the stack's
+// clock; it is closed at cleanup.
+func (s *stack) startMain(t *testing.T, cfg Config, role string, logs *logBuffer) *Main {
 	t.Helper()
 	cfg.Role = role
 	m := NewMain(cfg)
+	m.clock = s.clock.Now
 	if logs != nil {
 		m.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
@@ -125,7 +127,7 @@ func (s *stack) restartGateway(t *testing.T, i int) {
 	t.Helper()
 	old := s.gateways[i]
 	_ = old.Close()
-	s.gateways[i] = startMain(t, old.Config, "gateway", nil)
+	s.gateways[i] = s.startMain(t, old.Config, "gateway", nil)
 }
 
 // logBuffer collects log output safely from many goroutines.
@@ -170,7 +172,7 @@ func (s *stack) sync(t *testing.T) time.Duration {
 // publishedVersion returns the version of the snapshot published in Redis.
 func (s *stack) publishedVersion(t *testing.T) int64 {
 	t.Helper()
-	b, err := s.admin.rdb.Get(context.Background(), push.SnapshotKey(s.admin.Config.RedisPrefix)).Bytes()
+	b, err := s.admin.rdb.Get(context.Background(), keyspace.Space{Prefix: s.admin.Config.RedisPrefix}.Snapshot()).Bytes()
 	if err != nil {
 		t.Fatalf("read the snapshot: %v", err)
 	}

@@ -1,5 +1,3 @@
-//go:build testclock
-
 package main
 
 import (

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestLoadSecrets(t *testing.T) {
@@ -39,55 +37,6 @@ func TestLoadSecrets(t *testing.T) {
 			}
 			if err != nil || !tt.check(s) {
 				t.Fatalf("got %+v, %v", s, err)
-			}
-		})
-	}
-}
-
-func TestOpenRedis(t *testing.T) {
-	tests := []struct {
-		url     string
-		kind    string
-		wantErr bool
-	}{
-		{"redis://127.0.0.1:6379/0", "single", false},
-		{"rediss://:pw@127.0.0.1:6380/1", "single", false},
-		{"redis-cluster://127.0.0.1:7000?addr=127.0.0.1:7001", "cluster", false},
-		{"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/0?master=mymaster", "failover", false},
-		{"redis-sentinel://127.0.0.1:26379", "", true},
-		{"memcached://x", "", true},
-		{"127.0.0.1:6379", "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.url, func(t *testing.T) {
-			c, err := openRedis(tt.url)
-			if tt.wantErr {
-				if err == nil {
-					t.Fatalf("got a client, want an error")
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			kind, deadlines := "", false
-			switch c := c.(type) {
-			case *redis.Client:
-				kind = "single"
-				if c.Options().Addr == "FailoverClient" { // how go-redis's NewFailoverClient names its client
-					kind = "failover"
-				}
-				deadlines = c.Options().ContextTimeoutEnabled
-			case *redis.ClusterClient:
-				kind = "cluster"
-				deadlines = c.Options().ContextTimeoutEnabled
-			}
-			if kind != tt.kind {
-				t.Errorf("got %T, want %s", c, tt.kind)
-			}
-			if !deadlines {
-				t.Errorf("ContextTimeoutEnabled: got false, want true (TOLLGATE_REDIS_TIMEOUT must bound every call)")
 			}
 		})
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 	"github.com/redis/go-redis/v9"
 
-	"tollgate/push"
+	"tollgate/keyspace"
 )
 
 // TestFaultStreamTrimmedPastNode cuts one gateway off Redis (a TCP proxy
@@ -27,7 +27,7 @@ func TestFaultStreamTrimmedPastNode(t *testing.T) {
 	cfg := s.gateways[1].Config
 	cfg.RedisURL = "redis://" + proxy.addr() + "/0"
 	_ = s.gateways[1].Close()
-	s.gateways[1] = startMain(t, cfg, "gateway", nil)
+	s.gateways[1] = s.startMain(t, cfg, "gateway", nil)
 	api := s.mustCaseAPI(t)
 	p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(10000, 10000), Quota: quota(100, types.QuotaPeriodTypeDay, 0)})
 	_, key := s.mustKey(t, p)
@@ -44,7 +44,7 @@ func TestFaultStreamTrimmedPastNode(t *testing.T) {
 	_, err := s.sdk.UpdateApiKey(ctx, &apigateway.UpdateApiKeyInput{ApiKey: &goneID,
 		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/enabled"), Value: aws.String("false")}}})
 	must(t, "UpdateApiKey", err)
-	if err := s.admin.rdb.XTrimMaxLen(ctx, push.StreamKey(s.admin.Config.RedisPrefix), 0).Err(); err != nil {
+	if err := s.admin.rdb.XTrimMaxLen(ctx, keyspace.Space{Prefix: s.admin.Config.RedisPrefix}.Stream(), 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s.mustKey(t, "") // an unrelated entry after the trimmed ones

@@ -29,6 +29,7 @@ type stack struct {
 	echo     *echoserver.Server
 	echoURL  string
 	sdk      *apigateway.Client
+	clock    *fakeClock // every node's script clock; zero: Redis TIME
 }
 
 // mustStack starts the stack; everything is closed at test cleanup.

@@ -21,9 +21,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/admin"
-	"tollgate/cache"
+	"tollgate/engine"
 	"tollgate/gateway"
-	"tollgate/gateway/limiter"
+	"tollgate/internal/redisurl"
 	"tollgate/ledger"
 	"tollgate/migrations"
 	"tollgate/plans"
@@ -57,7 +57,8 @@ type Main struct {
 	cacheRDB       redis.UniversalClient // nil when the cache shares rdb
 	db             *postgres.DB
 	gw             *gateway.Server
-	lim            *limiter.Limiter // the gateway's limiter; tests set its clock
+	engine         *engine.Engine // the gateway's Redis engine
+	clock          engine.Clock   // replaces Redis TIME in the scripts; nil in production, set by tests
 	reader         *push.Reader
 	servers        []*http.Server
 	cancel         context.CancelFunc
@@ -108,8 +109,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.adminProxies, err = trustedProxies("TOLLGATE_ADMIN_TRUSTED_PROXIES", m.Config.AdminTrustedProxies); err != nil {
 		return err
 	}
-	if m.rdb, err = openLimiterRedis(m.Config.RedisURL); err != nil {
-		return err
+	if m.rdb, err = redisurl.Open(m.Config.RedisURL); err != nil {
+		return fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
 	}
 	if m.runsGateway() {
 		if err := m.startGateway(ctx); err != nil {
@@ -167,7 +168,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Web:       web.FS(),
 		Metrics:   promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
 		Ready:     m.adminReady,
-		Usage:     usageCounter{limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})},
+		Usage:     usageCounter{engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})},
 		Ledger:    db,
 	})
 	bound, err := m.listen("admin", addr, handler, 0)
@@ -189,45 +190,37 @@ func (m *Main) adminReady(ctx context.Context) error {
 
 func (m *Main) startGateway(ctx context.Context) error {
 	cfg := m.Config
-	lim := limiter.New(m.rdb, limiter.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout})
-	m.lim = lim
-	if err := lim.Load(ctx); err != nil {
-		m.Logger.Warn("limiter script not loaded; it loads on first use", "err", err)
+	cacheRDB, err := m.openCacheRedis()
+	if err != nil {
+		return err
+	}
+	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB})
+	if err := m.engine.Load(ctx); err != nil {
+		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}
 	metrics := gateway.NewMetrics()
 	m.registry.MustRegister(metrics.Collectors()...)
 	// The reader feeds snapshots to the gateway and serves it key lookups;
-	// it starts only after both exist.
+	// it starts only after both exist. Config, usage and reload events
+	// clear the engine's node-side memory of refusals.
 	m.reader = push.NewReader(m.rdb, push.ReaderOptions{
 		Prefix:     cfg.RedisPrefix,
 		OnSnapshot: func(s *plans.Snapshot) error { return m.gw.SetSnapshot(s) },
 		OnReject:   func(int64, error) { metrics.ConfigRejected.Inc() },
-		OnEvent:    func(c plans.Change) { m.gw.ForgetChange(c) },
-		OnUsage:    func(planID, keyID string) { m.gw.ForgetUsage(planID, keyID) },
-		OnReload:   func() { m.gw.ForgetRefusals() },
+		OnEvent:    m.engine.ForgetChange,
+		OnUsage:    m.engine.ForgetUsage,
+		OnReload:   m.engine.ForgetAll,
 		Logger:     m.Logger,
 	})
-	store, err := m.openCache()
-	if err != nil {
-		return err
-	}
-	if err := store.Load(ctx); err != nil {
-		m.Logger.Warn("cache lookup script not loaded; it loads on first use", "err", err)
-	}
 	m.gw = gateway.New(gateway.Options{
 		Keys:           m.reader,
-		Limiter:        lim,
-		LimiterKeys:    lim.Keys(),
+		Engine:         m.engine,
 		KeyPepper:      cfg.Secrets.KeyPepper,
 		FailureMode:    cfg.LimiterFailureMode,
 		TrustedProxies: m.gatewayProxies,
 		Logger:         m.Logger,
 		Metrics:        metrics,
 		Ready:          func(context.Context) error { return m.reader.Ready() },
-		Cache:          store,
-		LimiterRedis:   m.rdb,
-		CacheGenKey:    func(apiID, stage string) string { return push.CacheGenKey(cfg.RedisPrefix, apiID, stage) },
-		CacheTimeout:   cfg.RedisTimeout,
 	})
 	if err := m.reader.Start(ctx); err != nil {
 		return err
@@ -238,19 +231,19 @@ func (m *Main) startGateway(ctx context.Context) error {
 	return err
 }
 
-// openCache returns the response cache store on TOLLGATE_CACHE_REDIS_URL,
-// or on the limiter Redis when that is empty or the same URL.
-func (m *Main) openCache() (*cache.Store, error) {
+// openCacheRedis opens TOLLGATE_CACHE_REDIS_URL; nil (the limiter Redis)
+// when that is empty or the same URL.
+func (m *Main) openCacheRedis() (redis.UniversalClient, error) {
 	url := m.Config.CacheRedisURL
 	if url == "" || url == m.Config.RedisURL {
-		return cache.New(m.rdb, cache.Options{Prefix: m.Config.RedisPrefix}), nil
+		return nil, nil
 	}
-	rdb, err := openRedis(url)
+	rdb, err := redisurl.Open(url)
 	if err != nil {
-		return nil, fmt.Errorf("cache redis: %w", err)
+		return nil, fmt.Errorf("TOLLGATE_CACHE_REDIS_URL: %w", err)
 	}
 	m.cacheRDB = rdb
-	return cache.New(rdb, cache.Options{Prefix: m.Config.RedisPrefix}), nil
+	return rdb, nil
 }
 
 func (m *Main) startMetrics() error {

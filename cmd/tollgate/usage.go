@@ -4,15 +4,15 @@ import (
 	"context"
 
 	"tollgate/admin"
-	"tollgate/gateway/limiter"
+	"tollgate/engine"
 	"tollgate/plans"
 	"tollgate/push"
 )
 
-// usageCounter adapts the limiter to admin.UsageCounter (GetUsage and
-// UpdateUsage), so that the admin need not import gateway/limiter.
+// usageCounter adapts the engine to admin.UsageCounter (GetUsage and
+// UpdateUsage), so that the admin need not import the engine.
 type usageCounter struct {
-	*limiter.Limiter
+	*engine.Engine
 }
 
 var (

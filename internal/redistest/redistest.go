@@ -8,7 +8,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +71,39 @@ func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 	}
 	if len(batch) > 0 {
 		c.Unlink(ctx, batch...)
+	}
+}
+
+// MustServer starts a redis-server of the test's own on a free loopback
+// port, with no persistence and the extra arguments (e.g. "--maxmemory",
+// "4mb"), and returns its address ("127.0.0.1:port") and a client of it;
+// both are stopped at cleanup. For fault tests that stop, flush or
+// reconfigure a server: never the shared one.
+func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: find a free port: %v", err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", tb.TempDir()}, args...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("redistest: start redis-server: %v", err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	tb.Cleanup(func() { _ = c.Close() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c.Ping(context.Background()).Err() == nil {
+			return addr, c
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: redis-server on %s did not answer: %s", addr, out.String())
+		}
 	}
 }

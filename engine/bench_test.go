@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"tollgate/keyspace"
+)
+
+// benchRequests returns requests of n API keys (nodeRequest: plan, stage
+// and account buckets, a quota and usage) whose limits never refuse.
+func benchRequests(l *Engine, n int) []*keyedRequest {
+	reqs := make([]*keyedRequest, n)
+	for i := range reqs {
+		reqs[i] = nodeRequest(l, fmt.Sprintf("key%06d", i), 1000, 1000, 1_000_000_000)
+	}
+	return reqs
+}
+
+// BenchmarkDecide measures one decision over a plan, stage and account
+// bucket, a quota and usage counting, against the real Redis (run with
+// -benchmem). keyspace.Space rotate over 1000 API keys so the plan state stays warm
+// but buckets do not all refuse.
+func BenchmarkDecide(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := benchRequests(l, 1000)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := l.decideKeyed(b.Context(), reqs[i%len(reqs)], nil); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkDecideParallel is BenchmarkDecide from GOMAXPROCS goroutines.
+func BenchmarkDecideParallel(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := benchRequests(l, 1000)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := l.decideKeyed(b.Context(), reqs[i%len(reqs)], nil); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkKeys measures the key builder for the names one keyed request
+// needs (plan bucket, plan method bucket, quota, usage); stage and account
+// bucket names are built once per snapshot.
+func BenchmarkKeys(b *testing.B) {
+	k := keyspace.Space{Prefix: "tg"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = k.PlanBucket("a1b2c3d4e5", "pl0001")
+		_ = k.PlanMethodBucket("a1b2c3d4e5", "pl0001", "api0000001", "prod", "GET", "/pets/{petId}")
+		_ = k.Quota("a1b2c3d4e5", "pl0001")
+		_ = k.Usage("a1b2c3d4e5", "pl0001")
+	}
+}
+
+// BenchmarkDecideConcurrent is BenchmarkDecide from 16 goroutines per
+// CPU, as a busy gateway calls it: concurrent decisions share pipelined
+// round trips (batch.go), so the time per decision falls below one round
+// trip.
+func BenchmarkDecideConcurrent(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := benchRequests(l, 1000)
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			if _, err := l.decideKeyed(b.Context(), reqs[i%int64(len(reqs))], nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkScriptBatch runs limits.lua on batches of 100 decisions over
+// 100 API keys (plan bucket, shared stage and account buckets, quota and
+// usage each), as a busy gateway with many partners sends them, and
+// reports the Redis time per decision (redis-µs/decision, from INFO
+// commandstats: script and the commands it calls). Run it alone: other
+// scripts on the same Redis count too.
+func BenchmarkScriptBatch(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := benchRequests(l, 100)
+	usec := func() float64 {
+		info, err := l.rdb.Info(b.Context(), "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+				for _, f := range strings.Split(rest, ",") {
+					if v, ok := strings.CutPrefix(f, "usec="); ok {
+						n, _ := strconv.ParseFloat(v, 64)
+						return n
+					}
+				}
+			}
+		}
+		return 0
+	}
+	now := time.Now()
+	before := usec()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(time.Millisecond)
+		runBatch(b, l, now, reqs)
+	}
+	b.ReportMetric((usec()-before)/float64(b.N*len(reqs)), "redis-µs/decision")
+}

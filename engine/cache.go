@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/cache"
+	"tollgate/internal/redisscript"
+	"tollgate/limit"
+)
+
+//go:embed lookup.lua
+var lookupSource string
+
+// lookupScript is lookup.lua, hashed once: lookups send its SHA1
+// (EVALSHA), not its text.
+var lookupScript = redis.NewScript(lookupSource)
+
+// entries is the engine's side of the stage response cache
+// (docs/behaviour.md, "Response cache"): entries in the cache Redis, one
+// hash per entry key holding the stored response's Vary names and one
+// field per variant (cache.Variant), expiring with the entry's TTL; and
+// the stage cache generations, which live in the limiter Redis (the admin
+// bumps them: push.Publisher.FlushStageCache) and are read in the round
+// trip of each caching request's limit decision, with the last generation
+// seen per stage kept on this node.
+type entries struct {
+	e      *Engine
+	rdb    redis.UniversalClient
+	shared bool // the cache Redis is the limiter Redis: one pipeline
+
+	mu     sync.RWMutex
+	stages map[stageRef]*stageCache
+
+	memoryCheck time.Duration
+	full        atomic.Bool  // the last memory check found the Redis full
+	checked     atomic.Int64 // Unix ns of the last memory check
+	checking    atomic.Bool
+}
+
+// stageRef names one stage.
+type stageRef struct{ api, stage string }
+
+// stageCache is one stage's cache state on this node: the last generation
+// seen and the Redis key it is read from.
+type stageCache struct {
+	gen    atomic.Int64
+	genKey string
+}
+
+func newEntries(e *Engine, rdb redis.UniversalClient, memoryCheck time.Duration) *entries {
+	if memoryCheck <= 0 {
+		memoryCheck = DefaultCacheMemoryCheck
+	}
+	return &entries{e: e, rdb: rdb, shared: rdb == e.rdb, stages: map[stageRef]*stageCache{}, memoryCheck: memoryCheck}
+}
+
+// stage returns the cache state of (api, stage), created on first use (the
+// generation outlives config snapshots).
+func (c *entries) stage(api, stage string) *stageCache {
+	ref := stageRef{api, stage}
+	c.mu.RLock()
+	st := c.stages[ref]
+	c.mu.RUnlock()
+	if st != nil {
+		return st
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st = c.stages[ref]; st == nil {
+		st = &stageCache{genKey: c.e.keys.CacheGeneration(api, stage)}
+		c.stages[ref] = st
+	}
+	return st
+}
+
+// DecideLookup is Decide for a request of a caching method: in the same
+// round trip (one per Redis server) it reads the stage's cache generation
+// and, unless lk.Refresh, the entry of lk, and fills lk's outputs (see
+// cache.Lookup). The whole round trip runs under Options.Timeout. A
+// refused request reads no more than that; an admitted one whose stage was
+// flushed since this node last looked reads its entry once more, under the
+// new generation (only the first request after a flush). The decision and
+// its error are Decide's; cache read errors go to lk.Err.
+func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	c := e.cache
+	st := c.stage(req.API, req.Stage)
+	lk.Request.Generation = st.gen.Load()
+	key := e.keys.CacheEntry(cache.Digest(lk.Params, &lk.Request))
+	var (
+		genCmd   *redis.StringCmd
+		read     *entryRead // queued on the decision's pipeline or read in parallel
+		parallel sync.WaitGroup
+	)
+	d, err := e.decideAlong(ctx, req, func(ctx context.Context, p redis.Pipeliner) {
+		genCmd = p.Get(ctx, st.genKey)
+		switch {
+		case lk.Refresh:
+		case c.shared:
+			read = queueLookup(ctx, p, key, lk.Request.Header)
+		default:
+			parallel.Go(func() {
+				cp := c.rdb.Pipeline()
+				r := queueLookup(ctx, cp, key, lk.Request.Header)
+				_, _ = cp.Exec(ctx)
+				read = r
+			})
+		}
+	})
+	parallel.Wait()
+	lk.Digest, lk.Entry, lk.Err = "", nil, nil
+	gen, genErr := generation(genCmd, err)
+	if genErr != nil {
+		lk.Err = genErr
+		return d, err
+	}
+	if read != nil {
+		lk.Entry, lk.Err = read.result(ctx, c.rdb)
+	}
+	if gen != lk.Request.Generation { // flushed since this node last looked
+		st.gen.Store(gen)
+		lk.Request.Generation = gen
+		lk.Entry = nil
+		key = e.keys.CacheEntry(cache.Digest(lk.Params, &lk.Request))
+		if !lk.Refresh && lk.Err == nil && d.Allowed { // another node may have filled it already
+			lk.Entry, lk.Err = c.get(ctx, key, lk.Request.Header)
+		}
+	}
+	lk.Digest = cache.Digest(lk.Params, &lk.Request)
+	return d, err
+}
+
+// errNoGeneration is the cache error of a request whose decision never
+// ran (refused from memory, or its deadline passed while queued).
+var errNoGeneration = errors.New("engine: stage cache generation not read")
+
+// generation returns the generation genCmd read; an error when it could
+// not be read or the decision failed (decErr): then nothing may be served
+// or stored.
+func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
+	if decErr != nil {
+		return 0, decErr
+	}
+	if genCmd == nil {
+		return 0, errNoGeneration
+	}
+	gen, err := genCmd.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil // never flushed
+	}
+	if err != nil {
+		return 0, fmt.Errorf("engine: stage cache generation: %w", err)
+	}
+	return gen, nil
+}
+
+// Fill stores entry ent as the variant of lk's entry for its request
+// header (by the Vary names of ent.Header) and sets the key's expiry to
+// ent.TTL, in one MULTI. lk is a Lookup DecideLookup filled; the caller
+// checked cache.Storable. Older variants keep their own Stored and TTL
+// and are not served once stale. Errors come from Redis, or are
+// ErrCacheFull while the cache Redis is near maxmemory without eviction,
+// or say lk has no digest.
+func (e *Engine) Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error {
+	if lk.Digest == "" {
+		return errors.New("engine: fill: the lookup has no digest (generation unknown)")
+	}
+	return e.cache.put(ctx, e.keys.CacheEntry(lk.Digest), lk.Request.Header, ent)
+}
+
+// entryRead is an entry read queued on a pipeline by queueLookup.
+type entryRead struct {
+	key string
+	arg string
+	cmd *redis.Cmd
+}
+
+// queueLookup adds the read of entry key's variant for request header h
+// to pipe (EVALSHA of lookup.lua). Run pipe, then call result.
+func queueLookup(ctx context.Context, pipe redis.Pipeliner, key string, h http.Header) *entryRead {
+	r := &entryRead{key: key, arg: headerArg(h)}
+	r.cmd = lookupScript.EvalSha(ctx, pipe, []string{key}, r.arg)
+	return r
+}
+
+// result returns the entry read, nil without an error when there is none
+// (stale entries are returned: check Entry.Fresh). A NOSCRIPT reply (a
+// restarted or flushed cache Redis; go-redis cannot fall back inside a
+// pipeline) reads again on rdb with EVAL under ctx, which also loads the
+// script. An error means the cache Redis did not answer or the entry is
+// corrupt.
+func (r *entryRead) result(ctx context.Context, rdb redis.UniversalClient) (*cache.Entry, error) {
+	s, err := r.cmd.Text()
+	if redisscript.IsNoScript(err) {
+		s, err = lookupScript.Eval(ctx, rdb, []string{r.key}, r.arg).Text()
+	}
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: cache lookup: %w", err)
+	}
+	return cache.DecodeEntry([]byte(s))
+}
+
+// get reads entry key's variant for request header h in its own round
+// trip; see entryRead.result.
+func (c *entries) get(ctx context.Context, key string, h http.Header) (*cache.Entry, error) {
+	pipe := c.rdb.Pipeline()
+	r := queueLookup(ctx, pipe, key, h)
+	_, _ = pipe.Exec(ctx)
+	return r.result(ctx, c.rdb)
+}
+
+// put stores e as the variant of entry key for request header h; see Fill.
+func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.Entry) error {
+	c.maybeCheckMemory()
+	if c.full.Load() {
+		return ErrCacheFull
+	}
+	names, _ := cache.VaryNames(e.Header)
+	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, "vary", strings.Join(names, ","), cache.Variant(names, h), e.Encode())
+		p.PExpire(ctx, key, e.TTL)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: cache store %s: %w", key, err)
+	}
+	return nil
+}
+
+// headerArg flattens a request header into lookup.lua's ARGV[1]: one line
+// "<lowercase name>:<VaryValue>\n" per header (HTTP forbids line breaks in
+// names and values, and ':' in names). Credentials go as VaryValue's
+// digests, never as themselves, exactly as Fill names variants.
+func headerArg(h http.Header) string {
+	var b strings.Builder
+	for k := range h {
+		v, _ := cache.VaryValue(h, k)
+		b.Grow(len(k) + len(v) + 2)
+		for i := 0; i < len(k); i++ {
+			c := k[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+		b.WriteByte(':')
+		b.WriteString(v)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"tollgate/cache"
+	"tollgate/internal/redistest"
+)
+
+func TestCachePutGetVariants(t *testing.T) {
+	rdb, prefix := redistest.MustClient(t)
+	s := New(rdb, Options{Prefix: prefix}).cache
+	ctx := t.Context()
+	key := prefix + ":cache:e:" + cache.Digest(nil, &cache.Request{APIID: "a", Stage: "s", Method: "GET", Host: "h", Path: "/p"})
+	if e, err := s.get(ctx, key, http.Header{}); e != nil || err != nil {
+		t.Fatalf("empty store: got %v, %v, want nil, nil", e, err)
+	}
+	vary := http.Header{"Vary": {"Accept-Encoding, X-Tenant"}}
+	put := func(body string, req http.Header) {
+		e := &cache.Entry{Status: 200, Header: vary, Body: []byte(body), Stored: time.Now(), TTL: time.Minute}
+		if err := s.put(ctx, key, req, e); err != nil {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	put("gzip-a", http.Header{"Accept-Encoding": {"gzip, deflate"}, "X-Tenant": {"a"}})
+	put("plain-a", http.Header{"X-Tenant": {"a"}})
+	put("plain-none", http.Header{})
+	cases := []struct {
+		name string
+		req  http.Header
+		want string // "" for a miss
+	}{
+		{"same class of Accept-Encoding", http.Header{"Accept-Encoding": {"gzip"}, "X-Tenant": {"a"}}, "gzip-a"},
+		{"no Accept-Encoding", http.Header{"X-Tenant": {"a"}}, "plain-a"},
+		{"identity is not gzip", http.Header{"Accept-Encoding": {"identity"}, "X-Tenant": {"a"}}, ""},
+		{"other tenant", http.Header{"X-Tenant": {"b"}}, ""},
+		{"empty tenant differs from absent", http.Header{"X-Tenant": {""}}, ""},
+		{"absent both", http.Header{"Other": {"x"}}, "plain-none"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := s.get(ctx, key, c.req)
+			if err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			got := ""
+			if e != nil {
+				got = string(e.Body)
+			}
+			if got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+	ttl, err := rdb.PTTL(ctx, key).Result()
+	if err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Errorf("PTTL: got %v, %v, want (0, 1m]", ttl, err)
+	}
+}
+
+func TestCacheUnavailable(t *testing.T) {
+	rdb := deadRedis(t)
+	s := New(rdb, Options{Prefix: "t"}).cache
+	if _, err := s.get(t.Context(), "t:cache:e:x", http.Header{}); err == nil {
+		t.Errorf("get on a dead Redis: got no error, want one")
+	}
+}

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrCacheFull is Fill's error while the cache Redis is near its maxmemory and
+// would not evict to make room: the entry is not written, so cache entries
+// never push other state (the limiter's, when the cache shares its Redis)
+// into out-of-memory refusals.
+var ErrCacheFull = errors.New("engine: cache Redis near maxmemory without eviction; entry not stored")
+
+// Memory guard defaults.
+const (
+	// DefaultCacheMemoryCheck is how often Fill re-reads the cache Redis's memory
+	// state (INFO memory), in the background.
+	DefaultCacheMemoryCheck = 2 * time.Second
+	// fullShare is the share of maxmemory above which a non-evicting
+	// Redis counts as full.
+	fullShare = 0.8
+)
+
+// maybeCheckMemory starts a background memory check when the last one is
+// older than the check interval and none is running.
+func (c *entries) maybeCheckMemory() {
+	now := time.Now().UnixNano()
+	if now-c.checked.Load() < int64(c.memoryCheck) || !c.checking.CompareAndSwap(false, true) {
+		return
+	}
+	c.checked.Store(now)
+	go func() {
+		defer c.checking.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.checkMemory(ctx)
+	}()
+}
+
+// checkMemory reads INFO memory and sets whether Fill must refuse. An error
+// leaves the previous state.
+func (c *entries) checkMemory(ctx context.Context) error {
+	info, err := c.rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return err
+	}
+	c.full.Store(memoryFull(info))
+	return nil
+}
+
+// memoryFull reports whether an INFO memory reply describes a Redis that
+// refuses writes when full (maxmemory-policy noeviction) and uses more
+// than fullShare of its maxmemory. Without maxmemory (0) or with an
+// evicting policy (entries all have a TTL, so volatile-* policies evict
+// them too) it is never full. On a Redis Cluster the reply is one node's.
+func memoryFull(info string) bool {
+	var used, limit float64
+	policy := ""
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "used_memory":
+			used, _ = strconv.ParseFloat(v, 64)
+		case "maxmemory":
+			limit, _ = strconv.ParseFloat(v, 64)
+		case "maxmemory_policy":
+			policy = v
+		}
+	}
+	return policy == "noeviction" && limit > 0 && used >= fullShare*limit
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/limit"
+)
+
+// keyedBucket is a limit.Bucket with the Redis key of its state.
+type keyedBucket struct {
+	Key        string
+	RateLimit  float64
+	BurstLimit int32
+	Level      limit.Level
+}
+
+// keyedQuota is a limit.Quota with the Redis key of its state.
+type keyedQuota struct {
+	Key    string
+	Limit  int32
+	Period string
+	Offset int32
+}
+
+// keyedRequest is a limit.Request resolved to Redis key names: what
+// limits.lua decides. UsageKey "" means no usage count.
+type keyedRequest struct {
+	Buckets  []keyedBucket
+	Quota    *keyedQuota
+	UsageKey string
+}
+
+// planIndex returns the index of the caller's plan or plan-method bucket
+// (the first bucket of either level), or -1.
+func (r *keyedRequest) planIndex() int {
+	for i := range r.Buckets {
+		if l := r.Buckets[i].Level; l == limit.LevelPlan || l == limit.LevelPlanMethod {
+			return i
+		}
+	}
+	return -1
+}
+
+// Decide takes one token from every bucket of req and one unit of its quota,
+// all or nothing, under a deadline of Options.Timeout (docs/behaviour.md,
+// "Throttles and quota"). The first refusing limit in check order decides.
+// A request with no buckets and no quota is admitted (and its usage
+// counted when it has a key). A refusal of the caller's own plan bucket or
+// quota is remembered until the moment it could admit (refusals.go), and
+// later requests on it are answered from that memory, without Redis
+// (Decision.Remembered). Concurrent calls are decided together, one script
+// run per batch (batch.go) on one primary, one per slot on Redis Cluster
+// (cluster.go). req must not change until Decide returns. Errors (Redis
+// unreachable, deadline exceeded, a malformed reply) are wrapped; the
+// caller applies the failure mode.
+func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
+	return e.decideAlong(ctx, req, nil)
+}
+
+// decideAlong is Decide with along (see decideKeyed).
+func (e *Engine) decideAlong(ctx context.Context, req *limit.Request, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
+	c := e.newCall(ctx, req)
+	gen, sent := e.refusals.generation(), time.Now()
+	if d, ok := e.refusals.lookup(c.req, req.Version, sent); ok {
+		return d, nil
+	}
+	d, err := e.wait(ctx, c, along)
+	if err == nil && !d.Allowed && req.KeyID != "" {
+		e.refusals.remember(c.req, req, d, sent, gen)
+	}
+	return d, err
+}
+
+// newCall resolves req into a call: its Redis key names (the per-key ones
+// built here, the shared ones from a cache of names).
+func (e *Engine) newCall(ctx context.Context, req *limit.Request) *call {
+	c := &call{ctx: ctx, done: make(chan struct{})}
+	kr := &c.own
+	kr.Buckets = c.ownBuckets[:0]
+	for i := range req.Buckets {
+		b := &req.Buckets[i]
+		kr.Buckets = append(kr.Buckets, keyedBucket{Key: e.bucketKey(req, b), RateLimit: b.RateLimit, BurstLimit: b.BurstLimit, Level: b.Level})
+	}
+	if req.KeyID != "" {
+		if q := req.Quota; q != nil {
+			c.ownQuota = keyedQuota{Key: e.keys.Quota(req.KeyID, req.PlanID), Limit: q.Limit, Period: q.Period, Offset: q.Offset}
+			kr.Quota = &c.ownQuota
+		}
+		kr.UsageKey = e.keys.Usage(req.KeyID, req.PlanID)
+	}
+	c.req = kr
+	return c
+}
+
+// bucketKey names the state of bucket b of req.
+func (e *Engine) bucketKey(req *limit.Request, b *limit.Bucket) string {
+	switch b.Level {
+	case limit.LevelPlan:
+		return e.keys.PlanBucket(req.KeyID, req.PlanID)
+	case limit.LevelPlanMethod:
+		return e.keys.PlanMethodBucket(req.KeyID, req.PlanID, req.API, req.Stage, b.Method, b.Path)
+	case limit.LevelStage:
+		return e.names.stageBucket(req.API, req.Stage, b.Method, b.Path)
+	default:
+		return e.names.account
+	}
+}
+
+// decideKeyed decides a resolved request, bypassing the refusal memory.
+// along, when not nil, queues commands on the pipeline of the round trip
+// that decides req (on Redis Cluster, its last phase), so the caller reads
+// other keys of the limiter Redis in the same round trip (the stage cache
+// generation and entry). along runs before the round trip, possibly on
+// another goroutine, and must only queue commands on p, with ctx (the
+// run's deadline). When along is not nil, decideKeyed returns only after
+// the run, which ends by the call's deadline, so the commands along queued
+// hold their replies; when the deadline passed before the run, along is
+// not called and the error is the context's.
+func (e *Engine) decideKeyed(ctx context.Context, req *keyedRequest, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
+	c := &call{ctx: ctx, req: req, done: make(chan struct{})}
+	return e.wait(ctx, c, along)
+}
+
+// wait queues c and waits for its decision.
+func (e *Engine) wait(ctx context.Context, c *call, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
+	// The deadline goes with the call: a call still queued when it passes
+	// is never sent (so never charged), and a batch runs under the
+	// earliest deadline of its calls.
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	c.ctx, c.clock, c.along = ctx, e.clockArg(), along
+	e.enqueue(c)
+	if along != nil {
+		<-c.done // the run's own deadline bounds this wait
+	} else {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return limit.Decision{}, fmt.Errorf("engine: decide: %w", ctx.Err())
+		}
+	}
+	if c.err != nil {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
+	}
+	return parseDecision(&c.res, c.req), nil
+}
+
+// Reply positions of limits.lua's op "decide" (1-based there, 0-based
+// here).
+const (
+	rAllowed = iota
+	rRefused
+	rNow
+	rRetry
+	rPlanRemaining
+	rPlanFull
+	rQuotaRemaining
+	rQuotaStart
+	rQuotaEnd
+	rLen
+)
+
+// parseDecision turns one decision of the script's reply into a Decision.
+func parseDecision(r *[rLen]int64, req *keyedRequest) limit.Decision {
+	d := limit.Decision{Allowed: r[rAllowed] == 1, Now: time.UnixMicro(r[rNow]).UTC()}
+	if !d.Allowed {
+		d.Refused = refusedLevel(req, int(r[rRefused]))
+		if r[rRetry] < 0 {
+			d.NoRetry = true
+		} else {
+			d.RetryAfter = time.Duration(r[rRetry]) * time.Microsecond
+		}
+	}
+	if plan := req.planIndex(); plan >= 0 {
+		d.Plan = bucketState(&req.Buckets[plan], d.Now, r[rPlanRemaining], r[rPlanFull])
+	}
+	if req.Quota != nil {
+		start, end := time.Unix(r[rQuotaStart], 0).UTC(), time.Unix(r[rQuotaEnd], 0).UTC()
+		d.Quota = &limit.State{Limit: int64(req.Quota.Limit), Remaining: r[rQuotaRemaining], Reset: end, Window: end.Sub(start)}
+	}
+	return d
+}
+
+// refusedLevel maps the script's 1-based refusing index to a Level: a
+// bucket's own Level, or LevelQuota just past the buckets.
+func refusedLevel(req *keyedRequest, i int) limit.Level {
+	if i >= 1 && i <= len(req.Buckets) {
+		return req.Buckets[i-1].Level
+	}
+	return limit.LevelQuota
+}
+
+// bucketState builds the header state of a bucket from the tokens left and
+// the microseconds until it is full (-1: never, at rate 0).
+func bucketState(b *keyedBucket, now time.Time, remaining, fullUS int64) *limit.State {
+	s := &limit.State{Limit: int64(b.BurstLimit), Remaining: remaining}
+	if fullUS >= 0 {
+		s.Reset = now.Add(time.Duration(fullUS) * time.Microsecond)
+	}
+	if b.RateLimit > 0 {
+		s.Window = time.Duration(float64(b.BurstLimit) / b.RateLimit * float64(time.Second))
+	}
+	return s
+}

@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
+	"tollgate/keyspace"
+)
+
+// DefaultTimeout is the deadline of one decision when Options.Timeout is 0
+// (TOLLGATE_REDIS_TIMEOUT's default, docs/operations.md).
+const DefaultTimeout = 50 * time.Millisecond
+
+// Clock is a source of time for the limiter scripts in place of Redis
+// TIME: tests inject one (the script is given its time); nil, or a Clock
+// that returns the zero time, means Redis TIME. Production never sets one.
+type Clock func() time.Time
+
+// Options configures an Engine; the zero value gives the defaults.
+type Options struct {
+	// Prefix of every Redis key name; "" means keyspace.DefaultPrefix
+	// ("tg"). Tests use a unique prefix each.
+	Prefix string
+	// Timeout is the deadline of one decision (and of a decision with its
+	// cache reads); 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Clock replaces Redis TIME in the scripts (tests); nil means Redis
+	// TIME.
+	Clock Clock
+	// CacheRedis is the cache Redis (TOLLGATE_CACHE_REDIS_URL); nil means
+	// the limiter Redis, and then a request's limits and its cache entry
+	// are read in one pipeline.
+	CacheRedis redis.UniversalClient
+	// CacheMemoryCheck is how often Fill re-reads the cache Redis's memory
+	// state (see ErrCacheFull); 0 means DefaultCacheMemoryCheck.
+	CacheMemoryCheck time.Duration
+	// RefusalEntries bounds the refusal memory (refusals.go); 0 means
+	// DefaultRefusalEntries.
+	RefusalEntries int
+}
+
+// Engine is a gateway node's Redis: it decides limits (Decide), reads and
+// fills the stage response cache (DecideLookup, Fill), reads and sets
+// usage and quotas (Usage, QuotaState, SetRemaining), names every key
+// (package keyspace) and routes by cluster slot on Redis Cluster. It is
+// safe for concurrent use. Create it with New.
+type Engine struct {
+	rdb      redis.UniversalClient
+	keys     keyspace.Space
+	timeout  time.Duration
+	clock    Clock
+	names    *names
+	batch    batcher
+	refusals *refusals
+	cluster  *cluster // nil unless rdb is a *redis.ClusterClient
+	cache    *entries
+}
+
+// New returns an Engine over rdb, the limiter Redis: a single client, a
+// Sentinel failover client (both: one primary, one script per batch) or a
+// Cluster client (per-key state and shared buckets in their own slots,
+// taken first and given back on a refusal: cluster.go). Nothing is sent
+// until the first call; Load loads the scripts.
+func New(rdb redis.UniversalClient, opts Options) *Engine {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	keys := keyspace.Space{Prefix: opts.Prefix}
+	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
+		refusals: newRefusals(opts.RefusalEntries)}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		e.cluster = newCluster(e, cc)
+	}
+	cacheRDB := opts.CacheRedis
+	if cacheRDB == nil {
+		cacheRDB = rdb
+	}
+	e.cache = newEntries(e, cacheRDB, opts.CacheMemoryCheck)
+	return e
+}
+
+// Load runs SCRIPT LOAD of the engine's scripts on every shard of the
+// limiter and the cache Redis (every primary of a Cluster, else the one
+// server), so that the first requests do not pay a NOSCRIPT round trip.
+// Errors are wrapped; scripts load on first use anyway.
+func (e *Engine) Load(ctx context.Context) error {
+	err := redisscript.Load(ctx, e.rdb, limitsScript)
+	if cerr := redisscript.Load(ctx, e.cache.rdb, lookupScript); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	return nil
+}
+
+// Ping checks that the limiter Redis answers (readiness), within ctx.
+func (e *Engine) Ping(ctx context.Context) error {
+	if err := e.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("engine: limiter redis: %w", err)
+	}
+	return nil
+}
+
+// clockArg returns the scripts' time argument: the injected clock's time
+// in Unix microseconds, or "" for Redis TIME.
+func (e *Engine) clockArg() string {
+	if e.clock == nil {
+		return ""
+	}
+	t := e.clock()
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMicro(), 10)
+}

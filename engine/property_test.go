@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+	"tollgate/limit"
+	"tollgate/plans"
+)
+
+// Limits drawn by the property tests and the fuzz target: fractional rates
+// that floating point cannot represent (1/3, 10/13), rate 0, tiny and huge
+// rates; bursts from 0; every period with offsets at the edges.
+var (
+	propRates   = []float64{0, 0.001, 0.3333333333333333, 0.7692307692307693, 0.5, 1, 2.5, 7, 100, 10000}
+	propBursts  = []int32{0, 1, 2, 3, 5, 10, 40}
+	propLimits  = []int32{0, 1, 2, 3, 5, 10, 100}
+	propPeriods = []plans.Quota{
+		{Period: plans.PeriodDay}, {Period: plans.PeriodWeek}, {Period: plans.PeriodWeek, Offset: 1},
+		{Period: plans.PeriodWeek, Offset: 6}, {Period: plans.PeriodMonth}, {Period: plans.PeriodMonth, Offset: 1},
+		{Period: plans.PeriodMonth, Offset: 27}, {Period: plans.PeriodMonth, Offset: 14},
+	}
+	// propStarts are instants next to period edges: leap days, month and
+	// year ends, a century that is not a leap year, a week end.
+	propStarts = []string{
+		"2024-02-28T23:00:00Z", "2023-02-28T22:30:00Z", "2025-12-31T23:59:00Z", "2026-06-15T23:59:50Z",
+		"2026-03-31T23:00:00Z", "2100-02-27T12:00:00Z", "2000-02-28T23:59:59Z", "2026-11-28T23:59:30Z",
+		"2026-01-28T00:00:00Z", "1999-12-31T23:00:00Z",
+	}
+)
+
+// propConfig is the live configuration of one simulated sequence.
+type propConfig struct {
+	plan, method, stage, account plans.Throttle
+	quota                        plans.Quota
+}
+
+// propRun drives the script and the model through the same sequence of
+// operations decoded from ops, comparing every decision and, at the end,
+// the usage counts. It returns a description of the first mismatch.
+type propRun struct {
+	ctx   context.Context
+	l     *Engine
+	clock *fakeClock
+	m     *model
+	cfg   propConfig
+	ops   []byte
+	pos   int
+	log   []string
+}
+
+func (p *propRun) next() byte {
+	if p.pos >= len(p.ops) {
+		return 0
+	}
+	b := p.ops[p.pos]
+	p.pos++
+	return b
+}
+
+func pick[T any](xs []T, b byte) T { return xs[int(b)%len(xs)] }
+
+// request builds the request of key k (0 or 1), via the plan bucket or
+// the plan's method bucket, with the stage and account buckets.
+func (p *propRun) request(k int, viaMethod bool) *keyedRequest {
+	keys := p.l.keys
+	keyID := fmt.Sprintf("key%d", k)
+	first := keyedBucket{Key: keys.PlanBucket(keyID, "plan1"), RateLimit: p.cfg.plan.RateLimit, BurstLimit: p.cfg.plan.BurstLimit, Level: limit.LevelPlan}
+	if viaMethod {
+		first = keyedBucket{Key: keys.PlanMethodBucket(keyID, "plan1", "api1", "prod", "GET", "/pets"),
+			RateLimit: p.cfg.method.RateLimit, BurstLimit: p.cfg.method.BurstLimit, Level: limit.LevelPlanMethod}
+	}
+	q := p.cfg.quota
+	return &keyedRequest{
+		Buckets: []keyedBucket{first,
+			{Key: keys.StageBucket("api1", "prod", "GET", "/pets"), RateLimit: p.cfg.stage.RateLimit, BurstLimit: p.cfg.stage.BurstLimit, Level: limit.LevelStage},
+			{Key: keys.AccountBucket(), RateLimit: p.cfg.account.RateLimit, BurstLimit: p.cfg.account.BurstLimit, Level: limit.LevelAccount},
+		},
+		Quota:    &keyedQuota{Key: keys.Quota(keyID, "plan1"), Limit: q.Limit, Period: q.Period, Offset: q.Offset},
+		UsageKey: keys.Usage(keyID, "plan1"),
+	}
+}
+
+// change applies one limit change chosen by two bytes.
+func (p *propRun) change() {
+	what, v := p.next(), p.next()
+	t := plans.Throttle{RateLimit: pick(propRates, v), BurstLimit: pick(propBursts, v/16)}
+	switch what % 5 {
+	case 0:
+		p.cfg.plan = t
+	case 1:
+		p.cfg.method = t
+	case 2:
+		p.cfg.stage = t
+	case 3:
+		p.cfg.account = t
+	default:
+		if v%2 == 0 {
+			p.cfg.quota.Limit = pick(propLimits, v/2)
+		} else {
+			p.cfg.quota = plans.Quota{Limit: p.cfg.quota.Limit, Period: pick(propPeriods, v/2).Period, Offset: pick(propPeriods, v/2).Offset}
+		}
+	}
+	p.log = append(p.log, fmt.Sprintf("config %+v", p.cfg))
+}
+
+// step decodes and runs one operation; it returns a mismatch or "".
+func (p *propRun) step() string {
+	b := p.next()
+	switch b % 8 {
+	case 4:
+		p.clock.Add(time.Duration(p.next()) * 7919 * time.Microsecond)
+	case 5:
+		p.clock.Add(time.Duration(p.next()) * 130 * time.Millisecond)
+	case 6:
+		p.clock.Add(time.Duration(p.next())*47*time.Minute + time.Duration(p.next())*time.Second)
+	case 7:
+		p.change()
+		return ""
+	default:
+		return p.decide(int(b>>3)%2, b&0x40 != 0)
+	}
+	p.log = append(p.log, "now "+p.clock.Now().Format(time.RFC3339Nano))
+	return ""
+}
+
+func (p *propRun) decide(k int, viaMethod bool) string {
+	req := p.request(k, viaMethod)
+	want := p.m.decide(p.clock.Now(), req)
+	got, err := p.decideTx(req)
+	p.log = append(p.log, fmt.Sprintf("key%d method=%v allowed=%v refused=%v", k, viaMethod, want.Allowed, want.Refused))
+	if err != nil {
+		return "Decide: " + err.Error()
+	}
+	return diffDecision(got, want)
+}
+
+// decideTx runs the script for req alone, followed in the same MULTI by
+// PERSIST of the request's keys. Redis expires keys in real time while the
+// model runs on the test clock; the script's own stale-state rule, which
+// the model mirrors, is what is under test here (TTLs are tested in
+// redis_test.go), and a stall of the test machine must not fail it.
+func (p *propRun) decideTx(req *keyedRequest) (limit.Decision, error) {
+	a := newBatchArgs()
+	a.add(req, nil)
+	keys, args := a.keysAndArgs(p.l.clockArg(), 1)
+	pipe := p.l.rdb.TxPipeline()
+	cmd := queueOnce(p.ctx, pipe, keys, args)
+	keys = []string{req.Quota.Key, req.UsageKey}
+	for _, b := range req.Buckets {
+		keys = append(keys, b.Key)
+	}
+	for _, k := range keys {
+		pipe.Persist(p.ctx, k)
+	}
+	_, _ = pipe.Exec(p.ctx)
+	reply, err := cmd.Text()
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	r := decodeReply(reply, 0)
+	return parseDecision(&r, req), nil
+}
+
+// checkUsage compares the usage hashes with the model's counts.
+func (p *propRun) checkUsage() string {
+	for k := range 2 {
+		keyID := fmt.Sprintf("key%d", k)
+		want := p.m.usage[p.l.keys.Usage(keyID, "plan1")]
+		from := p.clock.Now().AddDate(0, 0, -60)
+		got, err := p.l.Usage(p.ctx, keyID, "plan1", from, p.clock.Now())
+		if err != nil {
+			return "Usage: " + err.Error()
+		}
+		for day, n := range got {
+			if n != want[day] {
+				return fmtDiff("usage of "+keyID+" on "+day, n, want[day])
+			}
+		}
+	}
+	return ""
+}
+
+// run executes all operations and reports the first mismatch with the log.
+func (p *propRun) run(tb testing.TB) {
+	tb.Helper()
+	for p.pos < len(p.ops) {
+		if diff := p.step(); diff != "" {
+			tb.Fatalf("step %d: %s\nsequence:\n%s", len(p.log), diff, strings.Join(p.log, "\n"))
+		}
+	}
+	if diff := p.checkUsage(); diff != "" {
+		tb.Fatalf("%s\nsequence:\n%s", diff, strings.Join(p.log, "\n"))
+	}
+}
+
+// newPropRun sets up a sequence: the first four bytes choose the start
+// instant and the initial limits.
+func newPropRun(l *Engine, clock *fakeClock, ops []byte) *propRun {
+	p := &propRun{ctx: context.Background(), l: l, m: newModel(), ops: ops, clock: clock}
+	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
+	clock.Set(start)
+	a, b := p.next(), p.next()
+	p.cfg = propConfig{
+		plan:    plans.Throttle{RateLimit: pick(propRates, a), BurstLimit: pick(propBursts, a/16)},
+		method:  plans.Throttle{RateLimit: pick(propRates, b), BurstLimit: pick(propBursts, b/16)},
+		stage:   plans.Throttle{RateLimit: 10000, BurstLimit: 40},
+		account: plans.Throttle{RateLimit: 10000, BurstLimit: 40},
+	}
+	q := pick(propPeriods, p.next())
+	p.cfg.quota = plans.Quota{Limit: pick(propLimits, p.next()), Period: q.Period, Offset: q.Offset}
+	p.log = append(p.log, "start "+start.Format(time.RFC3339), fmt.Sprintf("config %+v", p.cfg))
+	return p
+}
+
+func TestDecideMatchesModel(t *testing.T) {
+	t.Parallel()
+	for seed := range 24 {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(seed), 0x7011))
+			ops := make([]byte, 600)
+			for i := range ops {
+				ops[i] = byte(r.UintN(256))
+			}
+			c := &fakeClock{}
+			rdb, prefix := redistest.MustClient(t)
+			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
+			newPropRun(l, c, ops).run(t)
+		})
+	}
+}
+
+func FuzzLimiterVsModel(f *testing.F) {
+	f.Add([]byte{0, 0x35, 0x21, 2, 3, 0, 0, 0, 5, 10, 0, 5, 10, 0, 8})
+	f.Add([]byte{3, 0x13, 0x13, 4, 1, 0, 5, 10, 0, 5, 10, 0, 5, 5, 0, 6, 30, 0, 0})
+	f.Add([]byte{5, 0x61, 0x00, 6, 2, 7, 4, 0x17, 0, 0, 8, 16, 6, 255, 255, 0, 8, 7, 2, 3, 0})
+	f.Add([]byte{1, 0x29, 0x42, 7, 3, 0x40, 0x48, 6, 200, 0, 0x40, 7, 1, 0x22, 0x40, 5, 9, 0x40})
+	rdb, prefix := redistest.MustClient(f)
+	var n int
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 2000 {
+			t.Skip("sequence too long")
+		}
+		n++
+		// A sub-prefix per input keeps inputs apart; its keys have no TTL
+		// (see decideTx), so they are deleted after each input.
+		sub := fmt.Sprintf("%s:%d", prefix, n)
+		defer redistest.DeletePrefix(context.Background(), rdb, sub)
+		c := &fakeClock{}
+		l := mustLoaded(t, New(rdb, Options{Prefix: sub, Timeout: testTimeout, Clock: c.Now}))
+		newPropRun(l, c, ops).run(t)
+	})
+}

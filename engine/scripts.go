@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
+)
+
+//go:embed limits.lua
+var limitsSource string
+
+// limitsScript is limits.lua, hashed once: runs send its SHA1 (EVALSHA).
+var limitsScript = redis.NewScript(limitsSource)
+
+// Operations of limits.lua (its ARGV[1]).
+const (
+	opDecide = "decide"
+	opRefund = "refund"
+	opQuota  = "quota"
+)
+
+// onceCmd is a command go-redis must never send twice: a limits.lua run
+// that charges tokens or quota. go-redis retries a command after a
+// network error (EOF, reset, timeout) even when the command reached Redis
+// and ran, which would charge it twice; with NoRetry it reports the error
+// instead, and the engine treats the decision as failed (the caller's
+// failure mode decides). Replies that prove the command did not run
+// (MOVED, ASK: go-redis follows them whatever NoRetry says; TRYAGAIN and
+// the like: cluster.go sends those again) are not affected.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry reports true: see onceCmd.
+func (onceCmd) NoRetry() bool { return true }
+
+// queueOnce queues an EVALSHA of limits.lua with keys and args on p (a
+// client or a pipeline) as a onceCmd and returns its command.
+func queueOnce(ctx context.Context, p processor, keys []string, args []any) *redis.Cmd {
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, "evalsha", limitsScript.Hash(), len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	all = append(all, args...)
+	cmd := redis.NewCmd(ctx, all...)
+	cmd.SetFirstKeyPos(3)
+	_ = p.Process(ctx, onceCmd{cmd})
+	return cmd
+}
+
+// processor is what both clients and pipelines offer to send a command.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// runOnce runs limits.lua once on rdb (a client, not a pipeline); on
+// NOSCRIPT (a restarted or flushed server: it did not run) it loads the
+// script and runs it again.
+func (e *Engine) runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) *redis.Cmd {
+	cmd := queueOnce(ctx, rdb, keys, args)
+	if !redisscript.IsNoScript(cmd.Err()) {
+		return cmd
+	}
+	if err := limitsScript.Load(ctx, rdb).Err(); err != nil {
+		failed := redis.NewCmd(ctx)
+		failed.SetErr(fmt.Errorf("reload script: %w", err))
+		return failed
+	}
+	return queueOnce(ctx, rdb, keys, args)
+}

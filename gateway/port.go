@@ -1,0 +1,26 @@
+package gateway
+
+import (
+	"context"
+
+	"tollgate/cache"
+	"tollgate/limit"
+)
+
+// Engine is the port through which the gateway reaches Redis: limit
+// decisions and the stage response cache. The gateway holds no Redis
+// client and builds no Redis key name; *engine.Engine implements Engine
+// (cmd wires it), and applies TOLLGATE_REDIS_TIMEOUT itself, so the
+// gateway adds no deadline of its own.
+type Engine interface {
+	// Decide makes the atomic limit decision of one request
+	// (docs/behaviour.md, "Throttles and quota"). An error (including
+	// the deadline) means it could not decide: the failure mode applies.
+	Decide(ctx context.Context, req *limit.Request) (limit.Decision, error)
+	// DecideLookup is Decide for a request of a caching method: in the
+	// same round trip it reads the stage's cache generation and, unless
+	// lk.Refresh, the entry, and fills lk's outputs (cache.Lookup).
+	DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error)
+	// Fill stores ent as the entry lk names (after the response was sent).
+	Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error
+}

@@ -1,0 +1,118 @@
+// Package redisurl opens a go-redis client from a Redis URL of one of the
+// schemes tollgate accepts (TOLLGATE_REDIS_URL, TOLLGATE_CACHE_REDIS_URL,
+// docs/operations.md): one server, Redis Cluster or Sentinel. cmd and the
+// test helpers open every Redis client through it.
+package redisurl
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Open returns a client for a Redis URL: redis:// and rediss:// (one
+// server, go-redis's ParseURL), redis-cluster://[user:pass@]h1:p1[,h2:p2...]
+// (Redis Cluster; more seeds also as ?addr=h3:p3, one seed is enough; the
+// query takes go-redis's cluster options, e.g. max_redirects), and
+// redis-sentinel://[user:pass@]h1:p1[,h2:p2]/db?master=name (a primary
+// found through Sentinel). Errors name the URL's scheme or field; they
+// never include the password. Every client honours context deadlines
+// (ContextTimeoutEnabled), so TOLLGATE_REDIS_TIMEOUT bounds a decision even
+// when Redis stalls: without it go-redis waits for its own 3 s read timeout.
+func Open(raw string) (redis.UniversalClient, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil, fmt.Errorf("redis url: missing scheme (want redis://, rediss://, redis-cluster:// or redis-sentinel://)")
+	}
+	switch scheme {
+	case "redis", "rediss":
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("redis url: %w", err)
+		}
+		opt.ContextTimeoutEnabled = true
+		return redis.NewClient(opt), nil
+	case "redis-cluster":
+		return openCluster(rest)
+	case "redis-sentinel":
+		return openSentinel(rest)
+	}
+	return nil, fmt.Errorf("redis url: scheme %q is not one of redis, rediss, redis-cluster, redis-sentinel", scheme)
+}
+
+// openCluster parses [user:pass@]h1:p1[,h2:p2...][?query]: go-redis's
+// ParseClusterURL takes one host, so the others become addr parameters.
+func openCluster(rest string) (redis.UniversalClient, error) {
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	user := ""
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		user, authority = authority[:at+1], authority[at+1:]
+	}
+	hosts := strings.Split(authority, ",")
+	if hosts[0] == "" {
+		return nil, fmt.Errorf("redis-cluster url: no host")
+	}
+	var extra []string
+	for _, h := range hosts[1:] {
+		if h == "" {
+			return nil, fmt.Errorf("redis-cluster url: empty host in the host list")
+		}
+		extra = append(extra, "addr="+url.QueryEscape(h))
+	}
+	if len(extra) > 0 {
+		sep := "?"
+		if strings.Contains(tail, "?") {
+			sep = "&"
+		}
+		tail += sep + strings.Join(extra, "&")
+	}
+	opt, err := redis.ParseClusterURL("redis://" + user + hosts[0] + tail)
+	if err != nil {
+		return nil, fmt.Errorf("redis-cluster url: %w", err)
+	}
+	opt.ContextTimeoutEnabled = true
+	return redis.NewClusterClient(opt), nil
+}
+
+func openSentinel(rest string) (redis.UniversalClient, error) {
+	// url.Parse refuses several hosts, so split them off first:
+	// [user:pass@]h1:p1,h2:p2[/db][?master=name].
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	opt := &redis.FailoverOptions{ContextTimeoutEnabled: true}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		user, err := url.Parse("redis://" + authority[:at+1] + "x")
+		if err != nil {
+			return nil, fmt.Errorf("redis-sentinel url: cannot parse the user info")
+		}
+		opt.Username = user.User.Username()
+		opt.Password, _ = user.User.Password()
+		authority = authority[at+1:]
+	}
+	opt.SentinelAddrs = strings.Split(authority, ",")
+	u, err := url.Parse("redis://x" + tail)
+	if err != nil {
+		return nil, fmt.Errorf("redis-sentinel url: cannot parse the path or query")
+	}
+	if opt.MasterName = u.Query().Get("master"); opt.MasterName == "" {
+		return nil, fmt.Errorf("redis-sentinel url: the master query parameter is required")
+	}
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		n, err := strconv.Atoi(db)
+		if err != nil {
+			return nil, fmt.Errorf("redis-sentinel url: database %q is not a number", db)
+		}
+		opt.DB = n
+	}
+	return redis.NewFailoverClient(opt), nil
+}

@@ -1,0 +1,43 @@
+package limit
+
+// Level names the limit that refused a request. Limits are checked in the
+// order of Request.Buckets, then the quota (docs/behaviour.md: plan or
+// plan-method, stage, account, quota).
+type Level uint8
+
+// Levels of limits.
+const (
+	// LevelNone means nothing refused (the request was admitted).
+	LevelNone Level = iota
+	// LevelPlan is the usage plan's bucket of one API key.
+	LevelPlan
+	// LevelPlanMethod is the plan's per-key bucket for one method on one
+	// stage; it replaces LevelPlan for that method.
+	LevelPlanMethod
+	// LevelStage is the stage's bucket for one method, shared by all callers.
+	LevelStage
+	// LevelAccount is the account bucket, shared by all traffic.
+	LevelAccount
+	// LevelQuota is the usage plan's quota of one API key.
+	LevelQuota
+)
+
+// String returns the metric label value of l (tollgate_throttled_total's
+// "level", docs/operations.md): "plan", "method", "stage", "account", "quota", and
+// "none" for LevelNone or an unknown value.
+func (l Level) String() string {
+	switch l {
+	case LevelPlan:
+		return "plan"
+	case LevelPlanMethod:
+		return "method"
+	case LevelStage:
+		return "stage"
+	case LevelAccount:
+		return "account"
+	case LevelQuota:
+		return "quota"
+	default:
+		return "none"
+	}
+}

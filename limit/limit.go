@@ -1,0 +1,117 @@
+package limit
+
+import "time"
+
+// Bucket is one token bucket a request takes a token from: capacity
+// BurstLimit tokens, refilled at RateLimit tokens per second (fractional
+// rates allowed; 0 means no refill), starting full, one token per request.
+// Its Level and the request say which bucket it is; the engine names its
+// Redis state (package keyspace), never the caller.
+type Bucket struct {
+	// Level is the bucket's kind: LevelPlan (the key's plan bucket, named by
+	// Request.KeyID and PlanID), LevelPlanMethod (the key's per-method
+	// bucket: KeyID, PlanID, API, Stage, Method, Path), LevelStage (the
+	// stage method bucket shared by every caller: API, Stage, Method, Path)
+	// or LevelAccount (one bucket for all traffic). It is reported in
+	// Decision.Refused when this bucket refuses.
+	Level Level
+	// RateLimit is the refill in tokens per second, ≥ 0.
+	RateLimit float64
+	// BurstLimit is the capacity in tokens, ≥ 0 (0 refuses every request).
+	BurstLimit int32
+	// Method and Path name the method of a LevelPlanMethod or LevelStage
+	// bucket as configured ("GET", "ANY"; resource path "/pets/{petId}");
+	// empty for the others.
+	Method, Path string
+}
+
+// Quota is the usage plan quota of one API key: Limit requests per UTC
+// calendar Period (plans.PeriodDay, PeriodWeek or PeriodMonth) shifted by
+// Offset days, as plans.Quota.Bounds.
+type Quota struct {
+	// Limit is the number of requests per period, ≥ 0.
+	Limit int32
+	// Period is "DAY", "WEEK" or "MONTH"; anything else counts as DAY.
+	Period string
+	// Offset shifts the period start by days (WEEK 0..6 from Sunday,
+	// MONTH 0..27 from the 1st, DAY 0).
+	Offset int32
+}
+
+// Request lists what applies to one request (docs/behaviour.md, "Throttles
+// and quota"): Buckets in AWS's check order (plan or plan-method, stage,
+// account), then the quota. It names its limits by scope (key, plan, API,
+// stage, method), not by Redis key.
+type Request struct {
+	// KeyID and PlanID are the caller's API key and the usage plan that
+	// covers the stage; both "" for a request without a key (no plan
+	// bucket, no quota, no usage count). A keyed request counts in its
+	// key's daily usage when admitted.
+	KeyID, PlanID string
+	// API and Stage name the stage the request is for (stage and
+	// plan-method buckets).
+	API, Stage string
+	// Buckets are checked in order; the first without a token refuses.
+	Buckets []Bucket
+	// Quota is the plan quota of the key; nil means no quota.
+	Quota *Quota
+	// Version is the config version the limits come from. A refusal the
+	// engine remembers (docs/behaviour.md) answers only requests of the
+	// same Version.
+	Version int64
+}
+
+// PlanBucket returns the request's plan or plan-method bucket (the first
+// bucket, by construction), or nil.
+func (r *Request) PlanBucket() *Bucket {
+	if len(r.Buckets) > 0 {
+		if l := r.Buckets[0].Level; l == LevelPlan || l == LevelPlanMethod {
+			return &r.Buckets[0]
+		}
+	}
+	return nil
+}
+
+// State describes one limit of the caller, for rate-limit headers.
+type State struct {
+	// Limit is the burst limit (bucket) or the quota limit.
+	Limit int64
+	// Remaining is the whole tokens left (bucket) or the requests left in
+	// the period (quota) after this request; never negative. On a refusal
+	// it is the unchanged value.
+	Remaining int64
+	// Reset is, for a bucket, when it is full again (zero at rate 0 unless
+	// it is full, then Now); for a quota, the period end. Redis time.
+	Reset time.Time
+	// Window is, for a bucket, the time to refill from empty (burst/rate;
+	// 0 at rate 0); for a quota, the length of the current period.
+	Window time.Duration
+}
+
+// Decision is the outcome of one request over every applicable limit.
+type Decision struct {
+	// Allowed is true when every bucket had a token and the quota had room;
+	// then all of them were charged. Otherwise nothing was charged.
+	Allowed bool
+	// Refused is the first refusing level in check order; LevelNone when
+	// Allowed.
+	Refused Level
+	// RetryAfter is the time until the refusing limit could admit (a
+	// bucket: one token refilled; the quota: the period end). 0 when
+	// Allowed or when NoRetry.
+	RetryAfter time.Duration
+	// NoRetry is true when the refusing bucket has rate 0 and so never
+	// refills until its limits change.
+	NoRetry bool
+	// Now is the Redis TIME (or the injected test clock) the decision was
+	// made at.
+	Now time.Time
+	// Plan is the state of the caller's plan or plan-method bucket; nil if
+	// none.
+	Plan *State
+	// Quota is the state of the caller's quota; nil if none.
+	Quota *State
+	// Remembered is true when the engine answered from its memory of an
+	// earlier refusal, without Redis.
+	Remembered bool
+}
