@@ -10,10 +10,12 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/tollgate ./cmd/echo ./cmd/demo
 
-## test: every test, against the real PostgreSQL and Redis (make services starts them)
+## test: every test, against the real PostgreSQL and Redis (make services starts them) and a local
+## three-master Redis Cluster (scripts/cluster.sh starts it here when it does not answer)
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	url=$${TOLLGATE_TEST_REDIS_CLUSTER_URL:-$$(scripts/cluster.sh)} && \
+		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -race -count=1 ./...
 
 ## services: make sure PostgreSQL and Redis answer on 127.0.0.1 (installs and starts them if needed)
 services:

@@ -311,6 +311,23 @@ func appendRemote(s []byte, r remote) []byte {
 	return le.AppendUint32(s, 0)
 }
 
+// addRefund packs a give-back of tokens to bucket b (limits.lua's op
+// "refund").
+func (a *batchArgs) addRefund(b keyedBucket, tokens int32) {
+	le := binary.LittleEndian
+	s := le.AppendUint16(a.spec, index(&a.state, a.stateIdx, b.Key))
+	s = le.AppendUint64(s, math.Float64bits(b.RateLimit))
+	s = le.AppendUint32(s, uint32(b.BurstLimit))
+	a.spec = le.AppendUint32(s, uint32(tokens))
+}
+
+// refundArgs returns KEYS and ARGV of op "refund" for the give-backs added
+// so far (they alias a's buffers, as keysAndArgs).
+func (a *batchArgs) refundArgs(clock string) ([]string, []any) {
+	a.keys = append(a.keys[:0], a.state...)
+	return a.keys, []any{opRefund, clock, a.spec}
+}
+
 // keysAndArgs returns KEYS and ARGV for the decisions added so far. Both
 // alias a's buffers: use them before the next reset.
 func (a *batchArgs) keysAndArgs(clock string, decisions int) ([]string, []any) {

@@ -92,8 +92,9 @@ func (c *entries) stage(api, stage string) *stageCache {
 // new generation (only the first request after a flush). The decision and
 // its error are Decide's; cache read errors go to lk.Err.
 func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	ctx = callCtx
 	c := e.cache
 	st := c.stage(req.API, req.Stage)
 	lk.Request.Generation = st.gen.Load()
@@ -109,11 +110,11 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 		case lk.Refresh:
 		case c.shared:
 			read = queueLookup(ctx, p, key, lk.Request.Header)
-		default:
+		default: // the cache Redis in parallel, under this call's deadline (the batch's ends with its run)
 			parallel.Go(func() {
 				cp := c.rdb.Pipeline()
-				r := queueLookup(ctx, cp, key, lk.Request.Header)
-				_, _ = cp.Exec(ctx)
+				r := queueLookup(callCtx, cp, key, lk.Request.Header)
+				_, _ = cp.Exec(callCtx)
 				read = r
 			})
 		}

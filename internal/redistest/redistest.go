@@ -1,6 +1,8 @@
 // Package redistest gives each test its own keyspace on the real Redis
 // server that tests run against (TOLLGATE_TEST_REDIS_URL, default
-// redis://127.0.0.1:6379/0). Tests never FLUSHDB: each gets a unique key
+// redis://127.0.0.1:6379/0) and on the real Redis Cluster
+// (TOLLGATE_TEST_REDIS_CLUSTER_URL, see ClusterURL), and starts private
+// servers for fault tests (MustServer). Tests never FLUSHDB: each gets a unique key
 // prefix and its keys are deleted at cleanup, so tests may run in parallel.
 package redistest
 
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisurl"
 )
 
 // URL returns the Redis URL tests use.
@@ -106,4 +110,46 @@ func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
 			tb.Fatalf("redistest: redis-server on %s did not answer: %s", addr, out.String())
 		}
 	}
+}
+
+// ClusterURL returns the Redis Cluster URL tests use
+// (TOLLGATE_TEST_REDIS_CLUSTER_URL; default the three masters that
+// scripts/cluster.sh starts, which `make test` runs first).
+func ClusterURL() string {
+	if u := os.Getenv("TOLLGATE_TEST_REDIS_CLUSTER_URL"); u != "" {
+		return u
+	}
+	return "redis-cluster://127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"
+}
+
+// MustCluster returns a client of the test Redis Cluster and a fresh key
+// prefix, as MustClient. It fails the test when the cluster does not
+// answer or is not ok (a missing service never skips). At cleanup it
+// deletes every key under the prefix on every master and closes the
+// client.
+func MustCluster(tb testing.TB) (*redis.ClusterClient, string) {
+	tb.Helper()
+	u, err := redisurl.Open(ClusterURL())
+	if err != nil {
+		tb.Fatalf("redistest: %s: %v", ClusterURL(), err)
+	}
+	c, ok := u.(*redis.ClusterClient)
+	if !ok {
+		tb.Fatalf("redistest: %s is not a redis-cluster:// URL", ClusterURL())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.ClusterInfo(ctx).Result()
+	if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		tb.Fatalf("redistest: Redis Cluster at %s does not answer or is not ok (run scripts/cluster.sh): %v %s", ClusterURL(), err, info)
+	}
+	prefix := MustPrefix(tb)
+	tb.Cleanup(func() {
+		_ = c.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+			DeletePrefix(ctx, m, prefix)
+			return nil
+		})
+		_ = c.Close()
+	})
+	return c, prefix
 }
