@@ -31,6 +31,7 @@ func mustDecide(tb testing.TB, l *Engine, req *keyedRequest) limit.Decision {
 	if err != nil {
 		tb.Fatalf("Decide: %v", err)
 	}
+	l.settle()
 	return d
 }
 
@@ -51,9 +52,9 @@ type step struct {
 
 // runSteps sends req at each step's time and checks the outcome; quota
 // selects whether remaining is the quota's or the plan bucket's.
-func runSteps(t *testing.T, start time.Time, th *plans.Throttle, q *plans.Quota, steps []step) {
+func runSteps(t *testing.T, b backend, start time.Time, th *plans.Throttle, q *plans.Quota, steps []step) {
 	t.Helper()
-	l, c := mustClockLimiter(t, start)
+	l, c := mustClockEngineOn(t, b, start)
 	req := planRequest(l, "k1", th, q)
 	for i, s := range steps {
 		c.Set(start.Add(s.at))
@@ -143,97 +144,103 @@ func TestDecideCases(t *testing.T) {
 		{"rate 0 burst 2 admits two, then none", "2026-06-15T12:00:00Z", th(0, 2), nil, []step{
 			ok(0, 1), ok(time.Hour, 0), no(100*24*time.Hour, limit.LevelPlan, 0, 0)}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			runSteps(t, at(t, tc.start), tc.th, tc.q, tc.steps)
-		})
+	for _, b := range backends {
+		for _, tc := range cases {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				runSteps(t, b, at(t, tc.start), tc.th, tc.q, tc.steps)
+			})
+		}
 	}
 }
 
 func TestRateZeroHasNoRetry(t *testing.T) {
-	t.Parallel()
-	l, _ := mustClockLimiter(t, at(t, "2026-06-15T12:00:00Z"))
-	req := planRequest(l, "k1", &plans.Throttle{RateLimit: 0, BurstLimit: 1}, nil)
-	mustDecide(t, l, req)
-	d := mustDecide(t, l, req)
-	if d.Allowed || !d.NoRetry || d.RetryAfter != 0 {
-		t.Fatalf("got allowed=%v NoRetry=%v RetryAfter=%v, want false, true, 0", d.Allowed, d.NoRetry, d.RetryAfter)
-	}
-	if !d.Plan.Reset.IsZero() || d.Plan.Window != 0 {
-		t.Errorf("rate 0 plan state: got Reset %v Window %v, want zero and 0", d.Plan.Reset, d.Plan.Window)
-	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		req := planRequest(l, "k1", &plans.Throttle{RateLimit: 0, BurstLimit: 1}, nil)
+		mustDecide(t, l, req)
+		d := mustDecide(t, l, req)
+		if d.Allowed || !d.NoRetry || d.RetryAfter != 0 {
+			t.Fatalf("got allowed=%v NoRetry=%v RetryAfter=%v, want false, true, 0", d.Allowed, d.NoRetry, d.RetryAfter)
+		}
+		if !d.Plan.Reset.IsZero() || d.Plan.Window != 0 {
+			t.Errorf("rate 0 plan state: got Reset %v Window %v, want zero and 0", d.Plan.Reset, d.Plan.Window)
+		}
+	})
 }
 
 func TestPlanState(t *testing.T) {
-	t.Parallel()
-	start := at(t, "2026-06-15T12:00:00Z")
-	l, _ := mustClockLimiter(t, start)
-	d := mustDecide(t, l, planRequest(l, "k1", &plans.Throttle{RateLimit: 10, BurstLimit: 20}, nil))
-	want := limit.State{Limit: 20, Remaining: 19, Reset: start.Add(100 * time.Millisecond), Window: 2 * time.Second}
-	if *d.Plan != want {
-		t.Fatalf("plan state: got %+v, want %+v", *d.Plan, want)
-	}
-	if !d.Now.Equal(start) {
-		t.Errorf("Now: got %v, want %v", d.Now, start)
-	}
+	eachBackend(t, func(t *testing.T, b backend) {
+		start := at(t, "2026-06-15T12:00:00Z")
+		l, _ := mustClockEngineOn(t, b, start)
+		d := mustDecide(t, l, planRequest(l, "k1", &plans.Throttle{RateLimit: 10, BurstLimit: 20}, nil))
+		want := limit.State{Limit: 20, Remaining: 19, Reset: start.Add(100 * time.Millisecond), Window: 2 * time.Second}
+		if *d.Plan != want {
+			t.Fatalf("plan state: got %+v, want %+v", *d.Plan, want)
+		}
+		if !d.Now.Equal(start) {
+			t.Errorf("Now: got %v, want %v", d.Now, start)
+		}
+	})
 }
 
 // BC-05: a client that keeps sending faster than its rate still gets its
 // share, because refused requests cost nothing.
 func TestRefusalsNotCharged(t *testing.T) {
-	t.Parallel()
-	start := at(t, "2026-06-15T12:00:00Z")
-	l, c := mustClockLimiter(t, start)
-	req := planRequest(l, "k1", &plans.Throttle{RateLimit: 5, BurstLimit: 5}, nil)
-	var total, late int
-	for i := range 100 {
-		c.Set(start.Add(time.Duration(i) * 100 * time.Millisecond))
-		if mustDecide(t, l, req).Allowed {
-			total++
-			if i >= 50 {
-				late++
+	eachBackend(t, func(t *testing.T, b backend) {
+		start := at(t, "2026-06-15T12:00:00Z")
+		l, c := mustClockEngineOn(t, b, start)
+		req := planRequest(l, "k1", &plans.Throttle{RateLimit: 5, BurstLimit: 5}, nil)
+		var total, late int
+		for i := range 100 {
+			c.Set(start.Add(time.Duration(i) * 100 * time.Millisecond))
+			if mustDecide(t, l, req).Allowed {
+				total++
+				if i >= 50 {
+					late++
+				}
 			}
 		}
-	}
-	if total < 53 || total > 57 {
-		t.Errorf("admitted in 10 s: got %d, want 55 ± 2", total)
-	}
-	if late < 23 || late > 27 {
-		t.Errorf("admitted in seconds 5–10: got %d, want 25 ± 2", late)
-	}
-	c.Set(start.Add(10*time.Second + time.Second))
-	for i := range 5 {
-		if d := mustDecide(t, l, req); !d.Allowed {
-			t.Fatalf("request %d after a 1 s pause: got refused by %v, want admitted", i+1, d.Refused)
+		if total < 53 || total > 57 {
+			t.Errorf("admitted in 10 s: got %d, want 55 ± 2", total)
 		}
-	}
+		if late < 23 || late > 27 {
+			t.Errorf("admitted in seconds 5–10: got %d, want 25 ± 2", late)
+		}
+		c.Set(start.Add(10*time.Second + time.Second))
+		for i := range 5 {
+			if d := mustDecide(t, l, req); !d.Allowed {
+				t.Fatalf("request %d after a 1 s pause: got refused by %v, want admitted", i+1, d.Refused)
+			}
+		}
+	})
 }
 
 // BC-07: concurrent successes each see their own remaining value.
 func TestQuotaRemainingConcurrent(t *testing.T) {
-	t.Parallel()
-	l, _ := mustClockLimiter(t, at(t, "2026-06-15T12:00:00Z"))
-	req := planRequest(l, "k2", &plans.Throttle{RateLimit: 10000, BurstLimit: 10000}, &plans.Quota{Limit: 3, Period: plans.PeriodDay})
-	var mu sync.Mutex
-	seen := map[int64]int{}
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() {
-			d, err := l.decideKeyed(t.Context(), req, nil)
-			if err != nil || !d.Allowed {
-				t.Errorf("got allowed=%v err=%v, want admitted", d.Allowed, err)
-				return
-			}
-			mu.Lock()
-			seen[d.Quota.Remaining]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	for _, r := range []int64{0, 1, 2} {
-		if seen[r] != 1 {
-			t.Errorf("remaining %d seen %d times, want once (all: %v)", r, seen[r], seen)
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		req := planRequest(l, "k2", &plans.Throttle{RateLimit: 10000, BurstLimit: 10000}, &plans.Quota{Limit: 3, Period: plans.PeriodDay})
+		var mu sync.Mutex
+		seen := map[int64]int{}
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				d, err := l.decideKeyed(t.Context(), req, nil)
+				if err != nil || !d.Allowed {
+					t.Errorf("got allowed=%v err=%v, want admitted", d.Allowed, err)
+					return
+				}
+				mu.Lock()
+				seen[d.Quota.Remaining]++
+				mu.Unlock()
+			})
 		}
-	}
+		wg.Wait()
+		for _, r := range []int64{0, 1, 2} {
+			if seen[r] != 1 {
+				t.Errorf("remaining %d seen %d times, want once (all: %v)", r, seen[r], seen)
+			}
+		}
+	})
 }

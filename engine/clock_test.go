@@ -42,6 +42,14 @@ func mustClockLimiter(tb testing.TB, start time.Time) (*Engine, *fakeClock) {
 	return mustLoaded(tb, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now})), c
 }
 
+// mustClockEngineOn returns an Engine on backend b whose scripts use a
+// fake clock set to start.
+func mustClockEngineOn(tb testing.TB, b backend, start time.Time) (*Engine, *fakeClock) {
+	tb.Helper()
+	c := &fakeClock{t: start}
+	return mustEngineOn(tb, b, Options{Clock: c.Now}), c
+}
+
 // at parses an RFC 3339 time or fails the test.
 func at(tb testing.TB, s string) time.Time {
 	tb.Helper()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +51,10 @@ import (
 
 // cluster decides batches on a Redis Cluster.
 type cluster struct {
-	e   *Engine
-	rdb *redis.ClusterClient
+	e       *Engine
+	rdb     *redis.ClusterClient
+	refunds sync.WaitGroup // give-backs in flight (tests wait for them: settle)
+	resent  atomic.Int64   // runs sent again after a reply proved they did not run
 }
 
 func newCluster(e *Engine, rdb *redis.ClusterClient) *cluster { return &cluster{e: e, rdb: rdb} }
@@ -97,15 +101,23 @@ type slotRun struct {
 
 // decide decides the live calls of one batch (see the comment above).
 func (cl *cluster) decide(ctx context.Context, live []*call) {
+	// Counted before any caller is answered, so that settle, called after
+	// an answer, waits for this batch's give-back.
+	cl.refunds.Add(1)
 	plans := make([]plan, len(live))
 	for i, c := range live {
 		plans[i] = split(c)
 	}
 	cl.take(ctx, plans)
 	refunds := cl.decideHome(ctx, plans)
-	if len(refunds) > 0 {
-		go cl.giveBack(refunds)
+	if len(refunds) == 0 {
+		cl.refunds.Done()
+		return
 	}
+	go func() {
+		defer cl.refunds.Done()
+		cl.giveBack(refunds)
+	}()
 }
 
 // split assigns each bucket of c's request to its home slot (the slot of
@@ -400,6 +412,7 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 		} else if err := sleep(ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
 			return
 		}
+		cl.resent.Add(int64(len(again)))
 		pipe = cl.rdb.Pipeline()
 		for _, r := range again {
 			r.cmd = queueOnce(ctx, pipe, r.keys, r.argv)

@@ -1,11 +1,16 @@
 package engine
 
 import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // backend is a Redis the engine runs on: one primary, or the three-master
@@ -41,4 +46,149 @@ func TestClusterSmoke(t *testing.T) {
 			t.Fatalf("decision %d: got %+v, %v, want allowed=%v", i+1, d, err, want)
 		}
 	}
+}
+
+// eachBackend runs test as a parallel subtest on every backend.
+func eachBackend(t *testing.T, test func(t *testing.T, b backend)) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, b)
+		})
+	}
+}
+
+// settle waits until the give-backs of decisions made so far landed (on
+// Redis Cluster they run after the callers have their answers).
+func (e *Engine) settle() {
+	if e.cluster != nil {
+		e.cluster.refunds.Wait()
+	}
+}
+
+// A quota of N under concurrent load from many callers is admitted exactly
+// N times on both backends, and a shared bucket is never over-admitted:
+// after the give-backs landed it has lost exactly one token per admitted
+// request, none for a refused one.
+func TestConcurrentQuotaAndSharedBucketExact(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		k := l.keys
+		const quota, stageBurst, callers, each = 37, 200, 16, 8
+		stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/items"), RateLimit: 0.001, BurstLimit: stageBurst, Level: limit.LevelStage}
+		acct := keyedBucket{Key: k.AccountBucket(), RateLimit: 0.001, BurstLimit: 10000, Level: limit.LevelAccount}
+		mk := func(keyID string, q int32) *keyedRequest {
+			return &keyedRequest{
+				Buckets:  []keyedBucket{{Key: k.PlanBucket(keyID, "p1"), RateLimit: 0.001, BurstLimit: 1000, Level: limit.LevelPlan}, stage, acct},
+				Quota:    &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: q, Period: plans.PeriodDay},
+				UsageKey: k.Usage(keyID, "p1"),
+			}
+		}
+		var admittedHot, admittedOthers atomic.Int64
+		var wg sync.WaitGroup
+		for g := range callers {
+			wg.Go(func() {
+				for i := range each {
+					// half the calls are the hot key's (quota 37), the rest
+					// spread over keys with a quota of 1, so refusals by a
+					// key's own quota come with shared tokens to give back
+					req, n := mk("hot", quota), &admittedHot
+					if i%2 == 1 {
+						req, n = mk(fmt.Sprintf("k%d-%d", g, i), 1), &admittedOthers
+					}
+					d, err := l.decideKeyed(t.Context(), req, nil)
+					if err != nil {
+						t.Errorf("decide: %v", err)
+						return
+					}
+					if d.Allowed {
+						n.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		l.settle()
+		hot, others := admittedHot.Load(), admittedOthers.Load()
+		if hot != quota || others != callers*each/2 {
+			t.Fatalf("admitted: hot key %d, others %d; want exactly %d (its quota) and %d (one each)", hot, others, quota, callers*each/2)
+		}
+		probe := mustDecide(t, l, &keyedRequest{Buckets: []keyedBucket{{Key: stage.Key, RateLimit: 0.001, BurstLimit: stageBurst, Level: limit.LevelPlan}}})
+		if got, want := probe.Plan.Remaining, int64(stageBurst)-(hot+others)-1; got != want {
+			t.Errorf("stage tokens after %d admitted and a probe: got %d, want %d (given back exactly)", hot+others, got, want)
+		}
+		used, err := l.QuotaState(t.Context(), "hot", "p1", plans.Quota{Limit: quota, Period: plans.PeriodDay})
+		if err != nil || used.Remaining != quota-hot {
+			t.Errorf("hot key's quota: got remaining %d (%v), want %d", used.Remaining, err, quota-hot)
+		}
+	})
+}
+
+// With the shared bucket plentiful, the hot key's quota binds: exactly N
+// admitted however the calls interleave.
+func TestConcurrentQuotaAdmitsExactlyN(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l := mustEngineOn(t, b, Options{})
+		req := nodeRequest(l, "hot", 1000, 10000, 50)
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				for range 6 {
+					d, err := l.decideKeyed(t.Context(), req, nil)
+					if err != nil {
+						t.Errorf("decide: %v", err)
+						return
+					}
+					if d.Allowed {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := admitted.Load(); n != 50 {
+			t.Fatalf("quota 50 under 120 concurrent calls: admitted %d, want exactly 50", n)
+		}
+	})
+}
+
+// A binding shared bucket is never over-admitted, also while requests
+// refused by their own quota (whose shared tokens go back afterwards)
+// compete for it; once the give-backs landed it has lost exactly one
+// token per admitted request.
+func TestBindingSharedBucketNeverOverAdmitted(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		k := l.keys
+		const burst = 30
+		stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 10 {
+			wg.Go(func() {
+				for i := range 10 {
+					keyID := fmt.Sprintf("k%d-%d", g, i)
+					q := int32(1 - i%2) // every other key has no quota left: refused by its own limit
+					req := &keyedRequest{Buckets: []keyedBucket{stage},
+						Quota: &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: q, Period: plans.PeriodDay}, UsageKey: k.Usage(keyID, "p1")}
+					if d, err := l.decideKeyed(t.Context(), req, nil); err != nil {
+						t.Errorf("decide: %v", err)
+					} else if d.Allowed {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		l.settle()
+		n := admitted.Load()
+		if n > burst {
+			t.Fatalf("shared bucket of burst %d admitted %d", burst, n)
+		}
+		probe := mustDecide(t, l, &keyedRequest{Buckets: []keyedBucket{{Key: stage.Key, RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelPlan}}})
+		if left := int64(burst) - n; probe.Plan.Remaining != max(left-1, 0) || probe.Allowed != (left > 0) {
+			t.Errorf("after %d admitted: probe got allowed=%v remaining %d, want %v and %d", n, probe.Allowed, probe.Plan.Remaining, left > 0, max(left-1, 0))
+		}
+	})
 }

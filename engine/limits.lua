@@ -49,7 +49,9 @@ but did not use, because a limit in another slot refused it.
   ARGV  3  the refunds, packed: n' x '<Hdi4i4' key index, rate, burst (the
            limits of the take), tokens to give back
   Each bucket gets tokens = min(burst, tokens now + given back), rebased to
-  now; an absent or expired state is a full bucket and stays absent.
+  now; a bucket full again is deleted (an absent state is a full bucket,
+  so the give-back leaves it as if never taken), and an absent or expired
+  state stays absent.
   Reply: the number of buckets written.
 
 op "quota": read or set the remaining quota of one key in the current
@@ -462,8 +464,14 @@ local function refund()
     if s and now < s[2] + ttl_us(s[1], s[3], s[4]) then
       local left, at = tokens_now(s, rate, burst)
       s = {mmin(burst, left + back), at, rate, burst}
-      vals[ki] = bucket_value(s)
-      write_bucket(KEYS[ki], s)
+      if s[1] >= burst then
+        -- full again: as if never taken (an absent state is a full bucket)
+        vals[ki] = false
+        redis.call('DEL', KEYS[ki])
+      else
+        vals[ki] = bucket_value(s)
+        write_bucket(KEYS[ki], s)
+      end
       written = written + 1
     end
   end
