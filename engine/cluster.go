@@ -18,7 +18,7 @@ import (
 // own state (its plan or plan-method bucket, quota and usage) shares the
 // key's hash tag, so one script decides it atomically; the shared stage
 // and account buckets live in slots of their own. A batch is decided in
-// three phases (docs/architecture.md, "Redis Cluster"):
+// three phases (docs/scale.md, "How the limiter runs on Redis Cluster"):
 //
 //  1. take: for every slot holding shared buckets of the batch, one run
 //     of limits.lua (op "decide") takes a token from each of them for
