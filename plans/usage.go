@@ -51,13 +51,12 @@ type QuotaCount struct {
 // UsageObservation is what a usage source observed for one (key, plan): the
 // absolute count of every day that changed (not increments, so observing
 // twice is harmless) and, when the plan has a quota, the quota state
-// (nil when none was observed). ObservedAt is when the source read it.
+// (nil when none was observed).
 type UsageObservation struct {
-	KeyID      string
-	PlanID     string
-	Days       []DayCount
-	Quota      *QuotaCount
-	ObservedAt time.Time
+	KeyID  string
+	PlanID string
+	Days   []DayCount
+	Quota  *QuotaCount
 }
 
 // QuotaUsage is one stored quota state of the ledger (see QuotaCount).

@@ -3,6 +3,7 @@ package plans_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -15,26 +16,74 @@ func TestUsageBatchKeepsTheHighestCountAndTheNewestQuota(t *testing.T) {
 	var b plans.UsageBatch
 	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.FixedZone("x", -3600)) // 2026-03-02 00:59 UTC
 	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 5}, {late, 2}},
-		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 7, Seq: 7}, ObservedAt: march1.Add(2 * time.Hour)})
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 7, Seq: 7}})
 	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.Add(time.Hour), 3}, {march1.AddDate(0, 0, 2), 0}},
-		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 6, Seq: 6}, ObservedAt: march1.Add(time.Hour)})
-	var other plans.UsageBatch
-	other.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.AddDate(0, 0, 1), 4}},
-		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 1, Seq: 8}, ObservedAt: march1.Add(3 * time.Hour)})
-	b.Merge(&other)
-	var days []string
-	for _, d := range b.Days() {
-		days = append(days, fmt.Sprintf("%s/%s/%s=%d", d.PlanID, d.KeyID, d.Day.Format(plans.UsageDateLayout), d.Count))
-	}
-	if got, want := fmt.Sprint(days), "[p/k/2026-03-01=5 p/k/2026-03-02=4]"; got != want {
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 6, Seq: 6}})
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.AddDate(0, 0, 1), 4}},
+		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 1, Seq: 8}})
+	if got, want := dayList(&b), "[p/k/2026-03-01=5 p/k/2026-03-02=4]"; got != want {
 		t.Errorf("days: got %s, want %s", got, want)
 	}
 	qs := b.Quotas()
 	if len(qs) != 1 || qs[0].Seq != 8 || qs[0].Count != 1 {
 		t.Errorf("quotas: got %+v, want the one with seq 8", qs)
 	}
-	if b.Len() != 3 || !b.Oldest().Equal(march1.Add(time.Hour)) {
-		t.Errorf("got len %d oldest %v, want 3 and %v", b.Len(), b.Oldest(), march1.Add(time.Hour))
+	if b.Len() != 3 {
+		t.Errorf("got len %d, want 3", b.Len())
+	}
+}
+
+func dayList(b *plans.UsageBatch) string {
+	var days []string
+	for _, d := range b.Days() {
+		days = append(days, fmt.Sprintf("%s/%s/%s=%d", d.PlanID, d.KeyID, d.Day.Format(plans.UsageDateLayout), d.Count))
+	}
+	return fmt.Sprint(days)
+}
+
+// TestUsageBatchIsOrderFreeAndIdempotent checks UsageBatch against a
+// reference model (the maximum per day, the highest Seq per pair) on
+// random observations added in random orders, some twice.
+func TestUsageBatchIsOrderFreeAndIdempotent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 12))
+	for round := range 200 {
+		var obs []plans.UsageObservation
+		maxDay := map[string]int64{}
+		for range 1 + rng.IntN(20) {
+			o := plans.UsageObservation{KeyID: fmt.Sprintf("k%d", rng.IntN(3)), PlanID: fmt.Sprintf("p%d", rng.IntN(2))}
+			for range rng.IntN(3) {
+				d := plans.DayCount{Day: march1.AddDate(0, 0, rng.IntN(3)).Add(time.Duration(rng.IntN(86400)) * time.Second), Count: int64(rng.IntN(50))}
+				o.Days = append(o.Days, d)
+				if id := o.PlanID + "/" + o.KeyID + "/" + d.Day.Format(plans.UsageDateLayout); d.Count > maxDay[id] {
+					maxDay[id] = d.Count
+				}
+			}
+			if rng.IntN(2) == 0 {
+				o.Quota = &plans.QuotaCount{PeriodStart: march1, Count: int64(rng.IntN(100)), Seq: int64(rng.IntN(1000))}
+			}
+			obs = append(obs, o)
+		}
+		var first, second plans.UsageBatch
+		for _, o := range obs {
+			first.Add(o)
+		}
+		for _, i := range rng.Perm(len(obs)) {
+			second.Add(obs[i])
+			if rng.IntN(3) == 0 {
+				second.Add(obs[i])
+			}
+		}
+		if a, b := dayList(&first), dayList(&second); a != b {
+			t.Fatalf("round %d: got %s in one order and %s in another", round, a, b)
+		}
+		for _, d := range first.Days() {
+			if id := d.PlanID + "/" + d.KeyID + "/" + d.Day.Format(plans.UsageDateLayout); d.Count != maxDay[id] {
+				t.Fatalf("round %d: %s got %d, want the maximum %d", round, id, d.Count, maxDay[id])
+			}
+		}
+		if a, b := fmt.Sprint(first.Quotas()), fmt.Sprint(second.Quotas()); a != b {
+			t.Fatalf("round %d: quotas %s in one order, %s in another", round, a, b)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package plans
 import (
 	"cmp"
 	"slices"
-	"time"
 )
 
 // UsageBatch merges usage observations before they are written to the
@@ -15,7 +14,6 @@ import (
 type UsageBatch struct {
 	days   map[UsageCursor]int64
 	quotas map[usagePair]QuotaCount
-	oldest time.Time
 }
 
 type usagePair struct{ keyID, planID string }
@@ -39,33 +37,10 @@ func (b *UsageBatch) Add(o UsageObservation) {
 			b.quotas[p] = QuotaCount{PeriodStart: q.PeriodStart.UTC(), Count: q.Count, Seq: q.Seq}
 		}
 	}
-	b.observed(o.ObservedAt)
-}
-
-// observed lowers the batch's oldest observation time to t (zero: none).
-func (b *UsageBatch) observed(t time.Time) {
-	if !t.IsZero() && (b.oldest.IsZero() || t.Before(b.oldest)) {
-		b.oldest = t
-	}
-}
-
-// Merge adds every day and quota state of other to b.
-func (b *UsageBatch) Merge(other *UsageBatch) {
-	for k, n := range other.days {
-		b.Add(UsageObservation{KeyID: k.KeyID, PlanID: k.PlanID, Days: []DayCount{{k.Day, n}}})
-	}
-	for p, q := range other.quotas {
-		b.Add(UsageObservation{KeyID: p.keyID, PlanID: p.planID, Quota: &q})
-	}
-	b.observed(other.oldest)
 }
 
 // Len is the number of day counts plus quota states in the batch.
 func (b *UsageBatch) Len() int { return len(b.days) + len(b.quotas) }
-
-// Oldest is the earliest ObservedAt of the observations added (zero when
-// none had one).
-func (b *UsageBatch) Oldest() time.Time { return b.oldest }
 
 // Days returns the batch's day counts in (plan, key, day) order, with
 // Version and UpdatedAt zero.

@@ -35,8 +35,6 @@ import (
 type RedisSource struct {
 	rdb    redis.UniversalClient
 	prefix string
-	// Now stamps ObservedAt; default time.Now.
-	Now func() time.Time
 }
 
 // MustRedisSource returns a RedisSource on a fresh key prefix of the test
@@ -49,7 +47,7 @@ func MustRedisSource(tb testing.TB) *RedisSource {
 
 // NewRedisSource returns a RedisSource on rdb under prefix.
 func NewRedisSource(rdb redis.UniversalClient, prefix string) *RedisSource {
-	return &RedisSource{rdb: rdb, prefix: prefix, Now: time.Now}
+	return &RedisSource{rdb: rdb, prefix: prefix}
 }
 
 func (s *RedisSource) usageKey(keyID, planID string) string {
@@ -128,7 +126,7 @@ func (s *RedisSource) observe(ctx context.Context, pairs []string) ([]plans.Usag
 	out := make([]plans.UsageObservation, len(pairs))
 	for i, pair := range pairs {
 		keyID, planID, _ := strings.Cut(pair, " ")
-		out[i] = plans.UsageObservation{KeyID: keyID, PlanID: planID, ObservedAt: s.Now()}
+		out[i] = plans.UsageObservation{KeyID: keyID, PlanID: planID}
 		if out[i].Days, err = dayCounts(days[i].Val()); err != nil {
 			return nil, err
 		}
