@@ -41,7 +41,8 @@ type DayCount struct {
 // rises with every change, including an UpdateUsage that lowers Count and
 // a new period that restarts it, and keeps rising across a limiter restore
 // (a restore starts from the ledger's Seq), so the newer of two states is
-// the one with the higher Seq.
+// the one with the higher Seq, and two observations with the same Seq hold
+// the same state (the first one kept wins).
 type QuotaCount struct {
 	PeriodStart time.Time
 	Count       int64
