@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -96,19 +97,28 @@ const usageColumns = `u.plan_id, u.key_id, u.day, u.count, u.version, u.updated_
 // with the key's name and customer id (empty once the key is deleted).
 // Days without requests have no row. Errors: KindUnavailable.
 func (db *DB) UsageDays(ctx context.Context, q plans.UsageQuery) ([]plans.UsageDay, error) {
-	var out []plans.UsageDay
 	after := q.After
 	if after == nil {
 		after = &plans.UsageCursor{}
 	}
+	// Filters are added only when asked for, so that every variant can use
+	// the primary key (a generic plan of "$1 = '' OR plan_id = $1" cannot).
+	sql := `SELECT ` + usageColumns + ` FROM usage_days u LEFT JOIN api_keys a ON a.id = u.key_id
+		WHERE u.day BETWEEN $1 AND $2 AND (u.plan_id, u.key_id, u.day) > ($3, $4, $5)`
+	args := []any{plans.UTCDate(q.From), plans.UTCDate(q.To), after.PlanID, after.KeyID, plans.UTCDate(after.Day)}
+	if q.PlanID != "" {
+		args = append(args, q.PlanID)
+		sql += fmt.Sprintf(` AND u.plan_id = $%d`, len(args))
+	}
+	if len(q.KeyIDs) > 0 {
+		args = append(args, q.KeyIDs)
+		sql += fmt.Sprintf(` AND u.key_id = ANY($%d)`, len(args))
+	}
+	args = append(args, usageLimit(q.Limit))
+	sql += fmt.Sprintf(` ORDER BY u.plan_id, u.key_id, u.day LIMIT $%d`, len(args))
+	var out []plans.UsageDay
 	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		rows, _ := tx.Query(ctx, `SELECT `+usageColumns+`
-			FROM usage_days u LEFT JOIN api_keys a ON a.id = u.key_id
-			WHERE ($1 = '' OR u.plan_id = $1) AND (COALESCE(cardinality($2::text[]), 0) = 0 OR u.key_id = ANY($2))
-			  AND u.day BETWEEN $3 AND $4 AND (u.plan_id, u.key_id, u.day) > ($5, $6, $7)
-			ORDER BY u.plan_id, u.key_id, u.day LIMIT $8`,
-			q.PlanID, q.KeyIDs, plans.UTCDate(q.From), plans.UTCDate(q.To),
-			after.PlanID, after.KeyID, plans.UTCDate(after.Day), usageLimit(q.Limit))
+		rows, _ := tx.Query(ctx, sql, args...)
 		var err error
 		out, err = pgx.CollectRows(rows, pgx.RowToStructByName[plans.UsageDay])
 		return err
