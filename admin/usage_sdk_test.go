@@ -68,7 +68,7 @@ type usageEnv struct {
 func newUsageEnv(t *testing.T) *usageEnv {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
-	lim := engine.New(rdb, engine.Options{Prefix: prefix})
+	lim := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second}) // a loaded test machine never times out
 	ann := &announcer{recorder: &recorder{}}
 	db := postgrestest.MustDB(t)
 	srv := httptest.NewServer(admin.New(admin.Options{
