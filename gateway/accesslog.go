@@ -123,6 +123,13 @@ func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
 	if ex.integrationCalled {
 		s.metrics.IntegrationLatency.WithLabelValues(api, stage, method, resource).Observe(ex.integrationTime.Seconds())
 	}
+	switch ex.cache {
+	case "": // the method does not cache, or the request was refused first
+	case cacheHit:
+		s.metrics.CacheHits.WithLabelValues(api, stage, method, resource).Inc()
+	default: // Miss, Refresh, Bypass: served from the upstream
+		s.metrics.CacheMisses.WithLabelValues(api, stage, method, resource).Inc()
+	}
 	if ex.errType == ErrorTypeInvalidKey {
 		s.metrics.KeyRefusals.WithLabelValues(api, stage, refusalLabel(ex.reason)).Inc()
 	}

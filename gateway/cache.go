@@ -69,17 +69,13 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 	case lk.Digest == "": // generation unknown: nothing may be served or stored
 		s.serveUncached(w, r, ex)
 	case lk.Err != nil: // cache Redis unavailable: uncached, single flight kept
-		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
 		s.serveMiss(w, r, ex, lk, cacheBypass, 0)
 	case mode == modeRefresh:
-		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
 		s.serveRefresh(w, r, ex, lk)
 	case lk.Entry != nil && lk.Entry.Fresh(time.Now()):
-		s.metrics.CacheHits.WithLabelValues(ex.api, ex.stage).Inc()
 		ex.cache = cacheHit
 		writeEntry(w, r, lk.Entry, cacheHit)
 	default:
-		s.metrics.CacheMisses.WithLabelValues(ex.api, ex.stage).Inc()
 		s.serveMiss(w, r, ex, lk, cacheMiss, mc.ttl)
 	}
 }

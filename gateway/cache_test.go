@@ -21,7 +21,10 @@ func TestCacheHitMissAndHead(t *testing.T) {
 	second := tg.get(t, "/prod/items")
 	want(t, "second GET", second, 200, "Hit", "v1 GET /items")
 	u.wantHits(t, "after two GETs", 1)
-	hits, misses := tg.metrics.CacheHits.WithLabelValues(testAPI, testStage), tg.metrics.CacheMisses.WithLabelValues(testAPI, testStage)
+	for _, res := range []response{first, second} { // metrics are recorded before the access-log line
+		tg.logLine(t, res.header.Get("x-amzn-RequestId"))
+	}
+	hits, misses := tg.metrics.CacheHits.WithLabelValues(testAPI, testStage, "GET", "/items"), tg.metrics.CacheMisses.WithLabelValues(testAPI, testStage, "GET", "/items")
 	if h, m := counterValue(t, hits), counterValue(t, misses); h != 1 || m != 1 {
 		t.Errorf("tollgate_cache_hits_total, _misses_total: got %v, %v, want 1, 1", h, m)
 	}

@@ -23,9 +23,12 @@ type Metrics struct {
 	// (plan, method, stage, account, quota, or key_attempts: too many
 	// failed key attempts from the client address).
 	Throttled *prometheus.CounterVec
-	// CacheHits and CacheMisses count response cache outcomes by api and
-	// stage (DESIGN.md 6): hits, and misses including refreshes and
-	// misses while the cache Redis is unavailable.
+	// CacheHits and CacheMisses count the requests of methods that cache
+	// (they answer X-Cache) by api, stage, method and resource: hits, and
+	// misses, which are every other request served from the upstream
+	// (Miss, Refresh, and Bypass: not eligible or the cache unavailable),
+	// as CloudWatch's CacheMissCount counts requests served from the
+	// backend while caching is enabled.
 	CacheHits, CacheMisses *prometheus.CounterVec
 	// Latency is the time from request to response end, seconds, by api,
 	// stage, method and resource.
@@ -50,7 +53,6 @@ type Metrics struct {
 // tollgate_*; register Collectors() with a prometheus.Registerer.
 func NewMetrics() *Metrics {
 	buckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
-	apiStage := []string{"api", "stage"}
 	route := []string{"api", "stage", "method", "resource"}
 	return &Metrics{
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -60,11 +62,11 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, key_attempts).",
 		}, []string{"api", "stage", "level"}),
 		CacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_cache_hits_total", Help: "Responses served from the stage cache.",
-		}, apiStage),
+			Name: "tollgate_cache_hits_total", Help: "Responses served from the stage cache, by API, stage, method and resource.",
+		}, route),
 		CacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_cache_misses_total", Help: "Cacheable requests that missed the stage cache.",
-		}, apiStage),
+			Name: "tollgate_cache_misses_total", Help: "Requests of caching methods served from the upstream (X-Cache Miss, Refresh or Bypass), by API, stage, method and resource.",
+		}, route),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tollgate_latency_seconds", Help: "Gateway request latency in seconds, from request to response end.", Buckets: buckets,
 		}, route),

@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"tollgate/plans"
 )
 
 // histogramCount is the number of observations of a histogram child.
@@ -84,5 +87,31 @@ func TestKeyRefusalsAreCountedByReason(t *testing.T) {
 		if n := counterValue(t, metrics.KeyRefusals.WithLabelValues(testAPI, testStage, reason)); n != want {
 			t.Errorf("tollgate_key_refusals_total{reason=%q}: got %v, want %v", reason, n, want)
 		}
+	}
+}
+
+// TestCacheCountsAreByRouteAndCountBypassAsMiss: CacheHitCount and
+// CacheMissCount carry the route labels; a request of a caching method
+// that bypasses the cache (it carries Authorization) is served from the
+// upstream, so it counts as a miss, as CloudWatch counts it.
+func TestCacheCountsAreByRouteAndCountBypassAsMiss(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	env := newCacheEnv(t)
+	tg := env.gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(300)}), nil,
+		res{"/items/{id}", methods(keyedProxy(u, "/items"), "GET", "POST")}), nil)
+	for _, res := range []response{
+		tg.get(t, "/prod/items/1"), tg.get(t, "/prod/items/1"), tg.get(t, "/prod/items/2", "Authorization", "Bearer x"),
+		tg.doBody(t, "POST", "/prod/items/1", strings.NewReader("{}"), "x-api-key", cacheKey1),
+	} {
+		tg.logLine(t, res.header.Get("x-amzn-RequestId")) // metrics are recorded before the access-log line
+	}
+	route := []string{testAPI, testStage, "GET", "/items/{id}"}
+	if h, m := counterValue(t, tg.metrics.CacheHits.WithLabelValues(route...)), counterValue(t, tg.metrics.CacheMisses.WithLabelValues(route...)); h != 1 || m != 2 {
+		t.Errorf("hits, misses of GET /items/{id}: got %v, %v, want 1 (the second GET) and 2 (the first, the bypass)", h, m)
+	}
+	post := []string{testAPI, testStage, "POST", "/items/{id}"}
+	if m := counterValue(t, tg.metrics.CacheMisses.WithLabelValues(post...)); m != 0 {
+		t.Errorf("misses of POST, which does not cache: got %v, want 0", m)
 	}
 }

@@ -159,8 +159,8 @@ func TestMetricsCollectorsRegister(t *testing.T) {
 	}
 	m.Requests.WithLabelValues("a", "s", "GET", "/r", "2xx").Inc()
 	m.Throttled.WithLabelValues("a", "s", "plan").Inc()
-	m.CacheHits.WithLabelValues("a", "s").Inc()
-	m.CacheMisses.WithLabelValues("a", "s").Inc()
+	m.CacheHits.WithLabelValues("a", "s", "GET", "/r").Inc()
+	m.CacheMisses.WithLabelValues("a", "s", "GET", "/r").Inc()
 	m.Latency.WithLabelValues("a", "s", "GET", "/r").Observe(0.01)
 	m.IntegrationLatency.WithLabelValues("a", "s", "GET", "/r").Observe(0.01)
 	m.KeyRefusals.WithLabelValues("a", "s", "unknown").Inc()
