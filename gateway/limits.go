@@ -67,6 +67,7 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.sp.quota != nil)
 	}
 	if d.Allowed {
+		s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
 		return true
 	}
 	s.writeRefusal(w, ex, d)
@@ -98,6 +99,7 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	}
 	if s.failureMode == FailOpen {
 		ex.reason = "limiter unavailable: admitted without limits"
+		s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
 		return true
 	}
 	ex.errType, ex.reason = ErrorTypeUnavailable, "limiter: "+err.Error()

@@ -146,6 +146,9 @@ func TestPlanThrottle(t *testing.T) {
 	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, "plan")); n != 1 {
 		t.Errorf("tollgate_throttled_total{level=plan}: got %v, want 1", n)
 	}
+	if n := counterValue(t, tg.metrics.Admitted.WithLabelValues(testAPI, testStage)); n != 2 {
+		t.Errorf("tollgate_admitted_total: got %v, want 2 (the refused request is not admitted)", n)
+	}
 }
 
 func TestQuota(t *testing.T) {
@@ -324,6 +327,13 @@ func TestLimiterFailureModes(t *testing.T) {
 			}
 			if n := counterValue(t, metrics.LimiterErrors); n != 3 {
 				t.Errorf("tollgate_limiter_errors_total: got %v, want 3", n)
+			}
+			wantAdmitted := 3.0 // failure mode open admits without limits
+			if tc.status == 503 {
+				wantAdmitted = 0
+			}
+			if n := counterValue(t, metrics.Admitted.WithLabelValues(testAPI, testStage)); n != wantAdmitted {
+				t.Errorf("tollgate_admitted_total: got %v, want %v", n, wantAdmitted)
 			}
 			if n := strings.Count(tg.logs.String(), `"msg":"limiter unavailable"`); n != 1 {
 				t.Errorf("outage log lines: got %d, want 1", n)

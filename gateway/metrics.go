@@ -19,6 +19,12 @@ type Metrics struct {
 	// Requests counts requests by api, stage, method, resource and status
 	// class ("2xx"; status="4xx" is CloudWatch's 4XXError).
 	Requests *prometheus.CounterVec
+	// Admitted counts requests the limiter let through, by api and stage:
+	// every throttle and the quota admitted them, or the limiter failed
+	// and FailureMode "open" admitted them without limits. With Throttled
+	// it splits a stage's keyed and unkeyed traffic into admitted and
+	// refused (the operator console's live view reads both).
+	Admitted *prometheus.CounterVec
 	// Throttled counts 429s by api, stage and the refusing level
 	// (plan, method, stage, account, quota, or key_attempts: too many
 	// failed key attempts from the client address).
@@ -58,6 +64,9 @@ func NewMetrics() *Metrics {
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_requests_total", Help: "Gateway requests by API, stage, method, resource (path template) and status class.",
 		}, append(route, "status")),
+		Admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_admitted_total", Help: "Requests the limiter admitted (or failure mode open let through), by API and stage.",
+		}, []string{"api", "stage"}),
 		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, key_attempts).",
 		}, []string{"api", "stage", "level"}),
@@ -91,7 +100,7 @@ func NewMetrics() *Metrics {
 // Collectors returns every collector, for prometheus.Registerer.MustRegister.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.Requests, m.Throttled, m.CacheHits, m.CacheMisses, m.Latency,
+		m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.Latency,
 		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
 }

@@ -159,6 +159,7 @@ func TestMetricsCollectorsRegister(t *testing.T) {
 	}
 	m.Requests.WithLabelValues("a", "s", "GET", "/r", "2xx").Inc()
 	m.Throttled.WithLabelValues("a", "s", "plan").Inc()
+	m.Admitted.WithLabelValues("a", "s").Inc()
 	m.CacheHits.WithLabelValues("a", "s", "GET", "/r").Inc()
 	m.CacheMisses.WithLabelValues("a", "s", "GET", "/r").Inc()
 	m.Latency.WithLabelValues("a", "s", "GET", "/r").Observe(0.01)
@@ -172,7 +173,7 @@ func TestMetricsCollectorsRegister(t *testing.T) {
 	for _, f := range families {
 		got[f.GetName()] = true
 	}
-	for _, name := range []string{"tollgate_requests_total", "tollgate_throttled_total", "tollgate_cache_hits_total",
+	for _, name := range []string{"tollgate_requests_total", "tollgate_admitted_total", "tollgate_throttled_total", "tollgate_cache_hits_total",
 		"tollgate_cache_misses_total", "tollgate_latency_seconds", "tollgate_integration_latency_seconds",
 		"tollgate_key_refusals_total", "tollgate_config_version", "tollgate_config_rejected_total", "tollgate_limiter_errors_total"} {
 		if !got[name] {
