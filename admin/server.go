@@ -71,8 +71,8 @@ type Options struct {
 	// Now is the clock used to check X-Amz-Date; nil means time.Now.
 	Now func() time.Time
 	// Web, when set, is the operator console served at /console/ without
-	// authentication (static files only; the console calls this API with
-	// credentials the operator types in).
+	// authentication, under ConsoleCSP (static files only; the console
+	// calls this API with the bearer token the operator types in).
 	Web fs.FS
 	// Ready reports readiness for /readyz (PostgreSQL and Redis reachable);
 	// nil means always ready.
@@ -158,10 +158,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	if opts.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", opts.Metrics)
 	}
-	if opts.Web != nil {
-		r.Handle("/console/*", http.StripPrefix("/console/", http.FileServerFS(opts.Web)))
-		r.Get("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently).ServeHTTP)
-	}
+	consoleRoutes(r, opts.Web)
 	s.restApiRoutes(r)
 	s.resourceRoutes(r)
 	s.deploymentRoutes(r)

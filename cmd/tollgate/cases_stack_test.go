@@ -32,6 +32,8 @@ type stackOptions struct {
 	redisTimeout   time.Duration // 0 = 5s: a loaded test machine never fails open by accident
 	trustedProxies []string      // TOLLGATE_TRUSTED_PROXIES of the gateways
 	logs           *logBuffer    // when set, every node logs into it
+	allInOne       bool          // one node of role "all" is the admin and both gateways
+	adminToken     string        // TOLLGATE_ADMIN_TOKEN besides the SigV4 credentials
 }
 
 // mustStackWith starts one admin and two gateway Mains sharing one database
@@ -70,11 +72,16 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
-		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey},
+		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken},
 	}
-	s.admin = s.startMain(t, base, "admin", o.logs)
-	s.gateways[0] = s.startMain(t, base, "gateway", o.logs)
-	s.gateways[1] = s.startMain(t, base, "gateway", o.logs)
+	if o.allInOne {
+		s.admin = s.startMain(t, base, "all", o.logs)
+		s.gateways = [2]*Main{s.admin, s.admin}
+	} else {
+		s.admin = s.startMain(t, base, "admin", o.logs)
+		s.gateways[0] = s.startMain(t, base, "gateway", o.logs)
+		s.gateways[1] = s.startMain(t, base, "gateway", o.logs)
+	}
 	s.sdk = apigateway.New(apigateway.Options{
 		BaseEndpoint: aws.String("http://" + s.admin.AdminAddr),
 		Region:       "us-east-1",

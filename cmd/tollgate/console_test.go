@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+	"github.com/chromedp/chromedp/kb"
+
+	"tollgate/internal/browsertest"
+)
+
+const consoleToken = "console-test-token-0123456789abcdef"
+
+// consoleAPI creates, as an operator would with the AWS CLI, API "shop":
+// GET /items/{id} (API key required) and GET /public (no key, cached)
+// proxied to the echo upstream, deployed to stage prod with a cache.
+func (s *stack) consoleAPI(t *testing.T) string {
+	t.Helper()
+	ctx, c := context.Background(), s.sdk
+	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("shop"), Description: aws.String("the console test's API")})
+	must(t, "CreateRestApi", err)
+	res, err := c.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})
+	must(t, "GetResources", err)
+	for _, r := range []struct {
+		parts       []string
+		keyRequired bool
+	}{{[]string{"items", "{id}"}, true}, {[]string{"public"}, false}} {
+		parent := res.Items[0].Id
+		for _, part := range r.parts {
+			child, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: parent, PathPart: aws.String(part)})
+			must(t, "CreateResource "+part, err)
+			parent = child.Id
+		}
+		_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api.Id, ResourceId: parent, HttpMethod: aws.String("GET"),
+			AuthorizationType: aws.String("NONE"), ApiKeyRequired: r.keyRequired})
+		must(t, "PutMethod", err)
+		_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api.Id, ResourceId: parent, HttpMethod: aws.String("GET"),
+			Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(s.echoURL + "/things")})
+		must(t, "PutIntegration", err)
+	}
+	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})
+	must(t, "CreateDeployment", err)
+	_, err = c.UpdateStage(ctx, &apigateway.UpdateStageInput{RestApiId: api.Id, StageName: aws.String("prod"),
+		PatchOperations: []types.PatchOperation{
+			{Op: types.OpReplace, Path: aws.String("/cacheClusterEnabled"), Value: aws.String("true")},
+			{Op: types.OpReplace, Path: aws.String("/~1public/GET/caching/enabled"), Value: aws.String("true")},
+		}})
+	must(t, "UpdateStage", err)
+	return *api.Id
+}
+
+// TestConsole walks the operator console in headless Chromium, as an
+// operator without a terminal would: sign in (a wrong token is refused in
+// words; the right one typed and sent with the keyboard), see the API,
+// create a usage plan and an API key (its value shown once), add the key to
+// the plan, watch the key's traffic appear in the usage chart and the live
+// view, and flush the stage cache after confirming. Every page is
+// screenshotted at 1280 px and at phone width into the artifacts directory.
+func TestConsole(t *testing.T) {
+	s := mustStackWith(t, stackOptions{allInOne: true, adminToken: consoleToken})
+	apiID := s.consoleAPI(t)
+	p := browsertest.MustPage(t)
+	p.Goto("http://" + s.admin.AdminAddr + "/console/")
+
+	signIn(t, p)
+	p.Role("heading", "APIs")
+	if rows := p.Table("APIs"); !rowWith(rows, "shop", apiID, "prod") {
+		t.Errorf("APIs table: got %q, want a row for shop (%s) with stage prod", rows, apiID)
+	}
+	p.Screenshot("console-apis")
+	p.Role("link", "shop").Click()
+	p.Role("heading", "API shop")
+	if rows := p.Table("Resources and methods"); !rowWith(rows, "GET /items/{id}", "yes") || !rowWith(rows, "GET /public", "no") {
+		t.Errorf("methods table: got %q, want GET /items/{id} requiring a key and GET /public not", rows)
+	}
+	p.Screenshot("console-api")
+
+	createPlan(t, p)
+	value := createKey(t, p)
+	addKeyToPlan(t, p, value)
+
+	sendTraffic(t, s, apiID, value)
+	checkUsage(t, p)
+	flushCache(t, p, s, apiID)
+	checkPhoneLayout(t, p)
+
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("the page reported problems (exceptions, console errors or CSP violations):\n%s", strings.Join(probs, "\n"))
+	}
+	t.Logf("console screenshots in %s", browsertest.ArtifactsDir(t))
+}
+
+// signIn tries a wrong token (refused, in words), then signs in with the
+// keyboard only, and checks where the token is kept.
+func signIn(t *testing.T, p *browsertest.Page) {
+	t.Helper()
+	p.Label("Admin token").Fill("not-the-token-0123456789abcdefghijkl")
+	p.Role("button", "Sign in").Click()
+	p.Eventually("a refused token is explained", func() error {
+		if msg := p.Role("alert", "").Text(); !strings.Contains(msg, "The admin token was refused") {
+			return fmt.Errorf("alert %q", msg)
+		}
+		return nil
+	})
+	p.Screenshot("console-sign-in")
+	field := p.Label("Admin token")
+	field.Fill("")
+	field.Focus()
+	p.Press(consoleToken)
+	if got := field.Value(); got != consoleToken {
+		t.Fatalf("typed token: got %q", got)
+	}
+	p.Press(kb.Enter)
+	p.Role("link", "Usage plans")
+	stored := browsertest.Eval[[]string](p, `[sessionStorage.getItem("tollgate.adminToken"), String(localStorage.length), document.cookie, location.href]`)
+	if stored[0] != consoleToken || stored[1] != "0" || stored[2] != "" || strings.Contains(stored[3], consoleToken) {
+		t.Errorf("token storage: sessionStorage %q, localStorage items %s, cookie %q, URL %q; want the token in sessionStorage only",
+			stored[0], stored[1], stored[2], stored[3])
+	}
+}
+
+// createPlan creates usage plan gold (quota 3 per DAY) on shop/prod
+// through the form, reaching "Usage plans" by keyboard.
+func createPlan(t *testing.T, p *browsertest.Page) {
+	t.Helper()
+	p.Role("link", "Usage plans").Focus()
+	p.Press(kb.Enter)
+	p.Role("heading", "Usage plans")
+	p.Role("link", "Create usage plan").Click()
+	p.Label("Name").Fill("gold")
+	p.Label("Rate limit").Fill("100")
+	p.Label("Burst limit").Fill("50")
+	p.Label("Quota limit").Fill("3")
+	p.Label("Quota period").Select("DAY")
+	p.Label("Quota offset").Fill("0")
+	p.Label("shop / prod").Click()
+	p.Role("button", "Create").Click()
+	p.Role("heading", "Usage plan gold")
+	if rows := p.Table("API stages of the plan"); !rowWith(rows, "shop / prod") {
+		t.Errorf("plan stages: got %q, want shop / prod", rows)
+	}
+	p.Screenshot("console-plan")
+}
+
+// createKey creates API key partner-1 and returns its value, shown once.
+func createKey(t *testing.T, p *browsertest.Page) string {
+	t.Helper()
+	p.Role("link", "API keys").Click()
+	p.Role("heading", "API keys")
+	p.Role("link", "Create API key").Click()
+	p.Label("Name").Fill("partner-1")
+	p.Role("button", "Create").Click()
+	value := p.Label("API key value").Value()
+	if len(value) != 40 {
+		t.Fatalf("API key value: got %q, want 40 characters", value)
+	}
+	p.Role("button", "Copy")
+	p.Screenshot("console-key-created")
+	return value
+}
+
+// addKeyToPlan opens the new key (its value no longer shown) and adds it
+// to plan gold.
+func addKeyToPlan(t *testing.T, p *browsertest.Page, value string) {
+	t.Helper()
+	p.Role("link", "Open the key").Click()
+	p.Role("heading", "API key partner-1")
+	p.Label("Usage plan").Select("gold")
+	p.Role("button", "Add to plan").Click()
+	if rows := p.Table("Usage plans of the key"); !rowWith(rows, "gold", "3 per DAY") {
+		t.Errorf("key's plans: got %q, want gold", rows)
+	}
+	if html := browsertest.Eval[string](p, `document.documentElement.outerHTML + JSON.stringify(sessionStorage)`); strings.Contains(html, value) {
+		t.Error("the key's value is still in the page after leaving the creation view")
+	}
+	p.Screenshot("console-key")
+}
+
+// sendTraffic calls GET /items/{id} with the key until the gateway knows
+// it, then spends the quota of 3 and is refused twice for quota.
+func sendTraffic(t *testing.T, s *stack, apiID, value string) {
+	t.Helper()
+	deadline := time.Now().Add(browsertest.Wait)
+	for s.call(t, 0, apiID, "/prod/items/0", value).StatusCode != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key added in the console does not reach the gateway after %v", browsertest.Wait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for i, want := range []int{200, 200, 429, 429} {
+		if got := s.call(t, 0, apiID, fmt.Sprintf("/prod/items/%d", i+1), value).StatusCode; got != want {
+			t.Fatalf("request %d: got %d, want %d", i+2, got, want)
+		}
+	}
+}
+
+// checkUsage reads the key's usage chart (3 used today, 0 remaining) and
+// the live view (3 admitted, 2 refused for quota on shop / prod).
+func checkUsage(t *testing.T, p *browsertest.Page) {
+	t.Helper()
+	p.Role("link", "Usage").Click()
+	p.Role("heading", "Usage")
+	p.Label("Usage plan").Select("gold")
+	p.Eventually("the key list follows the plan", func() error {
+		n := browsertest.Eval[int](p, `[...document.querySelectorAll("select[name=key] option")].filter((o) => o.text.startsWith("partner-1")).length`)
+		if n != 1 {
+			return fmt.Errorf("%d partner-1 options", n)
+		}
+		return nil
+	})
+	keyOption := browsertest.Eval[string](p, `[...document.querySelectorAll("select[name=key] option")].find((o) => o.text.startsWith("partner-1")).text`)
+	p.Label("API key").Select(keyOption)
+	p.Role("button", "Show usage").Click()
+	today := time.Now().UTC().Format("2006-01-02")
+	p.Eventually("today's usage row", func() error {
+		rows := p.Table("Daily usage")
+		if !rowWith(rows, today, "3", "0") {
+			return fmt.Errorf("daily usage %q, want %s used 3 remaining 0", rows, today)
+		}
+		return nil
+	})
+	if fig := p.Role("figure", "Daily usage chart").Text(); !strings.Contains(fig, "API key partner-1 used 3 requests") {
+		t.Errorf("chart caption: got %q, want it to say partner-1 used 3 requests", fig)
+	}
+	p.Eventually("the chart draws the used bars", func() error {
+		if n := usedPixels(p); n < 100 {
+			return fmt.Errorf("%d pixels of the Used colour on the chart's canvas", n)
+		}
+		return nil
+	})
+	p.Eventually("the live view counts the stage's requests", func() error {
+		rows := p.Table("Requests per stage on this node")
+		if !rowWith(rows, "shop / prod", "3", "0", "2") {
+			return fmt.Errorf("live view %q, want shop / prod admitted 3, throttled 0, quota refused 2", rows)
+		}
+		return nil
+	})
+	p.Eventually("the live view's rates and chart after a second reading", func() error {
+		rows := p.Table("Requests per stage on this node")
+		if rowWith(rows, "…") || !browsertest.Eval[bool](p, `!!document.querySelector("figure[aria-label='Live requests per second'] canvas")`) {
+			return fmt.Errorf("live view %q without rates or chart", rows)
+		}
+		return nil
+	})
+	p.Screenshot("console-usage")
+}
+
+// usedPixels counts the pixels of the daily chart's canvas drawn in the
+// "Used" series colour (#0b5cad).
+func usedPixels(p *browsertest.Page) int {
+	return browsertest.Eval[int](p, `(() => {
+		const c = document.querySelector("figure[aria-label='Daily usage chart'] canvas");
+		if (!c) return 0;
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		let n = 0;
+		for (let i = 0; i < d.length; i += 4) {
+			if (Math.abs(d[i] - 11) < 24 && Math.abs(d[i + 1] - 92) < 24 && Math.abs(d[i + 2] - 173) < 24 && d[i + 3] > 200) n++;
+		}
+		return n;
+	})()`)
+}
+
+// flushCache fills the cache of GET /public, flushes the stage cache in the
+// console after confirming, and sees the next request miss.
+func flushCache(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
+	t.Helper()
+	for _, want := range []string{"Miss", "Hit"} {
+		if got := s.call(t, 0, apiID, "/prod/public", "").Header.Get("X-Cache"); got != want {
+			t.Fatalf("GET /public before the flush: X-Cache %q, want %q", got, want)
+		}
+	}
+	p.Role("link", "APIs").Click()
+	p.Role("link", "prod").Click()
+	p.Role("heading", "Stage prod")
+	p.Screenshot("console-stage")
+	p.Role("button", "Flush cache").Click()
+	p.Role("dialog", "Flush the cache of stage prod?")
+	p.Screenshot("console-flush-confirm")
+	p.Role("button", "Confirm").Click()
+	p.Eventually("the flush is reported", func() error {
+		if msg := p.Role("status", "").Text(); msg != "The cache of stage prod was flushed." {
+			return fmt.Errorf("status %q", msg)
+		}
+		return nil
+	})
+	if got := s.call(t, 0, apiID, "/prod/public", "").Header.Get("X-Cache"); got != "Miss" {
+		t.Errorf("GET /public after the flush: X-Cache %q, want Miss", got)
+	}
+}
+
+// checkPhoneLayout shows each section at 390 px: nothing is wider than the
+// screen (wide tables scroll inside their own region).
+func checkPhoneLayout(t *testing.T, p *browsertest.Page) {
+	t.Helper()
+	p.Viewport(390, 844)
+	defer p.Viewport(1280, 900)
+	for _, section := range []struct{ link, heading, shot string }{
+		{"APIs", "APIs", "console-apis-phone"}, {"Usage plans", "Usage plans", "console-plans-phone"},
+		{"API keys", "API keys", "console-keys-phone"}, {"Usage", "Usage", "console-usage-phone"}} {
+		p.Role("link", section.link).Click()
+		p.Role("heading", section.heading)
+		if w := browsertest.Eval[[]int](p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+			t.Errorf("%s at phone width: page is %d px wide in a %d px window", section.link, w[0], w[1])
+		}
+		p.Screenshot(section.shot)
+	}
+}
+
+// rowWith reports whether some row holds every one of cells (in order,
+// not necessarily adjacent).
+func rowWith(rows [][]string, cells ...string) bool {
+	for _, row := range rows {
+		i := 0
+		for _, c := range row {
+			if i < len(cells) && c == cells[i] {
+				i++
+			}
+		}
+		if i == len(cells) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+// DOM helpers: elements built with properties and text nodes only (no
+// innerHTML, no inline style), real tables with header cells, labelled
+// form fields, a confirmation dialog and the status and error regions.
+
+let ids = 0;
+/** A fresh element id with prefix. */
+export const uid = (prefix) => `${prefix}-${++ids}`;
+
+/**
+ * h("a", {href: "#/x", class: "button"}, "text", child) builds an element.
+ * Attribute values false/null/undefined are left out; "on" maps event
+ * names to listeners; "text" sets textContent; "props" sets properties.
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === "on") for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+    else if (k === "text") el.textContent = v;
+    else if (k === "props") Object.assign(el, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+/** A link styled as a button. */
+export const linkButton = (href, text, cls = "button") => h("a", { href, class: cls }, text);
+
+/**
+ * table({caption, columns, rows, empty}) is a scrollable region holding a
+ * <table>: a caption, <th scope="col"> headers, and rows whose first cell
+ * is a <th scope="row">. A column is a name or {name, num: true}; a cell is
+ * text, a Node or an array of those.
+ */
+export function table({ caption, columns, rows, empty }) {
+  const cols = columns.map((c) => (typeof c === "string" ? { name: c } : c));
+  const wrap = h("div", { class: "table-wrap", role: "region", "aria-label": caption, tabindex: "0" });
+  if (!rows.length && empty) {
+    wrap.append(h("p", { class: "empty" }, empty));
+    return wrap;
+  }
+  const head = h("tr", {}, cols.map((c) => h("th", { scope: "col", class: c.num ? "num" : null }, c.name)));
+  const body = rows.map((cells) =>
+    h("tr", {}, cells.map((cell, i) => h(i === 0 ? "th" : "td", { scope: i === 0 ? "row" : null, class: cols[i] && cols[i].num ? "num" : null }, cell))),
+  );
+  wrap.append(h("table", {}, h("caption", {}, caption), h("thead", {}, head), h("tbody", {}, body)));
+  return wrap;
+}
+
+/**
+ * field({label, name, type, value, hint, options, ...inputAttrs}) is a
+ * labelled control: <label for> and an input, a <select> (options: [[value,
+ * text]]), a <textarea> (type "textarea") or a checkbox (type "checkbox",
+ * value boolean). The hint is tied with aria-describedby.
+ */
+export function field({ label, name, type = "text", value, hint, options, ...rest }) {
+  const id = uid(name || "f");
+  const hintEl = hint ? h("p", { class: "hint", id: id + "-hint" }, hint) : null;
+  const common = { id, name, "aria-describedby": hintEl ? id + "-hint" : null, ...rest };
+  let control;
+  if (type === "checkbox") {
+    control = h("input", { ...common, type, props: { checked: !!value } });
+    return h("div", { class: "field check" }, control, h("label", { for: id }, label), hintEl);
+  }
+  if (options) {
+    control = h("select", common, options.map(([v, text]) => h("option", { value: v }, text)));
+    control.value = value === undefined || value === null ? "" : String(value);
+  } else if (type === "textarea") {
+    control = h("textarea", common);
+    control.value = value || "";
+  } else {
+    control = h("input", { ...common, type });
+    control.value = value === undefined || value === null ? "" : String(value);
+  }
+  return h("div", { class: "field" }, h("label", { for: id }, label), control, hintEl);
+}
+
+/** The values of a form's named controls (checkboxes as booleans). */
+export function values(form) {
+  const out = {};
+  for (const el of form.elements) {
+    if (!el.name) continue;
+    out[el.name] = el.type === "checkbox" ? el.checked : el.value.trim();
+  }
+  return out;
+}
+
+/**
+ * onSubmit(form, fn): runs async fn(values) on submit with the submit
+ * buttons disabled, showing a failure in the error region.
+ */
+export function onSubmit(form, fn) {
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const buttons = [...form.querySelectorAll("button")];
+    buttons.forEach((b) => (b.disabled = true));
+    clearMessages();
+    try {
+      await fn(values(form), e.submitter);
+    } catch (err) {
+      showError(err);
+    } finally {
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  });
+  return form;
+}
+
+/** A button that runs async fn, showing a failure in the error region. */
+export function action(text, fn, attrs = {}) {
+  const b = h("button", { type: "button", ...attrs }, text);
+  b.addEventListener("click", async () => {
+    b.disabled = true;
+    clearMessages();
+    try {
+      await fn();
+    } catch (err) {
+      showError(err);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
+}
+
+/**
+ * confirm(question, details) opens a modal dialog with "Confirm" and
+ * "Cancel" and resolves true only on Confirm. Escape cancels; focus
+ * starts on Cancel and returns to where it was.
+ */
+export function confirm(question, details) {
+  return new Promise((resolve) => {
+    const before = document.activeElement;
+    const titleId = uid("confirm");
+    const cancel = h("button", { type: "button", class: "secondary" }, "Cancel");
+    const ok = h("button", { type: "button", class: "danger" }, "Confirm");
+    const dlg = h("dialog", { "aria-labelledby": titleId },
+      h("p", { id: titleId }, h("strong", {}, question)),
+      details ? h("p", {}, details) : null,
+      h("div", { class: "actions" }, ok, cancel));
+    const close = (answer) => {
+      dlg.close();
+      dlg.remove();
+      if (before && before.focus) before.focus();
+      resolve(answer);
+    };
+    ok.addEventListener("click", () => close(true));
+    cancel.addEventListener("click", () => close(false));
+    dlg.addEventListener("cancel", (e) => {
+      e.preventDefault();
+      close(false);
+    });
+    document.body.append(dlg);
+    dlg.showModal();
+    cancel.focus();
+  });
+}
+
+/** Shows a success message in the status region. */
+export function showStatus(text) {
+  document.getElementById("status").textContent = text;
+}
+
+/** Shows an error, in words, in the alert region. */
+export function showError(err) {
+  document.getElementById("error").textContent = err && err.message ? err.message : String(err);
+}
+
+/** Empties the status and error regions. */
+export function clearMessages() {
+  document.getElementById("status").textContent = "";
+  document.getElementById("error").textContent = "";
+}
+
+/** A yes/no tag. */
+export const onOff = (on, yes = "yes", no = "no") => h("span", { class: on ? "tag on" : "tag off" }, on ? yes : no);
+
+/** Formats epoch seconds as a UTC date and time. */
+export function when(epoch) {
+  if (!epoch) return "";
+  return new Date(epoch * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+}
+
+/** "2/s, burst 5" for an AWS throttle object, or "none". */
+export function throttleText(t) {
+  return t ? `${t.rateLimit}/s, burst ${t.burstLimit}` : "none";
+}
+
+/** "1000 per DAY" (with its offset) for an AWS quota object, or "none". */
+export function quotaText(q) {
+  if (!q) return "none";
+  return `${q.limit} per ${q.period}` + (q.offset ? ` (offset ${q.offset})` : "");
+}

@@ -1,0 +1,21 @@
+// Hash links of the console's pages. Ids and names are percent-encoded as
+// single segments; a link never carries the token.
+const seg = encodeURIComponent;
+
+export const links = {
+  apis: () => "#/apis",
+  api: (apiId) => `#/apis/${seg(apiId)}`,
+  stage: (apiId, stage) => `#/apis/${seg(apiId)}/stages/${seg(stage)}`,
+  method: (apiId, stage, resourcePath, verb) => `#/apis/${seg(apiId)}/stages/${seg(stage)}/methods/${seg(resourcePath)}/${seg(verb)}`,
+  plans: () => "#/plans",
+  newPlan: () => "#/plans/new",
+  plan: (planId) => `#/plans/${seg(planId)}`,
+  planStage: (planId, apiId, stage) => `#/plans/${seg(planId)}/stages/${seg(apiId)}/${seg(stage)}`,
+  keys: () => "#/keys",
+  newKey: () => "#/keys/new",
+  key: (keyId) => `#/keys/${seg(keyId)}`,
+  usage: (params = {}) => {
+    const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v)).toString();
+    return "#/usage" + (q ? "?" + q : "");
+  },
+};

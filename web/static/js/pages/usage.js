@@ -1,0 +1,191 @@
+// Usage: a daily chart of used against the quota for a plan and key over a
+// chosen range (GetUsage), and a live view of this node's admitted,
+// throttled and quota-refused requests per stage (its /metrics).
+import { all, get, path, query } from "../api.js";
+import { h, table, field, onSubmit, showError, quotaText } from "../dom.js";
+import { plot, COLORS } from "../chart.js";
+import { fetchTotals, rates } from "../metrics.js";
+import { links } from "../links.js";
+
+const DAY = 86400;
+const MAX_DAYS = 90; // GetUsage's longest range
+const LIVE_EVERY_MS = 2000;
+const LIVE_POINTS = 90;
+
+/** "YYYY-MM-DD" of a Date, in UTC (usage days are UTC days). */
+const isoDay = (d) => d.toISOString().slice(0, 10);
+
+/** #/usage?plan=&key=&from=&to=. */
+export async function page(ctx) {
+  const [plans, apis] = await Promise.all([all("/usageplans"), all("/restapis")]);
+  const apiNames = new Map(apis.map((a) => [a.id, a.name]));
+  const today = new Date();
+  const sel = {
+    plan: ctx.query.get("plan") || (plans[0] && plans[0].id) || "",
+    key: ctx.query.get("key") || "",
+    from: ctx.query.get("from") || isoDay(new Date(today.getTime() - 6 * DAY * 1000)),
+    to: ctx.query.get("to") || isoDay(today),
+  };
+  const plan = plans.find((p) => p.id === sel.plan);
+  const keys = plan ? await all(path`/usageplans/${plan.id}/keys`) : [];
+  const cleanups = [];
+  const body = [pickForm(plans, keys, sel, ctx)];
+  if (!plans.length) body.push(h("p", {}, "No usage plans yet: ", h("a", { href: links.newPlan() }, "create one"), "."));
+  if (plan) body.push(...(await usageSection(plan, keys, sel, cleanups)));
+  body.push(liveSection(apiNames, cleanups));
+  return { title: "Usage", body, cleanup: () => cleanups.forEach((f) => f()) };
+}
+
+/** Usage plan, API key and range; the key list follows the plan picked. */
+function pickForm(plans, keys, sel, ctx) {
+  const planField = field({ label: "Usage plan", name: "plan", options: plans.map((p) => [p.id, p.name]), value: sel.plan });
+  const keyOptions = (ks) => [["", "All keys of the plan"], ...ks.map((k) => [k.id, `${k.name || k.id} (${k.id})`])];
+  const keyField = field({ label: "API key", name: "key", options: keyOptions(keys), value: sel.key });
+  planField.querySelector("select").addEventListener("change", async (e) => {
+    try {
+      const ks = await all(path`/usageplans/${e.target.value}/keys`);
+      keyField.querySelector("select").replaceChildren(...keyOptions(ks).map(([v, t]) => h("option", { value: v }, t)));
+    } catch (err) {
+      showError(err);
+    }
+  });
+  const form = h("form", { class: "panel", "aria-label": "Usage to show" },
+    h("div", { class: "grid" }, planField, keyField,
+      field({ label: "From", name: "from", type: "date", value: sel.from, required: true }),
+      field({ label: "To", name: "to", type: "date", value: sel.to, required: true, hint: `UTC days, at most ${MAX_DAYS}.` })),
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Show usage")));
+  return onSubmit(form, async (v) => ctx.navigate(links.usage(v), { keepMessages: false }));
+}
+
+/** GetUsage for the selection, every page of keys. */
+async function usage(planId, sel) {
+  const values = {};
+  let position = "";
+  let out;
+  do {
+    out = await get(path`/usageplans/${planId}/usage` + query({ startDate: sel.from, endDate: sel.to, keyId: sel.key, limit: 500, position }));
+    Object.assign(values, out.values || {});
+    position = out.position || "";
+  } while (position);
+  return { startDate: out.startDate, values };
+}
+
+/** The chart, its caption and its data as a table. */
+async function usageSection(plan, keys, sel, cleanups) {
+  const u = await usage(plan.id, sel);
+  const start = Date.parse(u.startDate + "T00:00:00Z") / 1000;
+  const series = Object.values(u.values);
+  const days = series.length ? series[0].length : Math.round((Date.parse(sel.to) - Date.parse(sel.from)) / 1000 / DAY) + 1;
+  const xs = Array.from({ length: days }, (_, i) => start + i * DAY);
+  const used = xs.map((_, i) => series.reduce((n, s) => n + s[i][0], 0));
+  const key = sel.key ? keys.find((k) => k.id === sel.key) || { id: sel.key, name: sel.key } : null;
+  const perKey = key && plan.quota && u.values[key.id];
+  const lines = [{ label: "Used", color: COLORS.used, bars: true }];
+  const data = [xs, used];
+  if (perKey) {
+    lines.push({ label: "Quota limit", color: COLORS.quota, dash: [6, 4] });
+    data.push(xs.map(() => plan.quota.limit));
+    if (plan.quota.period !== "DAY") {
+      lines.push({ label: `Used this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
+      data.push(perKey.map(([, remaining]) => plan.quota.limit - remaining));
+    }
+  }
+  const total = used.reduce((a, b) => a + b, 0);
+  const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
+  const caption = `${who} used ${total} requests from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
+  const plotEl = h("div", { class: "plot", role: "img", "aria-label": `Daily requests chart. ${caption}` });
+  const figure = h("figure", { class: "chart", "aria-label": "Daily usage chart" }, plotEl, h("figcaption", {}, caption));
+  requestAnimationFrame(() => {
+    if (!plotEl.isConnected) return;
+    const c = plot(plotEl, lines, data, { daily: true });
+    cleanups.push(c.destroy);
+  });
+  return [h("h2", {}, `Usage of ${plan.name}`), figure, usageTable(xs, used, key && u.values[key.id], plan)];
+}
+
+function usageTable(xs, used, perKey, plan) {
+  const day = (x) => new Date(x * 1000).toISOString().slice(0, 10);
+  const columns = [{ name: "Day (UTC)" }, { name: "Used", num: true }];
+  if (perKey && plan.quota) columns.push({ name: "Remaining at the end of the day", num: true });
+  const rows = xs.map((x, i) => {
+    const row = [day(x), String(used[i])];
+    if (perKey && plan.quota) row.push(String(perKey[i][1]));
+    return row;
+  });
+  return table({ caption: "Daily usage", columns, rows });
+}
+
+/** The live view: /metrics read every 2 s while the page is open. */
+function liveSection(apiNames, cleanups) {
+  const tableSlot = h("div", {}, h("p", { class: "loading" }, "Reading this node's metrics…"));
+  const plotEl = h("div", { class: "plot", role: "img", "aria-label": "Requests per second on this node: admitted, throttled and quota-refused" });
+  const state = { prev: null, prevAt: 0, xs: [], series: [[], [], []], chart: null, timer: 0, stopped: false };
+  const tick = async () => {
+    if (state.stopped) return;
+    if (!document.hidden) {
+      try {
+        liveTick(state, await fetchTotals(), apiNames, tableSlot, plotEl);
+      } catch (err) {
+        tableSlot.replaceChildren(h("p", { role: "alert" }, `The live view cannot read this node's metrics: ${err.message}`));
+      }
+    }
+    state.timer = setTimeout(tick, LIVE_EVERY_MS);
+  };
+  tick();
+  cleanups.push(() => {
+    state.stopped = true;
+    clearTimeout(state.timer);
+    if (state.chart) state.chart.destroy();
+  });
+  return h("section", { "aria-labelledby": "live-title" },
+    h("h2", { id: "live-title" }, "Live traffic on this node"),
+    h("p", { class: "hint" }, "Requests this node's gateway admitted, throttled and refused for quota since it started, and per second over the last reading, from its /metrics (tollgate_admitted_total, tollgate_throttled_total). Updated every 2 seconds."),
+    tableSlot,
+    h("figure", { class: "chart", "aria-label": "Live requests per second" }, plotEl, h("figcaption", {}, "Requests per second, all stages of this node.")));
+}
+
+/** One reading: the per-stage table and a point on the chart. */
+function liveTick(state, totals, apiNames, tableSlot, plotEl) {
+  if (totals === null) {
+    tableSlot.replaceChildren(h("p", {}, "This node runs no gateway (role admin), so its /metrics has no traffic counters. Open the console of an all-in-one node, or read the gateway nodes' /metrics in Prometheus."));
+    return;
+  }
+  const now = Date.now() / 1000;
+  const r = state.prev ? rates(state.prev, totals, Math.max(0.001, now - state.prevAt)) : null;
+  state.prev = totals;
+  state.prevAt = now;
+  tableSlot.replaceChildren(liveTable(totals, r, apiNames));
+  if (!r) {
+    plotEl.replaceChildren(h("p", { class: "loading" }, "The chart starts with the next reading."));
+    return;
+  }
+  const sum = (f) => [...r.values()].reduce((n, v) => n + v[f], 0);
+  state.xs.push(now);
+  ["admitted", "throttled", "quota"].forEach((f, i) => state.series[i].push(sum(f)));
+  if (state.xs.length > LIVE_POINTS) [state.xs, ...state.series].forEach((a) => a.shift());
+  const data = [state.xs, ...state.series];
+  if (state.chart) state.chart.update(data);
+  else if (plotEl.isConnected) {
+    plotEl.replaceChildren();
+    state.chart = plot(plotEl, [
+      { label: "Admitted/s", color: COLORS.admitted },
+      { label: "Throttled/s", color: COLORS.throttled },
+      { label: "Quota refused/s", color: COLORS.refused }], data, { height: 220, yLabel: "requests/s" });
+  }
+}
+
+function liveTable(totals, r, apiNames) {
+  const rate = (k, f) => (r && r.get(k) ? r.get(k)[f].toFixed(1) : "…");
+  const rows = [...totals.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, t]) => [
+    h("a", { href: links.stage(t.api, t.stage) }, `${apiNames.get(t.api) || t.api} / ${t.stage}`),
+    String(t.admitted), String(t.throttled), String(t.quota),
+    rate(k, "admitted"), rate(k, "throttled"), rate(k, "quota"),
+  ]);
+  const n = (name) => ({ name, num: true });
+  return table({
+    caption: "Requests per stage on this node",
+    columns: ["Stage", n("Admitted"), n("Throttled"), n("Quota refused"), n("Admitted/s"), n("Throttled/s"), n("Quota refused/s")],
+    rows,
+    empty: "No gateway traffic on this node since it started.",
+  });
+}
