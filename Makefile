@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      := bin
 
-.PHONY: all build test services demo stop bench clean
+.PHONY: all build test services demo stop bench clean chromium web-vendor
 
 all: build
 
@@ -12,10 +12,21 @@ build:
 
 ## test: every test, against the real PostgreSQL and Redis (make services starts them) and a local
 ## three-master Redis Cluster (scripts/cluster.sh starts it here when it does not answer)
-test:
+test: chromium
 	$(GO) vet ./...
 	url=$${TOLLGATE_TEST_REDIS_CLUSTER_URL:-$$(scripts/cluster.sh)} && \
 		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -race -count=1 ./...
+	@echo "console screenshots of the browser test: $(CURDIR)/.artifacts/"
+
+## chromium: install Debian's Chromium when missing (the console's browser test needs it)
+chromium:
+	scripts/chromium.sh
+
+## web-vendor: re-vendor the console's npm libraries (web/package.json) into web/static/vendor/ (needs Node; building tollgate does not)
+web-vendor:
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+	mkdir -p web/static/vendor/uplot
+	cp web/node_modules/uplot/dist/uPlot.esm.js web/node_modules/uplot/dist/uPlot.min.css web/node_modules/uplot/LICENSE web/static/vendor/uplot/
 
 ## services: make sure PostgreSQL and Redis answer on 127.0.0.1 (installs and starts them if needed)
 services:

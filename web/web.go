@@ -1,6 +1,10 @@
-// Package web embeds tollgate's operator console: static pages the admin
-// serves under /console/ that call the admin API with a bearer token and
-// list APIs, stages, usage plans and API keys.
+// Package web embeds tollgate's operator console: a static page and plain
+// ES modules that the admin serves under /console/ (with a strict
+// Content-Security-Policy). The console calls the admin API with the
+// operator's bearer token and reads the node's /metrics; it has no server
+// side of its own. Its chart library, uPlot, is vendored from npm under
+// static/vendor/ by `make web-vendor` (web/package.json pins the version),
+// so building tollgate never needs Node. docs/console.md describes it.
 package web
 
 import (

@@ -89,6 +89,9 @@ func TestConsole(t *testing.T) {
 	sendTraffic(t, s, apiID, value)
 	checkUsage(t, p)
 	flushCache(t, p, s, apiID)
+	editStage(t, p, s, apiID)
+	planID := editPlan(t, p, s)
+	editKey(t, p, s, planID)
 	checkPhoneLayout(t, p)
 
 	if probs := p.Problems(); len(probs) > 0 {
@@ -284,15 +287,120 @@ func flushCache(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 	p.Role("dialog", "Flush the cache of stage prod?")
 	p.Screenshot("console-flush-confirm")
 	p.Role("button", "Confirm").Click()
-	p.Eventually("the flush is reported", func() error {
-		if msg := p.Role("status", "").Text(); msg != "The cache of stage prod was flushed." {
-			return fmt.Errorf("status %q", msg)
-		}
-		return nil
-	})
+	waitStatus(p, "The cache of stage prod was flushed.")
 	if got := s.call(t, 0, apiID, "/prod/public", "").Header.Get("X-Cache"); got != "Miss" {
 		t.Errorf("GET /public after the flush: X-Cache %q, want Miss", got)
 	}
+}
+
+// editStage saves the stage throttle, then GET /items/{id}'s own throttle
+// and cache key parameter, and reads them back with the AWS SDK.
+func editStage(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
+	t.Helper()
+	ctx := context.Background()
+	p.Label("Rate limit").Fill("20")
+	p.Label("Burst limit").Fill("40")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Stage settings saved.")
+	p.Role("link", "Edit GET /items/{id}").Click()
+	p.Role("heading", "GET /items/{id} on stage prod")
+	p.Label("Rate limit").Fill("5")
+	p.Label("Burst limit").Fill("10")
+	p.Label("Cache key parameters").Fill("method.request.querystring.q")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Settings of GET /items/{id} saved.")
+	st, err := s.sdk.GetStage(ctx, &apigateway.GetStageInput{RestApiId: aws.String(apiID), StageName: aws.String("prod")})
+	must(t, "GetStage", err)
+	all, method := st.MethodSettings["*/*"], st.MethodSettings["~1items~1{id}/GET"]
+	if all.ThrottlingRateLimit != 20 || all.ThrottlingBurstLimit != 40 || method.ThrottlingRateLimit != 5 || method.ThrottlingBurstLimit != 10 {
+		t.Errorf("stage throttles after Save: */* %v/%d, GET /items/{id} %v/%d; want 20/40 and 5/10",
+			all.ThrottlingRateLimit, all.ThrottlingBurstLimit, method.ThrottlingRateLimit, method.ThrottlingBurstLimit)
+	}
+	res, err := s.sdk.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: aws.String(apiID), Embed: []string{"methods"}})
+	must(t, "GetResources", err)
+	for _, r := range res.Items {
+		if aws.ToString(r.Path) == "/items/{id}" {
+			if got := r.ResourceMethods["GET"].MethodIntegration.CacheKeyParameters; len(got) != 1 || got[0] != "method.request.querystring.q" {
+				t.Errorf("cache key parameters after Save: got %q, want [method.request.querystring.q]", got)
+			}
+		}
+	}
+}
+
+// editPlan raises plan gold's throttle and sets a per-method throttle,
+// reads them back with the AWS SDK and returns the plan's id.
+func editPlan(t *testing.T, p *browsertest.Page, s *stack) string {
+	t.Helper()
+	p.Role("link", "Usage plans").Click()
+	p.Role("link", "gold").Click()
+	p.Role("heading", "Usage plan gold")
+	p.Label("Rate limit").Fill("200")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Usage plan gold saved.")
+	p.Role("link", "Method throttles of shop / prod").Click()
+	p.Label("GET /items/{id} requests per second").Fill("7")
+	p.Label("GET /items/{id} burst").Fill("14")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Method throttles saved.")
+	plans, err := s.sdk.GetUsagePlans(context.Background(), &apigateway.GetUsagePlansInput{})
+	must(t, "GetUsagePlans", err)
+	if len(plans.Items) != 1 {
+		t.Fatalf("usage plans: got %d, want 1", len(plans.Items))
+	}
+	plan := plans.Items[0]
+	if plan.Throttle.RateLimit != 200 || plan.Throttle.BurstLimit != 50 {
+		t.Errorf("plan throttle after Save: %v/%d, want 200/50", plan.Throttle.RateLimit, plan.Throttle.BurstLimit)
+	}
+	if mt := plan.ApiStages[0].Throttle["/items/{id}/GET"]; mt.RateLimit != 7 || mt.BurstLimit != 14 {
+		t.Errorf("per-method throttle after Save: %v/%d, want 7/14", mt.RateLimit, mt.BurstLimit)
+	}
+	return aws.ToString(plan.Id)
+}
+
+// editKey filters the key list, disables partner-1 from it and deletes it
+// after confirming; the plan is left without keys.
+func editKey(t *testing.T, p *browsertest.Page, s *stack, planID string) {
+	t.Helper()
+	ctx := context.Background()
+	p.Role("link", "API keys").Click()
+	p.Label("Filter").Fill("nobody")
+	p.Role("button", "Apply filter").Click()
+	p.Eventually("the filter leaves no key", func() error {
+		if txt := p.Role("region", "API keys").Text(); txt != "No API key matches the filter." {
+			return fmt.Errorf("list %q", txt)
+		}
+		return nil
+	})
+	p.Label("Filter").Fill("partner")
+	p.Role("button", "Apply filter").Click()
+	p.Role("button", "Disable partner-1").Click()
+	p.Role("button", "Enable partner-1")
+	keys, err := s.sdk.GetApiKeys(ctx, &apigateway.GetApiKeysInput{})
+	must(t, "GetApiKeys", err)
+	if len(keys.Items) != 1 || keys.Items[0].Enabled {
+		t.Fatalf("keys after Disable: got %+v, want partner-1 disabled", keys.Items)
+	}
+	p.Screenshot("console-keys")
+	p.Role("link", "partner-1").Click()
+	p.Role("button", "Delete API key").Click()
+	p.Role("button", "Confirm").Click()
+	p.Role("heading", "API keys")
+	waitStatus(p, "API key partner-1 deleted.")
+	pk, err := s.sdk.GetUsagePlanKeys(ctx, &apigateway.GetUsagePlanKeysInput{UsagePlanId: aws.String(planID)})
+	must(t, "GetUsagePlanKeys", err)
+	if len(pk.Items) != 0 {
+		t.Errorf("plan keys after deleting the key: got %d, want 0", len(pk.Items))
+	}
+}
+
+// waitStatus waits for the status region to say want.
+func waitStatus(p *browsertest.Page, want string) {
+	p.Eventually("status "+want, func() error {
+		if got := p.Role("status", "").Text(); got != want {
+			return fmt.Errorf("status %q", got)
+		}
+		return nil
+	})
 }
 
 // checkPhoneLayout shows each section at 390 px: nothing is wider than the

@@ -1,7 +1,7 @@
 // The admin API client. Every call is an operation of the admin REST API
 // (Amazon API Gateway's wire format, the same the AWS CLI uses), sent with
 // "Authorization: Bearer <token>". The token lives in sessionStorage only:
-// never in a URL, a cookie or localStorage.
+// never in a URL, a cookie or local storage.
 
 const TOKEN_KEY = "tollgate.adminToken";
 

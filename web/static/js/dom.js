@@ -1,6 +1,7 @@
-// DOM helpers: elements built with properties and text nodes only (no
-// innerHTML, no inline style), real tables with header cells, labelled
-// form fields, a confirmation dialog and the status and error regions.
+// DOM helpers: elements built with properties and text nodes only (never
+// HTML parsed from strings, no inline style), real tables with header
+// cells, labelled form fields, a confirmation dialog and the status and
+// error regions.
 
 let ids = 0;
 /** A fresh element id with prefix. */
@@ -129,6 +130,16 @@ export function action(text, fn, attrs = {}) {
     }
   });
   return b;
+}
+
+/**
+ * confirmed(text, question, details, fn, attrs) is an action button that
+ * runs async fn only after the operator answers "Confirm" to question.
+ */
+export function confirmed(text, question, details, fn, attrs = {}) {
+  return action(text, async () => {
+    if (await confirm(question, details)) await fn();
+  }, { class: "danger", ...attrs });
 }
 
 /**

@@ -1,7 +1,7 @@
 // API keys: the filtered list, "Create API key" (the value shown once),
 // and one key: edit, enable or disable, its usage plans, delete.
 import { all, get, patch, post, del, page, path, query } from "../api.js";
-import { h, table, field, onSubmit, action, confirm, showStatus, showError, onOff, when, linkButton, throttleText, quotaText } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText } from "../dom.js";
 import { links } from "../links.js";
 
 const PAGE = 50;
@@ -120,12 +120,11 @@ export async function detail(keyId, ctx) {
     showStatus(ops.length ? `API key ${v.name} saved.` : "Nothing changed.");
     ctx.refresh();
   });
-  const remove = action("Delete API key", async () => {
-    if (!(await confirm(`Delete API key ${k.name}?`, "Requests with its value are refused from then on. This cannot be undone."))) return;
+  const remove = confirmed("Delete API key", `Delete API key ${k.name}?`, "Requests with its value are refused from then on. This cannot be undone.", async () => {
     await del(url);
     showStatus(`API key ${k.name} deleted.`);
     ctx.navigate(links.keys());
-  }, { class: "danger" });
+  });
   return {
     title: `API key ${k.name}`,
     crumbs: [h("a", { href: links.keys() }, "All API keys"), " / ", k.name || k.id],
@@ -147,8 +146,7 @@ function keyPlans(k, plans, allPlans, ctx) {
     throttleText(p.throttle),
     quotaText(p.quota),
     h("a", { href: links.usage({ plan: p.id, key: k.id }) }, "Usage chart"),
-    action("Remove", async () => {
-      if (!(await confirm(`Remove API key ${k.name} from usage plan ${p.name}?`))) return;
+    confirmed("Remove", `Remove API key ${k.name} from usage plan ${p.name}?`, null, async () => {
       await del(path`/usageplans/${p.id}/keys/${k.id}`);
       showStatus(`API key ${k.name} removed from usage plan ${p.name}.`);
       ctx.refresh();

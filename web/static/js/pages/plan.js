@@ -2,7 +2,7 @@
 // per-method throttles, its keys (CreateUsagePlanKey, DeleteUsagePlanKey)
 // and delete it.
 import { all, get, patch, post, del, path } from "../api.js";
-import { h, table, field, onSubmit, action, confirm, showStatus, onOff, linkButton, throttleText } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText } from "../dom.js";
 import { apisWithStages, apiMethods, settingKey } from "../data.js";
 import { planFields, throttleOf, quotaOf } from "./plans.js";
 import { links } from "../links.js";
@@ -20,12 +20,11 @@ export async function detail(planId, ctx) {
     showStatus(ops.length ? `Usage plan ${v.name} saved.` : "Nothing changed.");
     ctx.refresh();
   });
-  const remove = action("Delete usage plan", async () => {
-    if (!(await confirm(`Delete usage plan ${plan.name}?`, "Its keys lose the plan's access to its API stages. This cannot be undone."))) return;
+  const remove = confirmed("Delete usage plan", `Delete usage plan ${plan.name}?`, "Its keys lose the plan's access to its API stages. This cannot be undone.", async () => {
     await del(url);
     showStatus(`Usage plan ${plan.name} deleted.`);
     ctx.navigate(links.plans());
-  }, { class: "danger" });
+  });
   return {
     title: `Usage plan ${plan.name}`,
     crumbs: [h("a", { href: links.plans() }, "All usage plans"), " / ", plan.name],
@@ -69,8 +68,7 @@ function stagesSection(plan, apis, apiName, ctx) {
       label,
       throttles.length ? throttles.join("; ") : "none",
       h("a", { href: links.planStage(plan.id, s.apiId, s.stage), "aria-label": `Method throttles of ${label}` }, "Method throttles"),
-      action("Remove", async () => {
-        if (!(await confirm(`Remove ${label} from usage plan ${plan.name}?`, "Keys of this plan can no longer call that stage through it."))) return;
+      confirmed("Remove", `Remove ${label} from usage plan ${plan.name}?`, "Keys of this plan can no longer call that stage through it.", async () => {
         await patch(url, [{ op: "remove", path: "/apiStages", value: `${s.apiId}:${s.stage}` }]);
         showStatus(`${label} removed from usage plan ${plan.name}.`);
         ctx.refresh();
@@ -100,8 +98,7 @@ function keysSection(plan, planKeys, keys, ctx) {
       h("a", { href: links.key(k.id) }, k.name || k.id),
       h("code", {}, k.id),
       onOff(k.enabled, "enabled", "disabled"),
-      action("Remove", async () => {
-        if (!(await confirm(`Remove API key ${k.name} from usage plan ${plan.name}?`, "The key can no longer call this plan's stages through it."))) return;
+      confirmed("Remove", `Remove API key ${k.name} from usage plan ${plan.name}?`, "The key can no longer call this plan's stages through it.", async () => {
         await del(path`/usageplans/${plan.id}/keys/${k.id}`);
         showStatus(`API key ${k.name} removed from usage plan ${plan.name}.`);
         ctx.refresh();

@@ -2,7 +2,7 @@
 // settings (UpdateStage), cache key parameters (UpdateIntegration) and
 // "Flush cache" (FlushStageCache).
 import { get, patch, del, path } from "../api.js";
-import { h, table, field, onSubmit, action, confirm, showStatus, onOff, when } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, showStatus, onOff, when } from "../dom.js";
 import { apiMethods, settingKey, stageDefaults, inherited } from "../data.js";
 import { links } from "../links.js";
 
@@ -14,11 +14,10 @@ export async function detail(apiId, stageName, ctx) {
   const [api, st, methods] = await Promise.all([
     get(path`/restapis/${apiId}`), get(path`/restapis/${apiId}/stages/${stageName}`), apiMethods(apiId)]);
   const url = path`/restapis/${apiId}/stages/${stageName}`;
-  const flush = action("Flush cache", async () => {
-    if (!(await confirm(`Flush the cache of stage ${stageName}?`, "Every gateway node misses the cache until the entries are filled again."))) return;
+  const flush = confirmed("Flush cache", `Flush the cache of stage ${stageName}?`, "Every gateway node misses the cache until the entries are filled again.", async () => {
     await del(url + "/cache/data");
     showStatus(`The cache of stage ${stageName} was flushed.`);
-  }, { class: "danger" });
+  });
   return {
     title: `Stage ${stageName}`,
     crumbs: [h("a", { href: links.apis() }, "All APIs"), " / ", h("a", { href: links.api(apiId) }, api.name), " / ", stageName],
@@ -130,12 +129,11 @@ export async function method(apiId, stageName, resourcePath, verb, ctx) {
     showStatus(ops.length || changed ? `Settings of ${name} saved.` : "Nothing changed.");
     ctx.refresh();
   });
-  const reset = st.methodSettings[key] ? action("Remove method settings", async () => {
-    if (!(await confirm(`Remove the settings of ${name} on stage ${stageName}?`, "The method then follows the stage settings."))) return;
+  const reset = st.methodSettings[key] ? confirmed("Remove method settings", `Remove the settings of ${name} on stage ${stageName}?`, "The method then follows the stage settings.", async () => {
     await patch(url, [{ op: "remove", path: "/" + key }]);
     showStatus(`${name} now follows the stage settings.`);
     ctx.navigate(links.stage(apiId, stageName));
-  }, { class: "danger" }) : null;
+  }) : null;
   return {
     title: `${name} on stage ${stageName}`,
     crumbs: [h("a", { href: links.apis() }, "All APIs"), " / ", h("a", { href: links.api(apiId) }, api.name), " / ",
