@@ -81,4 +81,5 @@ echo "One call in full:"
 sleep 1
 curl -s -i -H "x-api-key: $key" "$url/42" | sed 's/^/  /'
 echo
+echo "Operator console: http://$TOLLGATE_ADMIN_ADDR/console/ (sign in with the admin token $TOLLGATE_ADMIN_TOKEN)"
 echo "tollgate and the echo upstream keep running (logs in $run/); stop them with: make stop"

@@ -4,16 +4,17 @@ import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaT
 import { apisWithStages } from "../data.js";
 import { links } from "../links.js";
 
-/** #/plans: GetUsagePlans, and GetUsagePlanKeys for each plan. */
+/** #/plans: GetUsagePlans, GetRestApis (for names), and GetUsagePlanKeys for each plan. */
 export async function list() {
-  const plans = await all("/usageplans");
+  const [plans, apis] = await Promise.all([all("/usageplans"), all("/restapis")]);
+  const apiName = new Map(apis.map((a) => [a.id, a.name]));
   const keys = await Promise.all(plans.map((p) => all(path`/usageplans/${p.id}/keys`)));
   const rows = plans.map((p, i) => [
     h("a", { href: links.plan(p.id) }, p.name),
     h("code", {}, p.id),
     throttleText(p.throttle),
     quotaText(p.quota),
-    p.apiStages.length ? p.apiStages.map((s) => `${s.apiId}:${s.stage}`).join(", ") : "none",
+    p.apiStages.length ? p.apiStages.map((s) => `${apiName.get(s.apiId) || s.apiId} / ${s.stage}`).join(", ") : "none",
     keys[i].length ? keys[i].map((k, j) => [j ? ", " : "", h("a", { href: links.key(k.id) }, k.name || k.id)]) : "none",
   ]);
   return {

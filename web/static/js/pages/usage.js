@@ -28,6 +28,7 @@ export async function page(ctx) {
   };
   const plan = plans.find((p) => p.id === sel.plan);
   const keys = plan ? await all(path`/usageplans/${plan.id}/keys`) : [];
+  if (!ctx.query.has("key") && keys.length === 1) sel.key = keys[0].id; // a plan's only key: its quota applies
   const cleanups = [];
   const body = [pickForm(plans, keys, sel, ctx)];
   if (!plans.length) body.push(h("p", {}, "No usage plans yet: ", h("a", { href: links.newPlan() }, "create one"), "."));
