@@ -81,6 +81,14 @@ func TestConsole(t *testing.T) {
 		t.Errorf("methods table: got %q, want GET /items/{id} requiring a key and GET /public not", rows)
 	}
 	p.Screenshot("console-api")
+	p.Label("Stage").Select("prod")
+	p.Role("button", "Deploy").Click()
+	p.Eventually("the deployment is reported", func() error {
+		if msg := p.Role("status", "").Text(); !strings.HasPrefix(msg, "Deployed: deployment ") || !strings.HasSuffix(msg, " now serves stage prod.") {
+			return fmt.Errorf("status %q", msg)
+		}
+		return nil
+	})
 
 	createPlan(t, p)
 	value := createKey(t, p)
@@ -283,6 +291,18 @@ func flushCache(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 	p.Role("link", "prod").Click()
 	p.Role("heading", "Stage prod")
 	p.Screenshot("console-stage")
+	p.Role("button", "Flush cache").Click()
+	p.Role("dialog", "Flush the cache of stage prod?")
+	p.Press(kb.Escape) // cancels: nothing is flushed
+	p.Eventually("Escape closes the dialog", func() error {
+		if n := browsertest.Eval[int](p, `document.querySelectorAll("dialog").length`); n != 0 {
+			return fmt.Errorf("%d dialogs", n)
+		}
+		return nil
+	})
+	if got := s.call(t, 0, apiID, "/prod/public", "").Header.Get("X-Cache"); got != "Hit" {
+		t.Errorf("GET /public after cancelling the flush: X-Cache %q, want Hit", got)
+	}
 	p.Role("button", "Flush cache").Click()
 	p.Role("dialog", "Flush the cache of stage prod?")
 	p.Screenshot("console-flush-confirm")

@@ -71,7 +71,8 @@ function stagesTable(apiId, stages) {
       h("a", { href: links.stage(apiId, s.stageName) }, s.stageName),
       h("code", {}, s.deploymentId),
       s.cacheClusterEnabled ? `on (${s.cacheClusterSize} GB)` : "off",
-      `${inherited(d.throttlingRateLimit)}/s, burst ${inherited(d.throttlingBurstLimit)}`,
+      inherited(d.throttlingRateLimit) === "inherit" && inherited(d.throttlingBurstLimit) === "inherit" ? "the account's"
+        : `rate ${inherited(d.throttlingRateLimit)}, burst ${inherited(d.throttlingBurstLimit)}`,
       d.cachingEnabled ? `on, TTL ${d.cacheTtlInSeconds} s` : "off",
       when(s.lastUpdatedDate),
     ];
