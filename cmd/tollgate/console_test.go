@@ -150,8 +150,17 @@ func createPlan(t *testing.T, p *browsertest.Page) {
 	p.Label("Burst limit").Fill("50")
 	p.Label("Quota limit").Fill("3")
 	p.Label("Quota period").Select("DAY")
-	p.Label("Quota offset").Fill("0")
+	p.Label("Quota offset").Fill("1") // a DAY quota has offset 0 only: the API refuses it, in words
 	p.Label("shop / prod").Click()
+	p.Role("button", "Create").Click()
+	p.Eventually("the refusal is explained", func() error {
+		msg := p.Role("alert", "").Text()
+		if !strings.Contains(msg, "quota offset for period DAY must be between 0 and 0") || !strings.Contains(msg, "(HTTP 400 BadRequestException)") {
+			return fmt.Errorf("alert %q", msg)
+		}
+		return nil
+	})
+	p.Label("Quota offset").Fill("0")
 	p.Role("button", "Create").Click()
 	p.Role("heading", "Usage plan gold")
 	if rows := p.Table("API stages of the plan"); !rowWith(rows, "shop / prod") {

@@ -49,7 +49,7 @@ export function planFields(p = {}) {
         field({ label: "Quota limit", name: "limit", type: "number", min: "0", step: "1", value: q.limit ?? "" }),
         field({ label: "Quota period", name: "period", options: [["DAY", "DAY"], ["WEEK", "WEEK"], ["MONTH", "MONTH"]], value: q.period || "DAY" }),
         field({ label: "Quota offset", name: "offset", type: "number", min: "0", step: "1", value: q.offset ?? 0,
-          hint: "Requests already used in the first period." }))),
+          hint: "The day each period starts: WEEK 0-6 (0 is Sunday), MONTH 0-27 (0 is the 1st), DAY 0." }))),
   ];
 }
 
