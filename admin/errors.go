@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"tollgate/internal/reqbody"
 	"tollgate/plans"
 )
 
@@ -47,8 +48,15 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 
 // writeError writes err as {"message"} with x-amzn-ErrorType from
 // errorTable. Errors that are not a *plans.Error are bugs (or unexpected
-// driver failures): they are logged and answered 500 without detail.
+// driver failures): they are logged and answered 500 without detail. A
+// request body that arrived too slowly (reqbody.ErrTimeout) is 408
+// RequestTimeoutException, and the connection is closed.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, reqbody.ErrTimeout) { // the client, not the request, is at fault
+		w.Header().Set("Connection", "close")
+		writeAWSError(w, http.StatusRequestTimeout, "RequestTimeoutException", "Request Timeout: the request body arrived too slowly")
+		return
+	}
 	kind := plans.ErrorKind(err)
 	row := errorTable[kind]
 	if kind == plans.KindInternal {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"tollgate/internal/reqbody"
 	"tollgate/plans"
 )
 
@@ -20,16 +21,23 @@ const (
 	MaxPageLimit     = 500
 )
 
-// limitBody bounds every request body at MaxBodyBytes: a Content-Length
-// above it is refused up front, a longer body fails when read.
+// limitBody bounds every request body at MaxBodyBytes (a Content-Length
+// above it is refused up front, a longer body fails when read) and in
+// time (package reqbody: a body that arrives too slowly fails when read,
+// and is answered 408).
 func (s *Server) limitBody(next http.Handler) http.Handler {
+	limits := s.bodyLimits
+	if limits == (reqbody.Limits{}) {
+		limits = reqbody.DefaultLimits
+	}
+	timed := reqbody.Handler(next, limits)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
 			s.writeError(w, r, errBodyTooLarge)
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		next.ServeHTTP(w, r)
+		timed.ServeHTTP(w, r)
 	})
 }
 
@@ -44,6 +52,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return nil, errBodyTooLarge
+	}
+	if errors.Is(err, reqbody.ErrTimeout) {
+		return nil, err // writeError answers 408
 	}
 	if err != nil {
 		return nil, plans.Invalid("body", "reading request body: %v", err)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"tollgate/internal/reqbody"
 )
 
 // Publisher pushes committed config to the data plane (implemented by
@@ -77,6 +79,9 @@ type Options struct {
 	// Ready reports readiness for /readyz (PostgreSQL and Redis reachable);
 	// nil means always ready.
 	Ready func(ctx context.Context) error
+	// BodyLimits bound how long a client may take to send a request body
+	// (package reqbody); the zero value means reqbody.DefaultLimits.
+	BodyLimits reqbody.Limits
 	// Metrics, when set, is served at /metrics without authentication.
 	Metrics http.Handler
 	// Usage, when set, serves GetUsage and UpdateUsage (DESIGN.md 7); nil
@@ -102,6 +107,9 @@ type Server struct {
 	usage   UsageCounter
 	ledger  UsageLedger
 	handler http.Handler
+	// bodyLimits bound how long a request body may take (reqbody); zero
+	// means reqbody.DefaultLimits.
+	bodyLimits reqbody.Limits
 }
 
 // New returns the admin API server for opts. It panics when opts.Store is
@@ -119,6 +127,8 @@ func New(opts Options) *Server {
 		ready:  opts.Ready,
 		usage:  opts.Usage,
 		ledger: opts.Ledger,
+
+		bodyLimits: opts.BodyLimits,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

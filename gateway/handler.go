@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tollgate/internal/clientaddr"
+	"tollgate/internal/reqbody"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -32,18 +33,28 @@ type exchange struct {
 	buckets           [3]limit.Bucket
 	quota             limit.Quota
 	lreq              limit.Request
-	cache             string // X-Cache outcome of a caching method
+	cache             string        // X-Cache outcome of a caching method
+	body              *reqbody.Body // the request body under its deadline; nil without one
 }
 
 // ServeHTTP serves API requests on `{restApiId}.execute-api.*` hosts and
 // /healthz and /readyz on any other host.
+//
+// Every request body is bounded in size (MaxBodyBytes) and in time
+// (Options.BodyLimits), whichever host it was sent to.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body *reqbody.Body
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		body = reqbody.Wrap(w, r, s.bodyLimits)
+		defer body.Finish()
+	}
 	apiID, ok := apiIDFromHost(r.Host)
 	if !ok {
 		s.serveHealth(w, r)
 		return
 	}
-	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method}
+	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method, body: body}
 	ex.peer = clientaddr.Peer(r)
 	ex.client = clientaddr.Client(r, ex.peer, s.trusted)
 	sw := &statusWriter{ResponseWriter: w}
@@ -87,7 +98,8 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 // request target over MaxURLBytes, 431 for headers over MaxHeaderBytes,
 // 413 when Content-Length says the body is over MaxBodyBytes; a body
 // without a length is cut off at MaxBodyBytes (the integration call then
-// fails with 413).
+// fails with 413; ServeHTTP has put it under its deadline, and one that
+// arrives too slowly fails the integration call with 408).
 func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool {
 	if len(r.RequestURI) > MaxURLBytes || len(r.URL.RawQuery)+len(r.URL.EscapedPath()) > MaxURLBytes {
 		ex.errType = ErrorTypeBadRequest
@@ -104,9 +116,6 @@ func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool
 		w.Header()["Connection"] = []string{"close"}
 		writeError(w, errTooLarge)
 		return false
-	}
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(w.ResponseWriter, r.Body, MaxBodyBytes)
 	}
 	return true
 }

@@ -19,18 +19,19 @@ const (
 
 // Error types of the access log (DESIGN.md 8).
 const (
-	ErrorTypeInvalidKey   = "INVALID_API_KEY"
-	ErrorTypeThrottled    = "THROTTLED"
-	ErrorTypeQuota        = "QUOTA_EXCEEDED"
-	ErrorTypeUnavailable  = "UNAVAILABLE"
-	ErrorTypeNotFound     = "NOT_FOUND"
-	ErrorTypeMethod       = "METHOD_NOT_ALLOWED"
-	ErrorTypeBadRequest   = "BAD_REQUEST"
-	ErrorTypeIntegration  = "INTEGRATION_FAILURE"
-	ErrorTypeTimeout      = "INTEGRATION_TIMEOUT"
-	ErrorTypeTooLarge     = "REQUEST_TOO_LARGE"
-	ErrorTypeClientClosed = "CLIENT_CLOSED"
-	ErrorTypeInternal     = "INTERNAL"
+	ErrorTypeInvalidKey     = "INVALID_API_KEY"
+	ErrorTypeThrottled      = "THROTTLED"
+	ErrorTypeQuota          = "QUOTA_EXCEEDED"
+	ErrorTypeUnavailable    = "UNAVAILABLE"
+	ErrorTypeNotFound       = "NOT_FOUND"
+	ErrorTypeMethod         = "METHOD_NOT_ALLOWED"
+	ErrorTypeBadRequest     = "BAD_REQUEST"
+	ErrorTypeIntegration    = "INTEGRATION_FAILURE"
+	ErrorTypeTimeout        = "INTEGRATION_TIMEOUT"
+	ErrorTypeTooLarge       = "REQUEST_TOO_LARGE"
+	ErrorTypeRequestTimeout = "REQUEST_TIMEOUT"
+	ErrorTypeClientClosed   = "CLIENT_CLOSED"
+	ErrorTypeInternal       = "INTERNAL"
 )
 
 // levelKeyAttempts is the tollgate_throttled_total level of 429s for too

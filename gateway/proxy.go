@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"tollgate/internal/clientaddr"
+	"tollgate/internal/reqbody"
 )
 
 // NewTransport returns the *http.Transport the gateway uses for upstreams
@@ -90,12 +93,42 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange
 		return
 	}
 	ob := &outbound{ex: ex, m: m, ps: ps, target: target, verb: upstreamVerb(ig.verb, r.Method), proto: s.forwardedProto(r, ex)}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), outboundKey{}, ob), ig.timeout)
+	ctx, cancel := upstreamContext(context.WithValue(r.Context(), outboundKey{}, ob), ex.body, ig.timeout)
 	defer cancel()
 	ex.integrationCalled = true
 	start := time.Now()
 	s.proxy.ServeHTTP(w, r.WithContext(ctx))
 	ex.integrationTime = time.Since(start) // recorded by finish
+}
+
+// errUpstreamTimeout is the cause of an upstream call cancelled by its
+// integration's timeout.
+var errUpstreamTimeout = fmt.Errorf("integration timeout: %w", context.DeadlineExceeded)
+
+// upstreamContext bounds an upstream call by the integration's timeout,
+// counting only the time spent waiting on the upstream: while a read of
+// the client's body waits for the client, the clock stops (the body's own
+// deadline bounds that wait), so an upload slower than the timeout but
+// within the body rate still goes through. Without a body it is a plain
+// context.WithTimeout.
+func upstreamContext(parent context.Context, body *reqbody.Body, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if body == nil {
+		return context.WithTimeout(parent, timeout)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	timer := time.AfterFunc(timeout, func() { cancel(errUpstreamTimeout) })
+	body.Watch(func(reading bool) {
+		if reading {
+			timer.Stop()
+		} else {
+			timer.Reset(timeout)
+		}
+	})
+	return ctx, func() {
+		body.Watch(nil)
+		timer.Stop()
+		cancel(context.Canceled)
+	}
 }
 
 // upstreamVerb is the method sent upstream: the client's for an ANY
@@ -157,29 +190,52 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	ob.m.integ.mapHeaders(h, pr.In, ob.ps, ob.m.stage.vars)
 }
 
-// proxyError maps a failed upstream call: body over MaxBodyBytes → 413,
-// timeout → 504 "Endpoint request timed out", client gone → nothing
-// written (logged as 499), any other failure → 502 "Bad Gateway".
+// proxyError maps a failed upstream call: first by what became of the
+// request body (over MaxBodyBytes → 413, too slow → 408, malformed → 400,
+// client gone mid-body → nothing written, logged as 499), then timeout →
+// 504 "Endpoint request timed out", client gone → 499, any other failure
+// → 502 "Bad Gateway". A body error closes the connection after the
+// response: what is left of the body on the wire cannot be trusted.
 func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	ex := r.Context().Value(outboundKey{}).(*outbound).ex
 	ex.reason = err.Error()
+	var bodyErr error
+	if ex.body != nil {
+		bodyErr = ex.body.Err()
+	}
 	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge) || errors.As(bodyErr, &tooLarge):
 		ex.errType = ErrorTypeTooLarge
 		w.Header()["Connection"] = []string{"close"}
 		writeError(w, errTooLarge)
-	case errors.Is(r.Context().Err(), context.DeadlineExceeded) || isTimeout(err):
+	case errors.Is(bodyErr, reqbody.ErrTimeout):
+		ex.errType, ex.reason = ErrorTypeRequestTimeout, bodyErr.Error()
+		w.Header()["Connection"] = []string{"close"}
+		writeError(w, errRequestTimeout)
+	case errors.Is(bodyErr, io.ErrUnexpectedEOF) || r.Context().Err() != nil && bodyErr != nil:
+		s.clientClosed(w, ex)
+	case bodyErr != nil:
+		ex.errType, ex.reason = ErrorTypeBadRequest, "request body: "+bodyErr.Error()
+		w.Header()["Connection"] = []string{"close"}
+		writeError(w, errBadRequest)
+	case errors.Is(context.Cause(r.Context()), context.DeadlineExceeded) || isTimeout(err):
 		ex.errType = ErrorTypeTimeout
 		writeError(w, errTimeout)
 	case r.Context().Err() != nil:
-		ex.errType = ErrorTypeClientClosed
-		if sw, ok := w.(*statusWriter); ok {
-			sw.status = statusClientClosed
-		}
+		s.clientClosed(w, ex)
 	default:
 		ex.errType = ErrorTypeIntegration
 		writeError(w, errBadGateway)
+	}
+}
+
+// clientClosed records a request whose client went away: nothing is
+// written, the access log says 499.
+func (s *Server) clientClosed(w http.ResponseWriter, ex *exchange) {
+	ex.errType = ErrorTypeClientClosed
+	if sw, ok := w.(*statusWriter); ok {
+		sw.status = statusClientClosed
 	}
 }
 

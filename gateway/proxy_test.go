@@ -73,6 +73,8 @@ func proxySnapshot(up *httptest.Server) *plans.Snapshot {
 	slow.MethodIntegration.TimeoutInMillis = 100
 	fixed := proxy(false, base+"/fixed")
 	fixed.MethodIntegration.HTTPMethod = "POST"
+	upload := proxy(false, base+"/post")
+	upload.MethodIntegration.TimeoutInMillis = 200
 	get := proxy(false, base+"/get")
 	get.MethodIntegration.HTTPMethod = "GET"
 	snap := snapshot(plans.Stage{Variables: map[string]string{"upstream": strings.TrimPrefix(up.URL, "http://"), "tenant": "acme"}},
@@ -85,6 +87,7 @@ func proxySnapshot(up *httptest.Server) *plans.Snapshot {
 		res{"/down", methods(proxy(false, "http://127.0.0.1:1/x"), "GET")},
 		res{"/fixed", methods(fixed, "ANY")},
 		res{"/get", methods(get, "GET")},
+		res{"/upload", methods(upload, "POST")},
 		res{"/novar", methods(proxy(false, "http://${stageVariables.missing}/x"), "GET")},
 	)
 	addPlan(snap, plans.UsagePlan{ID: "plan01", Throttle: &plans.Throttle{RateLimit: 10, BurstLimit: 10}})

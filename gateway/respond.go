@@ -28,6 +28,7 @@ var (
 	errBadRequest     = errorType{http.StatusBadRequest, "Bad Request", "BadRequestException"}
 	errTooLarge       = errorType{http.StatusRequestEntityTooLarge, "Request Too Long", "RequestTooLargeException"}
 	errURITooLong     = errorType{http.StatusRequestURITooLong, "Request-URI Too Long", "UriTooLongException"}
+	errRequestTimeout = errorType{http.StatusRequestTimeout, "Request Timeout", "RequestTimeoutException"}
 	errHeaderTooLarge = errorType{http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "RequestHeaderFieldsTooLargeException"}
 	errBadGateway     = errorType{http.StatusBadGateway, "Bad Gateway", "BadGatewayException"}
 	errTimeout        = errorType{http.StatusGatewayTimeout, "Endpoint request timed out", "IntegrationTimeoutException"}

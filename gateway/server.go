@@ -13,6 +13,7 @@ import (
 
 	"tollgate/cache"
 	"tollgate/internal/clientaddr"
+	"tollgate/internal/reqbody"
 	"tollgate/plans"
 )
 
@@ -63,6 +64,9 @@ type Options struct {
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// finding the client address (TOLLGATE_TRUSTED_PROXIES; default none).
 	TrustedProxies []netip.Prefix
+	// BodyLimits bound how long a client may take to send a request body
+	// (see package reqbody); the zero value means reqbody.DefaultLimits.
+	BodyLimits reqbody.Limits
 	// Logger receives the access log and operational messages; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -93,6 +97,7 @@ type Server struct {
 	proxy       *httputil.ReverseProxy
 	attempts    *clientaddr.Failures
 	limiterDown atomic.Bool
+	bodyLimits  reqbody.Limits
 	flight      cache.Flight   // concurrent misses of one entry on this node
 	fills       sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
 }
@@ -113,6 +118,10 @@ func New(opts Options) *Server {
 		metrics:     opts.Metrics,
 		readyCheck:  opts.Ready,
 		attempts:    newAttempts(time.Now),
+		bodyLimits:  opts.BodyLimits,
+	}
+	if s.bodyLimits == (reqbody.Limits{}) {
+		s.bodyLimits = reqbody.DefaultLimits
 	}
 	switch s.failureMode {
 	case "":

@@ -162,14 +162,15 @@ func (m *Main) startAdmin(ctx context.Context) error {
 			SecretAccessKey: cfg.Secrets.AdminSecretAccessKey,
 			BearerToken:     cfg.Secrets.AdminToken,
 		},
-		Insecure:  !cfg.Secrets.HasAdminCredentials(), // only reached with --insecure-admin, bound to loopback above
-		KeyPepper: cfg.Secrets.KeyPepper,
-		Logger:    m.Logger,
-		Web:       web.FS(),
-		Metrics:   promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
-		Ready:     m.adminReady,
-		Usage:     usageCounter{engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})},
-		Ledger:    db,
+		Insecure:   !cfg.Secrets.HasAdminCredentials(), // only reached with --insecure-admin, bound to loopback above
+		KeyPepper:  cfg.Secrets.KeyPepper,
+		Logger:     m.Logger,
+		Web:        web.FS(),
+		Metrics:    promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
+		Ready:      m.adminReady,
+		BodyLimits: cfg.bodyLimits(),
+		Usage:      usageCounter{engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})},
+		Ledger:     db,
 	})
 	bound, err := m.listen("admin", addr, handler, 0)
 	m.AdminAddr = bound
@@ -218,6 +219,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		KeyPepper:      cfg.Secrets.KeyPepper,
 		FailureMode:    cfg.LimiterFailureMode,
 		TrustedProxies: m.gatewayProxies,
+		BodyLimits:     cfg.bodyLimits(),
 		Logger:         m.Logger,
 		Metrics:        metrics,
 		Ready:          func(context.Context) error { return m.reader.Ready() },

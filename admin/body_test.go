@@ -1,0 +1,107 @@
+package admin
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/reqbody"
+)
+
+// slowBodyLimits are short slow-body limits, loose enough for a loaded
+// machine (a sender may stall for two seconds per 200 bytes).
+var slowBodyLimits = reqbody.Limits{Grace: 300 * time.Millisecond, MinRate: 100, Drain: 100 * time.Millisecond}
+
+// bodyServer is authOnly with slowBodyLimits, echoing the body's length.
+func bodyServer(t *testing.T) string {
+	t.Helper()
+	s := &Server{bodyLimits: slowBodyLimits}
+	s.log = testLogger(t)
+	s.now = time.Now
+	s.auth = newAuthenticator(Credentials{BearerToken: testToken}, s.now, nil)
+	h := s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		b, err := readBody(r)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"bytes": len(b)})
+		return nil
+	})
+	srv := httptest.NewServer(s.limitBody(s.authenticate(h)))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// exchange writes head and then body in chunks of size every gap, and
+// reads the response within a generous bound.
+func exchange(t *testing.T, addr, head string, chunks []string, gap time.Duration) (*http.Response, string, *bufio.Reader, net.Conn) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	io.WriteString(conn, head)
+	for _, c := range chunks {
+		time.Sleep(gap)
+		io.WriteString(conn, c)
+	}
+	br := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b), br, conn
+}
+
+// A client that announces a body and stops sending it gets 408 and a
+// closed connection once its deadline passes, with or without valid
+// credentials (tryout finding: 50 of 50 such connections were held for at
+// least 40 s).
+func TestSlowBodyAnswered408AndClosed(t *testing.T) {
+	t.Parallel()
+	addr := bodyServer(t)
+	for _, c := range []struct {
+		name, auth string
+		status     int
+		errType    string
+	}{
+		{"valid token", "Bearer " + testToken, http.StatusRequestTimeout, "RequestTimeoutException"},
+		{"no credentials: refused without reading", "", http.StatusForbidden, errMissingToken},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			head := "POST /restapis HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nAuthorization: " + c.auth + "\r\n\r\nabcd"
+			resp, body, br, conn := exchange(t, addr, head, nil, 0)
+			if resp.StatusCode != c.status || resp.Header.Get("x-amzn-ErrorType") != c.errType {
+				t.Errorf("got %d %s %s, want %d %s", resp.StatusCode, resp.Header.Get("x-amzn-ErrorType"), body, c.status, c.errType)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the response: got %v, want the connection closed", err)
+			}
+		})
+	}
+}
+
+// A body sent slowly but within the rate is read whole.
+func TestSlowUploadWithinRateCompletes(t *testing.T) {
+	t.Parallel()
+	chunks := make([]string, 8)
+	for i := range chunks {
+		chunks[i] = strings.Repeat("x", 200)
+	}
+	head := fmt.Sprintf("POST /restapis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1600\r\n\r\n", testToken)
+	resp, body, _, _ := exchange(t, bodyServer(t), head, chunks, 150*time.Millisecond)
+	if resp.StatusCode != http.StatusOK || body != `{"bytes":1600}` {
+		t.Errorf("got %d %s, want 200 {\"bytes\":1600}", resp.StatusCode, body)
+	}
+}
