@@ -201,8 +201,15 @@ func (r *Reader) markOK() { r.lastOK.Store(time.Now().UnixNano()) }
 // reload reads the watermark and the stream's last id, loads the snapshot,
 // and drops every cached key record, so that everything before that id is
 // reflected and everything after it will be read. Caller holds streamMu.
+//
+// Without a watermark nothing is published (Redis lost its data and the
+// admin has not republished yet): the cached key records are kept, so the
+// keys this node already knew keep being served from their last good
+// records until the republish, whose reload entry brings the next reload;
+// only the memory of unknown hashes goes (they may exist after all).
 func (r *Reader) reload(ctx context.Context) error {
 	w, err := r.rdb.Get(ctx, r.keys.Version()).Int64()
+	published := err == nil
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("push: read watermark: %w", err)
 	}
@@ -220,7 +227,9 @@ func (r *Reader) reload(ctx context.Context) error {
 	if err := r.loadSnapshot(ctx); err != nil {
 		return err
 	}
-	r.pos.clear()
+	if published {
+		r.pos.clear()
+	}
 	r.neg.clear()
 	r.lastID, r.lastVersion, r.needReload = id, w, false
 	r.markOK()

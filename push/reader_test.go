@@ -267,6 +267,14 @@ func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 	if got := mustLookup(t, r, cached); got == nil || !got.Enabled {
 		t.Errorf("Lookup of a cached key: got %+v, want the cached record", got)
 	}
+	// The reader notices (its stream is gone) and reloads what is there:
+	// nothing. Keys it already knew keep their last good records until the
+	// admin has republished (tryout finding: they answered 503 instead).
+	waitFor(t, "reader notices the lost stream", 5*time.Second, func() bool { return rc.reloadCount() > reloads })
+	reloads = rc.reloadCount()
+	if got, err := r.Lookup(ctx, cached); err != nil || got == nil || !got.Enabled {
+		t.Errorf("Lookup of a cached key after the reader reloaded an empty Redis: got (%+v, %v), want the last good record", got, err)
+	}
 	for _, h := range []string{other, testHash(3)} {
 		rec, err := r.Lookup(ctx, h)
 		if plans.ErrorKind(err) != plans.KindUnavailable || !errors.Is(err, ErrNotPublished) || rec != nil {

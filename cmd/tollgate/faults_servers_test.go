@@ -197,3 +197,13 @@ func sumCounter(mfs []*dto.MetricFamily, name string) float64 {
 func logCount(logs *logBuffer, msg string) int {
 	return strings.Count(logs.String(), "msg=\""+msg+"\"")
 }
+
+// waitFor polls cond every 10 ms until it holds, or fails after limit.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+	}
+}
