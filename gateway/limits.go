@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"tollgate/limit"
 )
@@ -90,12 +91,17 @@ func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
 }
 
 // limiterFailed handles a limiter error or timeout: it counts it, logs the
-// first error of an outage (not every request) and applies FailureMode.
+// start of an outage (once, and only once the limiter has failed without a
+// single success for outageAfter: one decision that misses its deadline
+// on a loaded node is counted, not logged) and applies FailureMode.
 func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	s.metrics.LimiterErrors.Inc()
-	if s.limiterDown.CompareAndSwap(false, true) {
+	now := time.Now().UnixNano()
+	s.failingSince.CompareAndSwap(0, now)
+	if since := s.failingSince.Load(); since != 0 && now-since >= int64(s.outageAfter) && s.limiterDown.CompareAndSwap(false, true) {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "limiter unavailable",
-			slog.String("failure_mode", s.failureMode), slog.String("error", err.Error()))
+			slog.String("failure_mode", s.failureMode), slog.String("error", err.Error()),
+			slog.Duration("failing_for", time.Duration(now-since)))
 	}
 	if s.failureMode == FailOpen {
 		ex.reason = "limiter unavailable: admitted without limits"
@@ -107,9 +113,17 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	return false
 }
 
-// limiterRecovered logs the end of a limiter outage, once.
+// limiterRecovered ends a run of failures and logs the end of an outage,
+// once.
 func (s *Server) limiterRecovered() {
+	if s.failingSince.Load() != 0 {
+		s.failingSince.Store(0)
+	}
 	if s.limiterDown.Load() && s.limiterDown.CompareAndSwap(true, false) {
 		s.log.LogAttrs(context.Background(), slog.LevelInfo, "limiter recovered")
 	}
 }
+
+// outageAfter is how long the limiter must fail without a success before
+// the gateway logs an outage.
+const outageAfter = time.Second

@@ -310,6 +310,7 @@ func TestLimiterFailureModes(t *testing.T) {
 				o.FailureMode = tc.mode
 				o.Metrics = metrics
 			})
+			tg.outageAfter = 0 // every failure of a run counts as an outage at once
 			addTestKeys(tg.keys)
 			for range 3 {
 				got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
@@ -345,6 +346,7 @@ func TestLimiterFailureModes(t *testing.T) {
 func TestLimiterRecoveryLogged(t *testing.T) {
 	t.Parallel()
 	tg := limitGateway(t, limitSnapshot(plans.UsagePlan{}, plans.Stage{}))
+	tg.outageAfter = 0
 	real := tg.engine.swap(deadEngine(t))
 	tg.do(t, "GET", "/prod/open")
 	tg.do(t, "GET", "/prod/open")
@@ -354,5 +356,42 @@ func TestLimiterRecoveryLogged(t *testing.T) {
 	logs := tg.logs.String()
 	if a, b := strings.Count(logs, `"msg":"limiter unavailable"`), strings.Count(logs, `"msg":"limiter recovered"`); a != 1 || b != 1 {
 		t.Errorf("outage/recovery log lines: got %d/%d, want 1/1", a, b)
+	}
+}
+
+// A decision that misses its deadline now and then, between successes (a
+// loaded node), is counted but is not an outage: no "limiter unavailable"
+// / "limiter recovered" pairs (tryout finding: 72 in 30 s with no fault).
+// Failures without a success for outageAfter are one.
+func TestLimiterIsolatedFailuresAreNotAnOutage(t *testing.T) {
+	t.Parallel()
+	metrics := NewMetrics()
+	tg := mustGateway(t, limitSnapshot(plans.UsagePlan{}, plans.Stage{}), func(o *Options) { o.Metrics = metrics })
+	tg.outageAfter = 200 * time.Millisecond
+	dead := deadEngine(t)
+	real := tg.engine.swap(dead)
+	for range 5 {
+		tg.do(t, "GET", "/prod/open")
+		tg.engine.swap(real)
+		tg.do(t, "GET", "/prod/open")
+		tg.engine.swap(dead)
+	}
+	logs := tg.logs.String()
+	if a, b := strings.Count(logs, `"msg":"limiter unavailable"`), strings.Count(logs, `"msg":"limiter recovered"`); a != 0 || b != 0 {
+		t.Errorf("isolated failures: outage/recovery lines %d/%d, want 0/0", a, b)
+	}
+	if n := counterValue(t, metrics.LimiterErrors); n != 5 {
+		t.Errorf("tollgate_limiter_errors_total: got %v, want 5", n)
+	}
+	start := time.Now()
+	for time.Since(start) < 2*tg.outageAfter {
+		tg.do(t, "GET", "/prod/open")
+		time.Sleep(10 * time.Millisecond)
+	}
+	tg.engine.swap(real)
+	tg.do(t, "GET", "/prod/open")
+	logs = tg.logs.String()
+	if a, b := strings.Count(logs, `"msg":"limiter unavailable"`), strings.Count(logs, `"msg":"limiter recovered"`); a != 1 || b != 1 {
+		t.Errorf("failures without a success for longer than outageAfter: outage/recovery lines %d/%d, want 1/1", a, b)
 	}
 }

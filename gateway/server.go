@@ -84,22 +84,24 @@ type Options struct {
 // Server is the gateway's http.Handler. Create it with New and give it a
 // snapshot with SetSnapshot; until then every API request answers 503.
 type Server struct {
-	cfg         atomic.Pointer[config]
-	rejected    atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
-	lookup      KeyLookup
-	engine      Engine
-	pepper      []byte
-	failureMode string
-	trusted     []netip.Prefix
-	log         *slog.Logger
-	metrics     *Metrics
-	readyCheck  func(ctx context.Context) error
-	proxy       *httputil.ReverseProxy
-	attempts    *clientaddr.Failures
-	limiterDown atomic.Bool
-	bodyLimits  reqbody.Limits
-	flight      cache.Flight   // concurrent misses of one entry on this node
-	fills       sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
+	cfg          atomic.Pointer[config]
+	rejected     atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
+	lookup       KeyLookup
+	engine       Engine
+	pepper       []byte
+	failureMode  string
+	trusted      []netip.Prefix
+	log          *slog.Logger
+	metrics      *Metrics
+	readyCheck   func(ctx context.Context) error
+	proxy        *httputil.ReverseProxy
+	attempts     *clientaddr.Failures
+	limiterDown  atomic.Bool   // an outage was logged and has not ended
+	failingSince atomic.Int64  // unix ns of the first failure since the last success; 0 none
+	outageAfter  time.Duration // see limiterFailed; tests shorten it
+	bodyLimits   reqbody.Limits
+	flight       cache.Flight   // concurrent misses of one entry on this node
+	fills        sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
 }
 
 // New returns a Server configured by opts. It panics when Keys or Engine
@@ -119,6 +121,7 @@ func New(opts Options) *Server {
 		readyCheck:  opts.Ready,
 		attempts:    newAttempts(time.Now),
 		bodyLimits:  opts.BodyLimits,
+		outageAfter: outageAfter,
 	}
 	if s.bodyLimits == (reqbody.Limits{}) {
 		s.bodyLimits = reqbody.DefaultLimits

@@ -31,7 +31,20 @@ func (q quietDialLogger) Printf(_ context.Context, format string, v ...any) {
 // rate-limit header computed from local time instead of UTC would be off by
 // nine hours and fail the cases. It is set before any test starts, so no
 // goroutine reads time.Local while it changes.
+//
+// With TOLLGATE_TEST_RUN_MAIN=1 the test binary is tollgate itself: it
+// runs main with the arguments after "--" (binary_test.go runs it so).
 func TestMain(m *testing.M) {
+	if os.Getenv("TOLLGATE_TEST_RUN_MAIN") == "1" {
+		for i, a := range os.Args {
+			if a == "--" {
+				os.Args = append([]string{"tollgate"}, os.Args[i+1:]...)
+				break
+			}
+		}
+		main()
+		os.Exit(0)
+	}
 	tokyo, err := time.LoadLocation("Asia/Tokyo")
 	if err != nil {
 		panic(err)

@@ -114,6 +114,16 @@ func TestFaultRedisDown(t *testing.T) {
 			if got := f.limiterErrors(t) - errs; got < 4 {
 				t.Errorf("tollgate_limiter_errors_total grew by %v, want ≥ 4", got)
 			}
+			// An outage is logged once it has lasted outageAfter (a second;
+			// one missed deadline on a loaded node is not an outage): traffic
+			// goes on until both nodes have said so, and they say it once.
+			waitFor(t, "both nodes log the outage", 10*time.Second, func() bool {
+				f.call(t, 0, f.api.id, "/prod/items", f.known)
+				f.call(t, 1, f.api.id, "/prod/items", f.known)
+				return logCount(f.logs, "limiter unavailable") >= 2
+			})
+			f.call(t, 0, f.api.id, "/prod/items", f.known)
+			f.call(t, 1, f.api.id, "/prod/items", f.known)
 			if n := logCount(f.logs, "limiter unavailable"); n != 2 {
 				t.Errorf("'limiter unavailable' logged %d times, want 2 (once per node for the outage)", n)
 			}

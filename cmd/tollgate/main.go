@@ -11,12 +11,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/alecthomas/kong"
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/migrations"
 )
@@ -46,13 +48,18 @@ func main() {
 		kong.Description("Self-hosted API gateway with usage plans, API keys, throttles, quotas and a stage cache."),
 		kong.BindTo(ctx, (*context.Context)(nil)))
 	if err := kctx.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "tollgate:", err)
+		if !errors.As(err, new(loggedError)) {
+			fmt.Fprintln(os.Stderr, "tollgate:", err)
+		}
 		os.Exit(1)
 	}
 }
 
 // Run starts tollgate and blocks until ctx is cancelled (SIGINT/SIGTERM),
-// then drains in-flight requests and closes everything.
+// then drains in-flight requests and closes everything. Every line it
+// writes goes through the node's logger (go-redis's too); a signal during
+// start is a clean shutdown, a failure is logged and returned as a
+// loggedError.
 func (s *serveCmd) Run(ctx context.Context) error {
 	secrets, err := LoadSecrets(os.Getenv)
 	if err != nil {
@@ -60,13 +67,29 @@ func (s *serveCmd) Run(ctx context.Context) error {
 	}
 	s.Config.Secrets = secrets
 	m := NewMain(s.Config)
-	if err := m.Run(ctx); err != nil {
+	defer m.logs.Flush()
+	redis.SetLogger(newRedisLogger(m.Logger)) // go-redis writes plain text to stderr otherwise
+	if err := m.Run(ctx); err != nil && ctx.Err() == nil {
+		m.Logger.Error("start failed", "err", err.Error())
 		_ = m.Close()
-		return err
+		return loggedError{err}
 	}
 	<-ctx.Done()
-	return m.Close()
+	m.Logger.Info("shutting down: no new connections; waiting for in-flight requests",
+		"cause", context.Cause(ctx).Error(), "timeout", s.Config.ShutdownTimeout.String())
+	if err := m.Close(); err != nil {
+		m.Logger.Error("shutdown incomplete", "err", err.Error())
+		return loggedError{err}
+	}
+	m.Logger.Info("stopped")
+	return nil
 }
+
+// loggedError is a failure the command has logged already: main exits 1
+// without printing it again (the log may be JSON).
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
 
 // Run applies the migration direction and prints the resulting version.
 func (m *migrateCmd) Run() error {
