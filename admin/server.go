@@ -177,6 +177,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.apiKeyRoutes(r)
 	s.accountRoutes(r)
 	s.ledgerRoutes(r)
+	s.tagRoutes(r)
 	return r
 }
 

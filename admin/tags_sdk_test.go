@@ -1,0 +1,54 @@
+package admin_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+)
+
+func TestTagsByARN(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, _ := e.api("pets", "prod")
+	plan := call(e.c.CreateUsagePlan(e.ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("gold")})).must(t)
+	key := call(e.c.CreateApiKey(e.ctx, &apigateway.CreateApiKeyInput{Name: aws.String("partner")})).must(t)
+	for _, arn := range []string{
+		"arn:aws:apigateway:us-east-1::/restapis/" + apiID,
+		"arn:aws:apigateway:eu-west-1::/restapis/" + apiID + "/stages/prod",
+		"arn:aws:apigateway:us-east-1::/usageplans/" + *plan.Id,
+		"arn:aws:apigateway:us-east-1::/apikeys/" + *key.Id,
+	} {
+		call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String(arn),
+			Tags: map[string]string{"team": "payments", "tollgate:invalidate-cache": "true"}})).must(t)
+		call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String(arn),
+			Tags: map[string]string{"team": "billing"}})).must(t)
+		got := call(e.c.GetTags(e.ctx, &apigateway.GetTagsInput{ResourceArn: aws.String(arn)})).must(t)
+		if want := map[string]string{"team": "billing", "tollgate:invalidate-cache": "true"}; !maps.Equal(got.Tags, want) {
+			t.Errorf("%s: got tags %v, want %v", arn, got.Tags, want)
+		}
+		call(e.c.UntagResource(e.ctx, &apigateway.UntagResourceInput{ResourceArn: aws.String(arn), TagKeys: []string{"team", "absent"}})).must(t)
+		got = call(e.c.GetTags(e.ctx, &apigateway.GetTagsInput{ResourceArn: aws.String(arn)})).must(t)
+		if len(got.Tags) != 1 {
+			t.Errorf("%s after untag: got %v, want only tollgate:invalidate-cache", arn, got.Tags)
+		}
+	}
+	k := call(e.c.GetApiKey(e.ctx, &apigateway.GetApiKeyInput{ApiKey: key.Id})).must(t)
+	if k.Tags["tollgate:invalidate-cache"] != "true" {
+		t.Errorf("GetApiKey tags: got %v, want the tag put by TagResource", k.Tags)
+	}
+	for arn, want := range map[string]string{
+		"arn:aws:apigateway:us-east-1::/restapis/nope000000": "NotFoundException",
+		"arn:aws:apigateway:us-east-1::/domainnames/x":       "BadRequestException",
+		"arn:aws:s3:::bucket":                                "BadRequestException",
+	} {
+		_, err := e.c.GetTags(e.ctx, &apigateway.GetTagsInput{ResourceArn: aws.String(arn)})
+		wantCode(t, err, want)
+	}
+	_, err := e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String("arn:aws:apigateway:us-east-1::/apikeys/" + *key.Id),
+		Tags: map[string]string{"aws:owner": "x"}})
+	wantBadRequest(t, err, "aws:")
+	_ = types.ApiKeySourceTypeHeader
+}
