@@ -37,7 +37,7 @@ type createApiKeyInput struct {
 // duplicate value is 409. ?mode=import is ImportApiKeys.
 func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("mode") != "" {
-		return unsupportedOp("ImportApiKeys")
+		return s.importApiKeys(w, r)
 	}
 	var in createApiKeyInput
 	if err := decode(r, &in); err != nil {

@@ -83,6 +83,7 @@ type Store interface {
 	ListApiKeys(ctx context.Context, nameQuery, customerID string, p Page) ([]plans.ApiKey, string, error) // nameQuery is a prefix
 	UpdateApiKey(ctx context.Context, id string, fn func(*plans.ApiKey) error) (*plans.ApiKey, error)
 	DeleteApiKey(ctx context.Context, id string) error
+	KeyImporter
 
 	// CreateUsagePlanKey associates a key with a plan; 409 when the key is
 	// in the plan already or in another plan covering one of the same
