@@ -13,6 +13,8 @@ func (s *Server) restApiRoutes(r chi.Router) {
 	r.Get("/restapis", s.handle(s.getRestApis))
 	r.Get("/restapis/{restApiId}", s.handle(s.getRestApi))
 	r.Patch("/restapis/{restApiId}", s.handle(s.updateRestApi))
+	r.Put("/restapis/{restApiId}", s.handle(s.putRestApi))
+	r.Get("/restapis/{restApiId}/stages/{stageName}/exports/{exportType}", s.handle(s.getExport))
 	r.Delete("/restapis/{restApiId}", s.handle(s.deleteRestApi))
 }
 
@@ -28,7 +30,7 @@ type createRestApiInput struct {
 // createRestApi: POST /restapis → 201 RestApi. ?mode=import is ImportRestApi.
 func (s *Server) createRestApi(w http.ResponseWriter, r *http.Request) error {
 	if r.URL.Query().Get("mode") != "" {
-		return unsupportedOp("ImportRestApi")
+		return s.importRestApi(w, r)
 	}
 	var in createRestApiInput
 	if err := decode(r, &in); err != nil {

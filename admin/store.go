@@ -29,6 +29,7 @@ type Store interface {
 	ListRestApis(ctx context.Context, p Page) ([]plans.RestApi, string, error)
 	UpdateRestApi(ctx context.Context, id string, fn func(*plans.RestApi) error) (*plans.RestApi, error)
 	DeleteRestApi(ctx context.Context, id string) error // 400 while a plan covers one of its stages
+	ApiImporter
 
 	ListResources(ctx context.Context, apiID string, p Page) ([]plans.Resource, string, error) // with resourceMethods
 	GetResource(ctx context.Context, apiID, resourceID string) (*plans.Resource, error)

@@ -1,0 +1,145 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+)
+
+// apiShape is what must survive an export and a new import: every
+// resource path with its methods as GetResources shows them, ids and
+// cache namespaces (the resource id by default) left out.
+func apiShape(t *testing.T, e *env, apiID string) string {
+	t.Helper()
+	rs := call(e.c.GetResources(e.ctx, &apigateway.GetResourcesInput{RestApiId: &apiID, Limit: aws.Int32(500),
+		Embed: []string{"methods"}})).must(t)
+	type method struct {
+		Key    bool
+		Params map[string]bool
+		Resp   map[string]types.MethodResponse
+		Integ  *types.Integration
+	}
+	shape := map[string]map[string]method{}
+	for _, r := range rs.Items {
+		ms := map[string]method{}
+		for verb, m := range r.ResourceMethods {
+			in := m.MethodIntegration
+			if in != nil && aws.ToString(in.CacheNamespace) == aws.ToString(r.Id) {
+				in.CacheNamespace = nil
+			}
+			ms[verb] = method{aws.ToBool(m.ApiKeyRequired), m.RequestParameters, m.MethodResponses, in}
+		}
+		shape[aws.ToString(r.Path)] = ms
+	}
+	b, _ := json.Marshal(shape)
+	return string(b)
+}
+
+func TestImportDeployExportReimport(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	doc, err := os.ReadFile("testdata/petstore-aws.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: doc, FailOnWarnings: true})
+	wantBadRequest(t, err, "failonwarnings")
+	if apis := call(e.c.GetRestApis(e.ctx, &apigateway.GetRestApisInput{})).must(t); len(apis.Items) != 0 {
+		t.Fatalf("after a refused import: %d APIs, want none", len(apis.Items))
+	}
+	api := call(e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: doc})).must(t)
+	if aws.ToString(api.Name) != "petstore" || len(api.Warnings) != 4 {
+		t.Fatalf("import: got %q with warnings %q, want petstore and 4 warnings", aws.ToString(api.Name), api.Warnings)
+	}
+	// The aws_proxy method came without an integration: deploying needs one.
+	_, err = e.c.CreateDeployment(e.ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})
+	wantBadRequest(t, err, "No integration defined for method")
+	overwrite := strings.Replace(string(doc), "type: aws_proxy", "type: mock", 1)
+	put := call(e.c.PutRestApi(e.ctx, &apigateway.PutRestApiInput{RestApiId: api.Id, Mode: types.PutModeOverwrite, Body: []byte(overwrite)})).must(t)
+	if len(put.Warnings) != 3 {
+		t.Errorf("put: got warnings %q, want 3", put.Warnings)
+	}
+	call(e.c.CreateDeployment(e.ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})).must(t)
+	want := apiShape(t, e, *api.Id)
+
+	for _, exportType := range []string{"oas30", "swagger"} {
+		for _, accept := range []string{"application/json", "application/yaml"} {
+			// The Go SDK replaces Accept with application/json (the AWS CLI
+			// sends it as given), so the export is fetched directly.
+			body, ct := e.export(*api.Id, "prod", exportType, accept)
+			if ct != accept {
+				t.Errorf("%s %s: content type %q", exportType, accept, ct)
+			}
+			again := call(e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: body, FailOnWarnings: true})).must(t)
+			if got := apiShape(t, e, *again.Id); got != want {
+				t.Errorf("%s %s: import(export(api)) differs:\n got %s\nwant %s\n%s", exportType, accept, got, want, body)
+			}
+		}
+	}
+	grs := call(e.c.GetGatewayResponses(e.ctx, &apigateway.GetGatewayResponsesInput{RestApiId: api.Id})).must(t)
+	var put4xx []string
+	for _, g := range grs.Items {
+		if !g.DefaultResponse {
+			put4xx = append(put4xx, string(g.ResponseType))
+		}
+	}
+	sort.Strings(put4xx)
+	if !slices.Equal(put4xx, []string{"DEFAULT_4XX", "THROTTLED"}) {
+		t.Errorf("gateway responses: got %v", put4xx)
+	}
+}
+
+func TestPutRestApiMergeKeepsWhatTheDocumentDoesNotName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, _ := e.api("pets", "")
+	doc := `{"openapi":"3.0.1","info":{"title":"ignored in merge","version":"1"},"paths":{"/toys":{"get":{"responses":{"200":{"description":"ok"}},
+		"x-amazon-apigateway-integration":{"type":"mock"}}},"/pets":{"post":{"responses":{"201":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"mock"}}}}}`
+	call(e.c.PutRestApi(e.ctx, &apigateway.PutRestApiInput{RestApiId: &apiID, Mode: types.PutModeMerge, Body: []byte(doc)})).must(t)
+	shape := apiShape(t, e, apiID)
+	for _, want := range []string{`"/toys":{"GET"`, `"/pets":{"GET"`, `"POST"`} {
+		if !strings.Contains(shape, want) {
+			t.Errorf("after merge: %s, want %s", shape, want)
+		}
+	}
+	if a := call(e.c.GetRestApi(e.ctx, &apigateway.GetRestApiInput{RestApiId: &apiID})).must(t); aws.ToString(a.Name) != "pets" {
+		t.Errorf("merge renamed the API to %q", aws.ToString(a.Name))
+	}
+	bad := `{"openapi":"3.0.1","info":{"title":"t","version":"1"},"paths":{"/pets/{id}":{"get":{"responses":{"200":{"description":"ok"}},
+		"x-amazon-apigateway-integration":{"type":"http_proxy","uri":"nope"}}}}}`
+	_, err := e.c.PutRestApi(e.ctx, &apigateway.PutRestApiInput{RestApiId: &apiID, Mode: types.PutModeOverwrite, Body: []byte(bad)})
+	wantBadRequest(t, err, "paths./pets/{id}.get.x-amazon-apigateway-integration.uri")
+	if after := apiShape(t, e, apiID); after != shape {
+		t.Errorf("a refused overwrite changed the API:\n got %s\nwant %s", after, shape)
+	}
+}
+
+// export GETs the stage's export with extensions=apigateway and Accept.
+func (e *env) export(apiID, stage, exportType, accept string) ([]byte, string) {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.url+"/restapis/"+apiID+"/stages/"+stage+"/exports/"+exportType+"?extensions=apigateway", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", accept)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("export: got %d %s", resp.StatusCode, b)
+	}
+	return b, resp.Header.Get("Content-Type")
+}

@@ -1,0 +1,277 @@
+package openapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+	"go.yaml.in/yaml/v4"
+
+	"tollgate/plans"
+)
+
+// ExportOptions choose what Export writes. The zero value is an OpenAPI
+// 3.0.1 document in JSON without API Gateway extensions.
+type ExportOptions struct {
+	Swagger    bool   // Swagger 2.0 instead of OpenAPI 3.0.1
+	Extensions bool   // the x-amazon-apigateway-* fields (?extensions=apigateway)
+	YAML       bool   // YAML instead of JSON
+	Stage      string // the stage exported: the server URL's base path
+	Version    string // info.version (AWS writes the deployment's date)
+}
+
+// apiKeyScheme is the security scheme Export declares for apiKeyRequired
+// methods, as AWS's exports name it.
+const apiKeyScheme = "api_key"
+
+// Export writes def as an OpenAPI document that Import reads back as def
+// (see the package documentation). Errors come from the Swagger 2.0
+// conversion or encoding, never from def's content.
+func Export(def *plans.ApiDefinition, opts ExportOptions) ([]byte, error) {
+	doc := exportDoc(def, opts)
+	var v any = doc
+	if opts.Swagger {
+		doc2, err := openapi2conv.FromV3(doc)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: convert to swagger 2.0: %w", err)
+		}
+		if err := swaggerAnyMethods(doc, doc2.Paths); err != nil {
+			return nil, err
+		}
+		v = doc2
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil || !opts.YAML {
+		return b, err
+	}
+	return jsonToYAML(b)
+}
+
+// exportDoc builds the OpenAPI 3 document of def.
+func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
+	version := opts.Version
+	if version == "" {
+		version = "1.0"
+	}
+	doc := &openapi3.T{OpenAPI: "3.0.1", Info: &openapi3.Info{Title: def.Name, Description: def.Description, Version: version},
+		Paths: openapi3.NewPaths(), Components: &openapi3.Components{}}
+	if opts.Stage != "" {
+		doc.Servers = openapi3.Servers{{URL: "/" + opts.Stage}}
+	}
+	for i := range def.Resources {
+		r := &def.Resources[i]
+		if item := exportPath(doc, def, r, opts); item != nil {
+			doc.Paths.Set(r.Path, item)
+		}
+	}
+	if opts.Extensions {
+		doc.Extensions = map[string]any{extAPIKeySource: def.ApiKeySource}
+		if gr := exportGatewayResponses(def.GatewayResponses); gr != nil {
+			doc.Extensions[extGatewayResponses] = gr
+		}
+	}
+	return doc
+}
+
+// exportPath returns the path item of r, or nil for a resource that needs
+// none (the root or a resource with children, without methods).
+func exportPath(doc *openapi3.T, def *plans.ApiDefinition, r *plans.Resource, opts ExportOptions) *openapi3.PathItem {
+	if len(r.ResourceMethods) == 0 && (r.Path == "/" || hasChildren(def, r)) {
+		return nil
+	}
+	item := &openapi3.PathItem{}
+	for _, verb := range sortedKeys(r.ResourceMethods) {
+		op := exportOperation(doc, r, r.ResourceMethods[verb], opts)
+		if verb != "ANY" {
+			item.SetOperation(verb, op)
+			continue
+		}
+		if opts.Extensions {
+			item.Extensions = map[string]any{extAnyMethod: op}
+		}
+	}
+	return item
+}
+
+func hasChildren(def *plans.ApiDefinition, r *plans.Resource) bool {
+	return slices.ContainsFunc(def.Resources, func(c plans.Resource) bool {
+		return c.Path != r.Path && strings.HasPrefix(c.Path, strings.TrimSuffix(r.Path, "/")+"/")
+	})
+}
+
+// exportOperation writes one method.
+func exportOperation(doc *openapi3.T, r *plans.Resource, m *plans.Method, opts ExportOptions) *openapi3.Operation {
+	op := &openapi3.Operation{Parameters: exportParameters(r.Path, m.RequestParameters), Responses: exportResponses(doc, m.MethodResponses)}
+	if m.APIKeyRequired {
+		op.Security = &openapi3.SecurityRequirements{{apiKeyScheme: []string{}}}
+		if doc.Components.SecuritySchemes == nil {
+			doc.Components.SecuritySchemes = openapi3.SecuritySchemes{}
+		}
+		doc.Components.SecuritySchemes[apiKeyScheme] = &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{
+			Type: "apiKey", Name: apiKeyHeader, In: "header"}}
+	}
+	if opts.Extensions && m.MethodIntegration != nil {
+		op.Extensions = map[string]any{extIntegration: exportIntegration(r, m.MethodIntegration)}
+	}
+	return op
+}
+
+// exportParameters declares the method's request parameters, path
+// parameters always required (OpenAPI's rule).
+func exportParameters(path string, rp map[string]bool) openapi3.Parameters {
+	params := map[string]bool{}
+	for k, v := range rp {
+		params[k] = v
+	}
+	for _, name := range templateParams(path) {
+		params["method.request.path."+strings.TrimSuffix(name, "+")] = true
+	}
+	var out openapi3.Parameters
+	for _, k := range sortedKeys(params) {
+		loc, name, ok := plans.ParseRequestParameter("method.request.", k)
+		if !ok {
+			continue
+		}
+		in := map[string]string{"querystring": "query", "header": "header", "path": "path"}[loc]
+		p := &openapi3.Parameter{Name: name, In: in, Required: params[k] || in == "path",
+			Schema: &openapi3.SchemaRef{Value: openapi3.NewStringSchema()}}
+		out = append(out, &openapi3.ParameterRef{Value: p})
+	}
+	return out
+}
+
+// exportResponses writes the method responses ("default" when there are
+// none: OpenAPI requires at least one response), their model names as
+// component schemas.
+func exportResponses(doc *openapi3.T, mrs map[string]*plans.MethodResponse) *openapi3.Responses {
+	out := openapi3.NewResponses()
+	if len(mrs) == 0 {
+		out.Set("default", &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription("Default response")})
+		return out
+	}
+	for _, code := range sortedKeys(mrs) {
+		mr := mrs[code]
+		resp := openapi3.NewResponse().WithDescription(code + " response")
+		for _, k := range sortedKeys(mr.ResponseParameters) {
+			name, _ := strings.CutPrefix(k, "method.response.header.")
+			if resp.Headers == nil {
+				resp.Headers = openapi3.Headers{}
+			}
+			resp.Headers[name] = &openapi3.HeaderRef{Value: &openapi3.Header{Parameter: openapi3.Parameter{
+				Required: mr.ResponseParameters[k], Schema: &openapi3.SchemaRef{Value: openapi3.NewStringSchema()}}}}
+		}
+		for _, ct := range sortedKeys(mr.ResponseModels) {
+			model := mr.ResponseModels[ct]
+			if resp.Content == nil {
+				resp.Content = openapi3.Content{}
+			}
+			resp.Content[ct] = &openapi3.MediaType{Schema: &openapi3.SchemaRef{Ref: "#/components/schemas/" + model}}
+			if doc.Components.Schemas == nil {
+				doc.Components.Schemas = openapi3.Schemas{}
+			}
+			if doc.Components.Schemas[model] == nil {
+				doc.Components.Schemas[model] = &openapi3.SchemaRef{Value: &openapi3.Schema{Title: model, Type: &openapi3.Types{"object"}}}
+			}
+		}
+		out.Set(code, &openapi3.ResponseRef{Value: resp})
+	}
+	return out
+}
+
+// exportIntegration writes x-amazon-apigateway-integration; the cache
+// namespace is left out when it is the resource's own id (the default a
+// new import fills in again).
+func exportIntegration(r *plans.Resource, in *plans.Integration) awsIntegration {
+	timeout := in.TimeoutInMillis
+	ai := awsIntegration{Type: strings.ToLower(in.Type), URI: in.URI, HTTPMethod: in.HTTPMethod,
+		PassthroughBehavior: in.PassthroughBehavior, RequestParameters: in.RequestParameters,
+		RequestTemplates: in.RequestTemplates, CacheKeyParameters: in.CacheKeyParameters,
+		TimeoutInMillis: &timeout}
+	if in.CacheNamespace != r.ID {
+		ai.CacheNamespace = in.CacheNamespace
+	}
+	if in.ConnectionType != "INTERNET" {
+		ai.ConnectionType = in.ConnectionType
+	}
+	for _, ir := range in.IntegrationResponses {
+		pattern := ir.SelectionPattern
+		if pattern == "" {
+			pattern = "default"
+		}
+		if ai.Responses == nil {
+			ai.Responses = map[string]awsIntegrationReply{}
+		}
+		ai.Responses[pattern] = awsIntegrationReply{StatusCode: ir.StatusCode, ResponseParameters: ir.ResponseParameters,
+			ResponseTemplates: ir.ResponseTemplates, ContentHandling: ir.ContentHandling}
+	}
+	return ai
+}
+
+// gatewayReply is one entry of x-amazon-apigateway-gateway-responses.
+type gatewayReply struct {
+	StatusCode         string            `json:"statusCode,omitempty"`
+	ResponseParameters map[string]string `json:"responseParameters,omitempty"`
+	ResponseTemplates  map[string]string `json:"responseTemplates,omitempty"`
+}
+
+func exportGatewayResponses(grs map[string]plans.GatewayResponse) map[string]gatewayReply {
+	if len(grs) == 0 {
+		return nil
+	}
+	out := make(map[string]gatewayReply, len(grs))
+	for t, gr := range grs {
+		out[t] = gatewayReply{StatusCode: gr.StatusCode, ResponseParameters: gr.ResponseParameters, ResponseTemplates: gr.ResponseTemplates}
+	}
+	return out
+}
+
+// swaggerAnyMethods converts the OpenAPI 3 operations FromV3 copied
+// verbatim into x-amazon-apigateway-any-method to Swagger 2.0 operations.
+func swaggerAnyMethods(doc *openapi3.T, paths map[string]*openapi2.PathItem) error {
+	for path, item := range paths {
+		raw, ok := item.Extensions[extAnyMethod]
+		if !ok {
+			continue
+		}
+		op3, ok := raw.(*openapi3.Operation)
+		if !ok {
+			continue
+		}
+		op2, err := openapi2conv.FromV3Operation(doc, op3)
+		if err != nil {
+			return fmt.Errorf("openapi: convert %s %s to swagger 2.0: %w", path, extAnyMethod, err)
+		}
+		item.Extensions[extAnyMethod] = op2
+	}
+	return nil
+}
+
+// jsonToYAML re-encodes a JSON document as block-style YAML, keeping the
+// order of its keys.
+func jsonToYAML(b []byte) ([]byte, error) {
+	var n yaml.Node
+	if err := yaml.Unmarshal(b, &n); err != nil {
+		return nil, fmt.Errorf("openapi: yaml: %w", err)
+	}
+	blockStyle(&n)
+	return yaml.Marshal(&n)
+}
+
+// blockStyle clears the flow style the JSON input gave every collection
+// and the quotes of one-line strings (the encoder quotes those that would
+// read back as another type, such as "200").
+func blockStyle(n *yaml.Node) {
+	switch {
+	case n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode:
+		n.Style &^= yaml.FlowStyle
+	case n.Kind == yaml.ScalarNode && n.Style == yaml.DoubleQuotedStyle && !strings.ContainsAny(n.Value, "\n\t"):
+		n.Style = 0
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
