@@ -143,3 +143,42 @@ func (e *env) export(apiID, stage, exportType, accept string) ([]byte, string) {
 	}
 	return b, resp.Header.Get("Content-Type")
 }
+
+// FuzzImportRestApi feeds arbitrary documents to ImportRestApi against a
+// real database: never a 5xx, and a refused import leaves no API behind
+// (all or nothing); an accepted one adds exactly one.
+func FuzzImportRestApi(f *testing.F) {
+	h, _ := fuzzAdmin(f)
+	if doc, err := os.ReadFile("testdata/petstore-aws.yaml"); err == nil {
+		f.Add(string(doc), false)
+		f.Add(string(doc), true)
+	}
+	for _, seed := range []string{
+		`{"openapi":"3.0.1","info":{"title":"t","version":"1"},"paths":{"/a/{b}":{"get":{"responses":{"200":{"description":"x"}},"x-amazon-apigateway-integration":{"type":"mock"}}}}}`,
+		`{"openapi":"3.0.1","info":{"title":"t","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"x"}},"x-amazon-apigateway-integration":{"type":"http_proxy","uri":"http://x/{y}","timeoutInMillis":10}}}}}`,
+		`{"swagger":"2.0","info":{"title":"t","version":"1"},"paths":{"/a":{"x-amazon-apigateway-any-method":{"responses":{"200":{"description":"x"}}}}}}`,
+		"openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/x: {get: {responses: {'200': {description: x}}}}}\n", "", "{",
+	} {
+		f.Add(seed, false)
+	}
+	f.Fuzz(func(t *testing.T, doc string, failOnWarnings bool) {
+		before := countAPIs(t, h)
+		path := "/restapis?mode=import"
+		if failOnWarnings {
+			path += "&failonwarnings=true"
+		}
+		status, out := serve(h, "POST", path, doc)
+		after := countAPIs(t, h)
+		switch {
+		case status >= 500:
+			t.Fatalf("doc %q: got %d %s, want < 500", doc, status, out)
+		case status >= 400 && after != before:
+			t.Fatalf("doc %q: refused (%d %s) but the API count went %d → %d", doc, status, out, before, after)
+		case status < 400 && after != before+1:
+			t.Fatalf("doc %q: imported (%d) but the API count went %d → %d", doc, status, before, after)
+		}
+	})
+}
+
+// countAPIs counts the REST APIs through GetRestApis (every page).
+func countAPIs(t *testing.T, h http.Handler) int { return countItems(t, h, "/restapis") }

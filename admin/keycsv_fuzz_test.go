@@ -55,17 +55,20 @@ func FuzzImportApiKeys(f *testing.F) {
 }
 
 // countKeys counts the API keys through GetApiKeys (every page).
-func countKeys(t *testing.T, h http.Handler) int {
+func countKeys(t *testing.T, h http.Handler) int { return countItems(t, h, "/apikeys") }
+
+// countItems counts the items of a list operation, every page.
+func countItems(t *testing.T, h http.Handler, path string) int {
 	t.Helper()
 	n, position := 0, ""
 	for {
-		status, out := serve(h, "GET", "/apikeys?limit=500&position="+position, "")
+		status, out := serve(h, "GET", path+"?limit=500&position="+position, "")
 		var page struct {
 			Item     []json.RawMessage
 			Position string
 		}
 		if status != 200 || json.Unmarshal([]byte(out), &page) != nil {
-			t.Fatalf("GetApiKeys: got %d %s", status, out)
+			t.Fatalf("GET %s: got %d %s", path, status, out)
 		}
 		n += len(page.Item)
 		if page.Position == "" {

@@ -102,6 +102,9 @@ func load(data []byte) (*openapi3.T, error) {
 // x-amazon-apigateway-any-method (copied verbatim by ToV3) to OpenAPI 3.
 func anyMethodsToV3(doc *openapi3.T, doc2 *openapi2.T) error {
 	for path, item := range doc.Paths.Map() {
+		if item == nil {
+			continue
+		}
 		raw, ok := item.Extensions[extAnyMethod]
 		if !ok {
 			continue
@@ -125,6 +128,9 @@ func anyMethodsToV3(doc *openapi3.T, doc2 *openapi2.T) error {
 // requires them; AWS's import accepts documents without).
 func declarePathParameters(doc *openapi3.T) {
 	for path, item := range doc.Paths.Map() {
+		if item == nil {
+			continue
+		}
 		for _, op := range pathOperations(item) {
 			for _, name := range templateParams(path) {
 				if op.Parameters.GetByInAndName("path", name) == nil && item.Parameters.GetByInAndName("path", name) == nil {
@@ -243,7 +249,7 @@ func (im *importer) rootExtensions(def *plans.ApiDefinition) {
 func (im *importer) path(path string, item *openapi3.PathItem) error {
 	loc := "paths." + path
 	res, err := im.resource(loc, path)
-	if err != nil {
+	if err != nil || item == nil {
 		return err
 	}
 	for _, ov := range operationVerbs {
