@@ -47,8 +47,9 @@ func TestMalformedInputIsBadRequest(t *testing.T) {
 		{"unknown http method", "PUT", "/restapis/" + apiID + "/resources/x/methods/FETCH", `{}`, 400, "BadRequestException", "FETCH"},
 		{"operation outside the subset", "GET", "/restapis/" + apiID + "/models", ``, 400, "BadRequestException", "/restapis/" + apiID + "/models"},
 		{"usage without Options.Usage is outside the subset", "GET", "/usageplans/abc/usage?startDate=2026-01-01&endDate=2026-01-02", ``, 400, "BadRequestException", "GetUsage"},
-		{"method outside the subset", "PUT", "/restapis/" + apiID, `{}`, 400, "BadRequestException", "PUT"},
-		{"import is outside the subset", "POST", "/restapis?mode=import", `openapi: 3.0.0`, 400, "BadRequestException", "ImportRestApi"},
+		{"method outside the subset", "POST", "/restapis/" + apiID, `{}`, 400, "BadRequestException", "POST"},
+		{"put of a document that is not OpenAPI", "PUT", "/restapis/" + apiID + "?mode=overwrite", `{}`, 400, "BadRequestException", "OpenAPI 3.0"},
+		{"import of a document without info", "POST", "/restapis?mode=import", `openapi: 3.0.0`, 400, "BadRequestException", "info"},
 		{"bad includeValues", "GET", "/apikeys?includeValues=maybe", ``, 400, "BadRequestException", "includeValues"},
 		{"unknown api", "GET", "/restapis/zzzzzzzzzz", ``, 404, "NotFoundException", ""},
 	}
