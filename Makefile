@@ -11,11 +11,13 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/tollgate ./cmd/echo ./cmd/demo
 
 ## test: every test, against the real PostgreSQL and Redis (make services starts them) and a local
-## three-master Redis Cluster (scripts/cluster.sh starts it here when it does not answer)
+## three-master Redis Cluster (scripts/cluster.sh starts it here when it does not answer), then the
+## AWS CLI conformance check (scripts/awscli.sh; installs Debian's awscli when it is missing)
 test: chromium
 	$(GO) vet ./...
 	url=$${TOLLGATE_TEST_REDIS_CLUSTER_URL:-$$(scripts/cluster.sh)} && \
 		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -race -count=1 ./...
+	GO=$(GO) scripts/awscli.sh
 	@echo "console screenshots of the browser test: $(CURDIR)/.artifacts/"
 
 ## chromium: install Debian's Chromium when missing (the console's browser test needs it)

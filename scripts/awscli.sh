@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# awscli.sh: the AWS CLI conformance check of `make test`. It drives a
+# fresh tollgate with Debian's awscli (installed when /usr/bin/aws is
+# missing) as an operator moving from Amazon API Gateway would, and
+# checks the gateway as a browser on another origin sees it:
+#   import-rest-api of an OpenAPI 3 document with AWS extensions (CORS MOCK,
+#   gateway responses), create-deployment, create-usage-plan,
+#   import-api-keys from CSV with the plan, calls through the gateway until
+#   the key is throttled, a CORS preflight and a cross-origin 429,
+#   get-usage, tag-resource/get-tags, get-export and a re-import of it.
+# Everything runs on loopback: its own database (dropped at the end), its
+# own Redis key prefix on the test Redis, free ports. PostgreSQL and Redis
+# must answer (scripts/services.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+run=$(mktemp -d /tmp/tollgate-awscli.XXXXXX)
+db=tollgate_awscli_$$
+prefix=tgcli$$
+pids=()
+checks=0
+
+log() { printf 'awscli: %s\n' "$*" >&2; }
+fail() {
+  log "FAIL: $*"
+  for f in "$run"/*.log; do log "--- $f"; tail -n 20 "$f" >&2; done
+  exit 1
+}
+ok() { checks=$((checks + 1)); log "ok: $*"; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  psql -q -h 127.0.0.1 -U postgres -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  redis-cli -h 127.0.0.1 --scan --pattern "$prefix:*" 2>/dev/null | xargs -r -n 500 redis-cli -h 127.0.0.1 del >/dev/null 2>&1 || true
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+if [ ! -x /usr/bin/aws ]; then
+  log "installing Debian's awscli"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq awscli >/dev/null
+fi
+AWS=/usr/bin/aws
+
+# free_port prints a port nothing listens on, below Linux's ephemeral
+# range (32768 and up), where outgoing connections take their ports.
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+admin_port=$(free_port)
+gw_port=$(free_port)
+echo_port=$(free_port)
+
+$GO build -o "$run/" ./cmd/tollgate ./cmd/echo
+psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE $db" >/dev/null
+
+export TOLLGATE_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db?sslmode=disable"
+export TOLLGATE_REDIS_PREFIX=$prefix
+export TOLLGATE_ADMIN_ADDR=127.0.0.1:$admin_port TOLLGATE_GATEWAY_ADDR=127.0.0.1:$gw_port
+export TOLLGATE_ADMIN_ACCESS_KEY_ID=AKIDAWSCLITEST TOLLGATE_ADMIN_SECRET_ACCESS_KEY=awscli-test-secret
+export TOLLGATE_LOG_FORMAT=text
+"$run/echo" -addr "127.0.0.1:$echo_port" >"$run/echo.log" 2>&1 &
+pids+=($!)
+"$run/tollgate" serve >"$run/tollgate.log" 2>&1 &
+pids+=($!)
+
+export AWS_ACCESS_KEY_ID=$TOLLGATE_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$TOLLGATE_ADMIN_SECRET_ACCESS_KEY
+export AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER=
+apigw() { $AWS --endpoint-url "http://127.0.0.1:$admin_port" apigateway "$@"; }
+
+wait_ok() {
+  for _ in $(seq 1 150); do
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process exited before $1 answered"; done
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1")" = 200 ] && return 0
+    sleep 0.1
+  done
+  fail "$1 did not answer 200"
+}
+wait_ok "http://127.0.0.1:$echo_port/ready"
+wait_ok "http://127.0.0.1:$admin_port/readyz"
+wait_ok "http://127.0.0.1:$gw_port/readyz"
+
+origin=https://app.example.com
+cat >"$run/petstore.yaml" <<EOF
+openapi: 3.0.1
+info:
+  title: petstore-cli
+  version: "1"
+x-amazon-apigateway-api-key-source: HEADER
+x-amazon-apigateway-gateway-responses:
+  DEFAULT_4XX:
+    responseParameters:
+      gatewayresponse.header.Access-Control-Allow-Origin: "'*'"
+      gatewayresponse.header.Access-Control-Expose-Headers: "'Retry-After'"
+paths:
+  /pets:
+    get:
+      security: [{api_key: []}]
+      responses:
+        "200": {description: pets}
+      x-amazon-apigateway-integration:
+        type: http_proxy
+        httpMethod: GET
+        uri: http://127.0.0.1:$echo_port/pets?header=Access-Control-Allow-Origin:*
+    options:
+      responses:
+        "200":
+          description: CORS preflight
+          headers:
+            Access-Control-Allow-Origin: {schema: {type: string}}
+            Access-Control-Allow-Methods: {schema: {type: string}}
+            Access-Control-Allow-Headers: {schema: {type: string}}
+      x-amazon-apigateway-integration:
+        type: mock
+        requestTemplates:
+          application/json: '{"statusCode": 200}'
+        responses:
+          default:
+            statusCode: "200"
+            responseParameters:
+              method.response.header.Access-Control-Allow-Origin: "'*'"
+              method.response.header.Access-Control-Allow-Methods: "'GET,OPTIONS'"
+              method.response.header.Access-Control-Allow-Headers: "'Content-Type,x-api-key'"
+components:
+  securitySchemes:
+    api_key: {type: apiKey, name: x-api-key, in: header}
+EOF
+api=$(apigw import-rest-api --fail-on-warnings --body "fileb://$run/petstore.yaml" --query id --output text) || fail "import-rest-api"
+ok "import-rest-api: $api"
+apigw create-deployment --rest-api-id "$api" --stage-name prod >/dev/null || fail "create-deployment"
+ok "create-deployment to prod"
+plan=$(apigw create-usage-plan --name cli-gold --api-stages "apiId=$api,stage=prod" \
+  --throttle burstLimit=2,rateLimit=0.01 --quota limit=100,period=DAY --query id --output text) || fail "create-usage-plan"
+ok "create-usage-plan: $plan"
+
+key=CliPartnerKey0123456789abcdef
+printf 'Name,Key,Description,Enabled,UsagePlanIds\ncli-partner,%s,imported by awscli.sh,TRUE,%s\n' "$key" "$plan" >"$run/keys.csv"
+keyid=$(apigw import-api-keys --format csv --fail-on-warnings --body "fileb://$run/keys.csv" --query 'ids[0]' --output text) || fail "import-api-keys"
+[ "$(apigw get-usage-plan-keys --usage-plan-id "$plan" --query 'items[0].id' --output text)" = "$keyid" ] || fail "the imported key is not in the plan"
+ok "import-api-keys: $keyid in plan $plan"
+
+url="http://127.0.0.1:$gw_port/prod/pets"
+host="Host: $api.execute-api.localhost"
+# The config reaches the gateway through Redis: wait until it serves the stage.
+for _ in $(seq 1 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "$host" -X OPTIONS "$url")" = 200 ] && break
+  sleep 0.05
+done
+preflight=$(curl -s -i -X OPTIONS -H "$host" -H "Origin: $origin" -H "Access-Control-Request-Method: GET" \
+  -H "Access-Control-Request-Headers: x-api-key" "$url" | tr -d '\r')
+grep -q '^HTTP/1.1 200' <<<"$preflight" || fail "preflight status: $preflight"
+grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$preflight" || fail "preflight Allow-Origin: $preflight"
+grep -qi '^Access-Control-Allow-Methods: .*GET' <<<"$preflight" || fail "preflight Allow-Methods: $preflight"
+grep -qi '^Access-Control-Allow-Headers: .*x-api-key' <<<"$preflight" || fail "preflight Allow-Headers: $preflight"
+ok "CORS preflight (OPTIONS MOCK without a key) allows GET with x-api-key from $origin"
+
+missing=$(curl -s -i -H "$host" -H "Origin: $origin" "$url" | tr -d '\r')
+grep -q '^HTTP/1.1 403' <<<"$missing" && grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$missing" || fail "403 without a key is not readable cross-origin: $missing"
+ok "403 without a key carries Access-Control-Allow-Origin (DEFAULT_4XX)"
+for i in 1 2; do
+  code=$(curl -s -o "$run/ok.json" -D "$run/ok.h" -w '%{http_code}' -H "$host" -H "Origin: $origin" -H "x-api-key: $key" "$url")
+  [ "$code" = 200 ] || fail "call $i with the imported key: $code $(cat "$run/ok.json")"
+done
+grep -qi '^Access-Control-Allow-Origin: \*' "$run/ok.h" || fail "200 from the upstream has no Access-Control-Allow-Origin"
+ok "2 calls with the imported key: 200"
+throttled=$(curl -s -i -H "$host" -H "Origin: $origin" -H "x-api-key: $key" "$url" | tr -d '\r')
+grep -q '^HTTP/1.1 429' <<<"$throttled" || fail "third call: want 429, got $throttled"
+grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$throttled" || fail "429 has no Access-Control-Allow-Origin: $throttled"
+grep -qi '^Access-Control-Expose-Headers: Retry-After$' <<<"$throttled" || fail "429 does not expose Retry-After: $throttled"
+grep -qi '^Retry-After: ' <<<"$throttled" || fail "429 has no Retry-After: $throttled"
+ok "third call: 429 readable cross-origin, Retry-After exposed"
+
+today=$(date -u +%F)
+used=$(apigw get-usage --usage-plan-id "$plan" --start-date "$today" --end-date "$today" --key-id "$keyid" \
+  --query "items.\"$keyid\"[0][0]" --output text) || fail "get-usage"
+[ "$used" = 2 ] || fail "get-usage: used $used, want 2"
+ok "get-usage: 2 requests used today"
+
+apigw tag-resource --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid" --tags tollgate:invalidate-cache=true,team=cli >/dev/null || fail "tag-resource"
+[ "$(apigw get-tags --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid" --query 'tags.team' --output text)" = cli ] || fail "get-tags"
+apigw untag-resource --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid" --tag-keys team >/dev/null || fail "untag-resource"
+ok "tag-resource, get-tags, untag-resource on the API key"
+
+apigw get-export --rest-api-id "$api" --stage-name prod --export-type oas30 --parameters extensions=apigateway \
+  --accepts application/yaml "$run/export.yaml" >/dev/null || fail "get-export"
+grep -q 'x-amazon-apigateway-integration:' "$run/export.yaml" && grep -q 'openapi: 3.0.1' "$run/export.yaml" || fail "get-export: $(head -c 400 "$run/export.yaml")"
+again=$(apigw import-rest-api --fail-on-warnings --body "fileb://$run/export.yaml" --query id --output text) || fail "re-import of the export"
+want=$(apigw get-resources --rest-api-id "$api" --query 'sort(items[].path)' --output text)
+got=$(apigw get-resources --rest-api-id "$again" --query 'sort(items[].path)' --output text)
+[ "$want" = "$got" ] || fail "re-imported export: paths $got, want $want"
+apigw get-export --rest-api-id "$api" --stage-name prod --export-type swagger "$run/export.json" >/dev/null || fail "get-export swagger"
+grep -q '"swagger": "2.0"' "$run/export.json" || fail "swagger export: $(head -c 200 "$run/export.json")"
+ok "get-export (oas30 YAML with extensions, swagger JSON) and a re-import of it"
+
+log "all $checks AWS CLI checks passed ($($AWS --version 2>&1))"
