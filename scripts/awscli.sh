@@ -6,7 +6,8 @@
 #   import-rest-api of an OpenAPI 3 document with AWS extensions (CORS MOCK,
 #   gateway responses), create-deployment, create-usage-plan,
 #   import-api-keys from CSV with the plan, calls through the gateway until
-#   the key is throttled, a CORS preflight and a cross-origin 429,
+#   the key is throttled, a CORS preflight and a cross-origin 429 (with
+#   curl, and from a page in headless Chromium when /usr/bin/chromium exists),
 #   get-usage, tag-resource/get-tags, get-export and a re-import of it.
 # Everything runs on loopback: its own database (dropped at the end), its
 # own Redis key prefix on the test Redis, free ports. PostgreSQL and Redis
@@ -138,9 +139,11 @@ plan=$(apigw create-usage-plan --name cli-gold --api-stages "apiId=$api,stage=pr
 ok "create-usage-plan: $plan"
 
 key=CliPartnerKey0123456789abcdef
-printf 'Name,Key,Description,Enabled,UsagePlanIds\ncli-partner,%s,imported by awscli.sh,TRUE,%s\n' "$key" "$plan" >"$run/keys.csv"
+browser_key=CliBrowserKey0123456789abcdef
+printf 'Name,Key,Description,Enabled,UsagePlanIds\ncli-partner,%s,imported by awscli.sh,TRUE,%s\ncli-browser,%s,,,%s\n' \
+  "$key" "$plan" "$browser_key" "$plan" >"$run/keys.csv"
 keyid=$(apigw import-api-keys --format csv --fail-on-warnings --body "fileb://$run/keys.csv" --query 'ids[0]' --output text) || fail "import-api-keys"
-[ "$(apigw get-usage-plan-keys --usage-plan-id "$plan" --query 'items[0].id' --output text)" = "$keyid" ] || fail "the imported key is not in the plan"
+[ "$(apigw get-usage-plan-keys --usage-plan-id "$plan" --query 'length(items)' --output text)" = 2 ] || fail "import-api-keys: want 2 keys in the plan"
 ok "import-api-keys: $keyid in plan $plan"
 
 url="http://127.0.0.1:$gw_port/prod/pets"
@@ -173,6 +176,32 @@ grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$throttled" || fail "429 has no
 grep -qi '^Access-Control-Expose-Headers: Retry-After$' <<<"$throttled" || fail "429 does not expose Retry-After: $throttled"
 grep -qi '^Retry-After: ' <<<"$throttled" || fail "429 has no Retry-After: $throttled"
 ok "third call: 429 readable cross-origin, Retry-After exposed"
+
+# A page of another origin (file://, origin "null") calls the key-protected
+# method three times with fetch(): the browser preflights the x-api-key
+# header, and JavaScript reads 200, 200 and the 429 with its Retry-After.
+if [ -x /usr/bin/chromium ]; then
+  cat >"$run/page.html" <<EOF
+<!doctype html><pre id="r">pending</pre><script>
+(async () => {
+  const out = [];
+  for (let i = 0; i < 3; i++) {
+    try {
+      const r = await fetch("http://$api.execute-api.localhost:$gw_port/prod/pets", {headers: {"x-api-key": "$browser_key"}});
+      out.push(r.status + (r.headers.get("Retry-After") ? "+retry-after" : ""));
+    } catch (e) { out.push("blocked:" + e); }
+  }
+  document.getElementById("r").textContent = "result=" + out.join(",");
+})();
+</script>
+EOF
+  dom=$(timeout 60 /usr/bin/chromium --headless --no-sandbox --disable-gpu --user-data-dir="$run/chromium" \
+    --virtual-time-budget=15000 --dump-dom "file://$run/page.html" 2>"$run/chromium.log") || fail "chromium: $dom"
+  grep -q 'result=200,200,429+retry-after' <<<"$dom" || fail "browser fetch: $(grep -o 'result=[^<]*\|pending' <<<"$dom")"
+  ok "headless Chromium on another origin: fetch with x-api-key reads 200, 200, then 429 with Retry-After"
+else
+  log "no /usr/bin/chromium: browser check not run (the curl checks above cover the same headers)"
+fi
 
 today=$(date -u +%F)
 used=$(apigw get-usage --usage-plan-id "$plan" --start-date "$today" --end-date "$today" --key-id "$keyid" \
