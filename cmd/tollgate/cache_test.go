@@ -226,3 +226,43 @@ func TestCacheResizeFlushes(t *testing.T) {
 		t.Errorf("after a resize: got %+v, want a Miss with a new upstream answer", got)
 	}
 }
+
+// TestCacheInvalidateTagByTagResource: tagging a key that exists with
+// tollgate:invalidate-cache=true through TagResource reaches both gateway
+// nodes with the key's republished record (its max-age=0 requests start
+// refreshing), and UntagResource takes the grant back.
+func TestCacheInvalidateTagByTagResource(t *testing.T) {
+	s := mustStack(t)
+	ctx := context.Background()
+	w := s.setupCacheWalk(t, ctx)
+	keys, err := s.sdk.GetApiKeys(ctx, &apigateway.GetApiKeysInput{})
+	must(t, "GetApiKeys", err)
+	arn := aws.String("arn:aws:apigateway:us-east-1::/apikeys/" + *keys.Items[0].Id)
+	s.waitCached(t, 0, w, "/prod/items?q=t")
+	s.waitHit(t, 0, w, "/prod/items?q=t")
+	// waitFor asks node i with the walk's key and max-age=0 until X-Cache is want.
+	waitFor := func(i int, want string) cached {
+		var got cached
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got = s.getWith(t, i, w, w.key, "/prod/items?q=t", "max-age=0"); got.xcache == want {
+				break
+			}
+		}
+		return got
+	}
+	if got := s.getWith(t, 1, w, w.key, "/prod/items?q=t", "max-age=0"); got.xcache != "Hit" || got.warning == "" {
+		t.Fatalf("before the tag: got %+v, want a Hit with a Warning", got)
+	}
+	_, err = s.sdk.TagResource(ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{"tollgate:invalidate-cache": "true"}})
+	must(t, "TagResource", err)
+	for i := range 2 {
+		if got := waitFor(i, "Refresh"); got.xcache != "Refresh" {
+			t.Errorf("node %d after TagResource: got %+v, want a Refresh", i, got)
+		}
+	}
+	_, err = s.sdk.UntagResource(ctx, &apigateway.UntagResourceInput{ResourceArn: arn, TagKeys: []string{"tollgate:invalidate-cache"}})
+	must(t, "UntagResource", err)
+	if got := waitFor(0, "Hit"); got.xcache != "Hit" {
+		t.Errorf("after UntagResource: got %+v, want a Hit again", got)
+	}
+}
