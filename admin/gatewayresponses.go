@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -15,6 +16,7 @@ func (s *Server) gatewayResponseRoutes(r chi.Router) {
 	r.Put(gatewayResponsePath, s.handle(s.putGatewayResponse))
 	r.Get(gatewayResponsePath, s.handle(s.getGatewayResponse))
 	r.Delete(gatewayResponsePath, s.handle(s.deleteGatewayResponse))
+	r.Patch(gatewayResponsePath, s.handle(s.updateGatewayResponse))
 }
 
 // responseType reads the route's responseType: one of
@@ -105,4 +107,37 @@ func (s *Server) deleteGatewayResponse(w http.ResponseWriter, r *http.Request) e
 	}
 	writeAccepted(w)
 	return nil
+}
+
+// updateGatewayResponse: PATCH /restapis/{id}/gatewayresponses/{type} →
+// 200 GatewayResponse. Paths /statusCode, /responseParameters/{name},
+// /responseTemplates/{content type with "/" written "~1"}. A type with no
+// response put starts from the default (as AWS), so a patch puts one.
+func (s *Server) updateGatewayResponse(w http.ResponseWriter, r *http.Request) error {
+	t, err := responseType(r)
+	if err != nil {
+		return err
+	}
+	gr, err := patchRecord(s, r, "UpdateGatewayResponse", func(fn func(*plans.GatewayResponse) error) (*plans.GatewayResponse, error) {
+		return s.store.UpdateGatewayResponse(r.Context(), param(r, "restApiId"), t, fn)
+	}, each(patchGatewayResponse))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, gr)
+	return nil
+}
+
+// patchGatewayResponse applies one operation to gr.
+func patchGatewayResponse(gr *plans.GatewayResponse, op patchOp) error {
+	if op.Path == "/statusCode" {
+		return setString(op, &gr.StatusCode)
+	}
+	if name, ok := strings.CutPrefix(op.Path, "/responseParameters/"); ok {
+		return patchMapEntry(op, &gr.ResponseParameters, name)
+	}
+	if ct, ok := strings.CutPrefix(op.Path, "/responseTemplates/"); ok {
+		return patchMapEntry(op, &gr.ResponseTemplates, ct)
+	}
+	return badPath(op)
 }

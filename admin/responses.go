@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -18,9 +19,11 @@ func (s *Server) responseRoutes(r chi.Router) {
 	r.Put(methodResponsePath, s.handle(s.putMethodResponse))
 	r.Get(methodResponsePath, s.handle(s.getMethodResponse))
 	r.Delete(methodResponsePath, s.handle(s.deleteMethodResponse))
+	r.Patch(methodResponsePath, s.handle(s.updateMethodResponse))
 	r.Put(integrationResponsePath, s.handle(s.putIntegrationResponse))
 	r.Get(integrationResponsePath, s.handle(s.getIntegrationResponse))
 	r.Delete(integrationResponsePath, s.handle(s.deleteIntegrationResponse))
+	r.Patch(integrationResponsePath, s.handle(s.updateIntegrationResponse))
 }
 
 // responseTarget reads a response route's method target and status code
@@ -162,5 +165,110 @@ func (s *Server) deleteIntegrationResponse(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	writeAccepted(w)
+	return nil
+}
+
+// patchMapEntry applies add/replace (value) or remove of key in *m; key
+// is unescaped ("application~1json" → "application/json").
+func patchMapEntry(op patchOp, m *map[string]string, key string) error {
+	key = strings.ReplaceAll(key, "~1", "/")
+	if key == "" {
+		return badPath(op)
+	}
+	if op.Op == opRemove {
+		delete(*m, key)
+		return nil
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = op.Value
+	return nil
+}
+
+// patchMethodResponse applies one operation to mr: add/replace/remove
+// /responseParameters/{name} (value true or false) and
+// /responseModels/{content type}.
+func patchMethodResponse(mr *plans.MethodResponse, op patchOp) error {
+	if name, ok := strings.CutPrefix(op.Path, "/responseParameters/"); ok && name != "" {
+		if op.Op == opRemove {
+			delete(mr.ResponseParameters, name)
+			return nil
+		}
+		required, err := parseBool(op)
+		if err != nil {
+			return err
+		}
+		if mr.ResponseParameters == nil {
+			mr.ResponseParameters = map[string]bool{}
+		}
+		mr.ResponseParameters[name] = required
+		return nil
+	}
+	if ct, ok := strings.CutPrefix(op.Path, "/responseModels/"); ok {
+		return patchMapEntry(op, &mr.ResponseModels, ct)
+	}
+	return badPath(op)
+}
+
+// patchIntegrationResponse applies one operation to ir: /selectionPattern,
+// /contentHandling, /responseParameters/{name}, /responseTemplates/{content type}.
+func patchIntegrationResponse(ir *plans.IntegrationResponse, op patchOp) error {
+	switch op.Path {
+	case "/selectionPattern":
+		return setString(op, &ir.SelectionPattern)
+	case "/contentHandling":
+		return setString(op, &ir.ContentHandling)
+	}
+	if name, ok := strings.CutPrefix(op.Path, "/responseParameters/"); ok {
+		return patchMapEntry(op, &ir.ResponseParameters, name)
+	}
+	if ct, ok := strings.CutPrefix(op.Path, "/responseTemplates/"); ok {
+		return patchMapEntry(op, &ir.ResponseTemplates, ct)
+	}
+	return badPath(op)
+}
+
+// updateMethodResponse: PATCH .../methods/{m}/responses/{code} → 200.
+func (s *Server) updateMethodResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	var out *plans.MethodResponse
+	_, err = patchRecord(s, r, "UpdateMethodResponse", func(fn func(*plans.Method) error) (*plans.Method, error) {
+		return s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, fn)
+	}, func(m *plans.Method, ops []patchOp) error {
+		if out = m.MethodResponses[code]; out == nil {
+			return plans.NotFound(msgNoResponse)
+		}
+		return each(patchMethodResponse)(out, ops)
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// updateIntegrationResponse: PATCH .../integration/responses/{code} → 200.
+func (s *Server) updateIntegrationResponse(w http.ResponseWriter, r *http.Request) error {
+	t, code, err := responseTarget(r)
+	if err != nil {
+		return err
+	}
+	var out *plans.IntegrationResponse
+	_, err = patchRecord(s, r, "UpdateIntegrationResponse", func(fn func(*plans.Integration) error) (*plans.Integration, error) {
+		return s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, fn)
+	}, func(in *plans.Integration, ops []patchOp) error {
+		if out = in.IntegrationResponses[code]; out == nil {
+			return plans.NotFound(msgNoResponse)
+		}
+		return each(patchIntegrationResponse)(out, ops)
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

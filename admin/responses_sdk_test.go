@@ -66,3 +66,43 @@ func TestAWSCorsSetup(t *testing.T) {
 		t.Errorf("after delete: got %+v, want the default response", g)
 	}
 }
+
+func TestUpdateResponsesByPatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, petsID := e.api("pets", "")
+	id, res, get := aws.String(apiID), aws.String(petsID), aws.String("GET")
+	call(e.c.PutMethodResponse(e.ctx, &apigateway.PutMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200")})).must(t)
+	mr := call(e.c.UpdateMethodResponse(e.ctx, &apigateway.UpdateMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200"),
+		PatchOperations: []types.PatchOperation{
+			op(types.OpAdd, "/responseParameters/method.response.header.Access-Control-Allow-Origin", "true"),
+			op(types.OpAdd, "/responseModels/application~1json", "Empty"),
+		}})).must(t)
+	if !mr.ResponseParameters["method.response.header.Access-Control-Allow-Origin"] || mr.ResponseModels["application/json"] != "Empty" {
+		t.Errorf("UpdateMethodResponse: got %+v", mr)
+	}
+	call(e.c.PutIntegrationResponse(e.ctx, &apigateway.PutIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200")})).must(t)
+	ir := call(e.c.UpdateIntegrationResponse(e.ctx, &apigateway.UpdateIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200"),
+		PatchOperations: []types.PatchOperation{
+			op(types.OpAdd, "/responseParameters/method.response.header.Access-Control-Allow-Origin", "'*'"),
+			op(types.OpReplace, "/responseTemplates/application~1json", `{"ok":true}`),
+			op(types.OpReplace, "/selectionPattern", "2\\d\\d"),
+		}})).must(t)
+	if ir.ResponseParameters["method.response.header.Access-Control-Allow-Origin"] != "'*'" || ir.ResponseTemplates["application/json"] != `{"ok":true}` || aws.ToString(ir.SelectionPattern) != `2\d\d` {
+		t.Errorf("UpdateIntegrationResponse: got %+v", ir)
+	}
+	_, err := e.c.UpdateIntegrationResponse(e.ctx, &apigateway.UpdateIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200"),
+		PatchOperations: []types.PatchOperation{op(types.OpReplace, "/selectionPattern", "(")}})
+	wantBadRequest(t, err, "selectionPattern")
+	_, err = e.c.UpdateMethodResponse(e.ctx, &apigateway.UpdateMethodResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("404"),
+		PatchOperations: []types.PatchOperation{op(types.OpAdd, "/responseModels/application~1json", "Empty")}})
+	wantCode(t, err, "NotFoundException")
+	gr := call(e.c.UpdateGatewayResponse(e.ctx, &apigateway.UpdateGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeQuotaExceeded,
+		PatchOperations: []types.PatchOperation{
+			op(types.OpReplace, "/statusCode", "403"),
+			op(types.OpAdd, "/responseParameters/gatewayresponse.header.Access-Control-Allow-Origin", "'*'"),
+		}})).must(t)
+	if aws.ToString(gr.StatusCode) != "403" || gr.DefaultResponse || gr.ResponseParameters["gatewayresponse.header.Access-Control-Allow-Origin"] != "'*'" {
+		t.Errorf("UpdateGatewayResponse of a default type: got %+v", gr)
+	}
+}

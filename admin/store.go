@@ -49,11 +49,13 @@ type Store interface {
 
 	// PutGatewayResponse stores the API's response of gr.ResponseType,
 	// replacing any; GatewayResponses returns those put, by type;
-	// DeleteGatewayResponse is 404 when none was put. They reach traffic
-	// with the next deployment.
+	// DeleteGatewayResponse is 404 when none was put; UpdateGatewayResponse
+	// patches one (from an empty one when none was put). They reach
+	// traffic with the next deployment.
 	PutGatewayResponse(ctx context.Context, apiID string, gr *plans.GatewayResponse) error
 	GatewayResponses(ctx context.Context, apiID string) (map[string]plans.GatewayResponse, error)
 	DeleteGatewayResponse(ctx context.Context, apiID, responseType string) error
+	UpdateGatewayResponse(ctx context.Context, apiID, responseType string, fn func(*plans.GatewayResponse) error) (*plans.GatewayResponse, error)
 
 	// CreateDeployment copies the API's current resources into a new
 	// deployment; when stageName is not empty it creates that stage

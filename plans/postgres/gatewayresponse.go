@@ -90,3 +90,33 @@ func (db *DB) DeleteGatewayResponse(ctx context.Context, apiID, responseType str
 		return err
 	})
 }
+
+// UpdateGatewayResponse lets fn change the API's response of responseType
+// (starting from an empty one when none was put, as AWS patches the
+// default), validates and stores it, in one transaction. Errors:
+// KindNotFound (API), KindInvalid naming the field, or fn's error.
+func (db *DB) UpdateGatewayResponse(ctx context.Context, apiID, responseType string, fn func(*plans.GatewayResponse) error) (*plans.GatewayResponse, error) {
+	var gr plans.GatewayResponse
+	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		if _, err := getAPI(ctx, tx, apiID, true); err != nil {
+			return err
+		}
+		all, err := loadGatewayResponses(ctx, tx, apiID)
+		if err != nil {
+			return err
+		}
+		gr = all[responseType]
+		if err := fn(&gr); err != nil {
+			return err
+		}
+		gr.ResponseType, gr.DefaultResponse = responseType, false
+		if err := gr.Validate(); err != nil {
+			return err
+		}
+		return storeGatewayResponse(ctx, tx, apiID, &gr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &gr, nil
+}
