@@ -2,7 +2,6 @@ package admin
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -133,11 +132,8 @@ func patchGatewayResponse(gr *plans.GatewayResponse, op patchOp) error {
 	if op.Path == "/statusCode" {
 		return setString(op, &gr.StatusCode)
 	}
-	if name, ok := strings.CutPrefix(op.Path, "/responseParameters/"); ok {
-		return patchMapEntry(op, &gr.ResponseParameters, name)
-	}
-	if ct, ok := strings.CutPrefix(op.Path, "/responseTemplates/"); ok {
-		return patchMapEntry(op, &gr.ResponseTemplates, ct)
+	if ok, err := patchMappings(op, &gr.ResponseParameters, &gr.ResponseTemplates); ok {
+		return err
 	}
 	return badPath(op)
 }

@@ -220,13 +220,37 @@ func patchIntegrationResponse(ir *plans.IntegrationResponse, op patchOp) error {
 	case "/contentHandling":
 		return setString(op, &ir.ContentHandling)
 	}
-	if name, ok := strings.CutPrefix(op.Path, "/responseParameters/"); ok {
-		return patchMapEntry(op, &ir.ResponseParameters, name)
-	}
-	if ct, ok := strings.CutPrefix(op.Path, "/responseTemplates/"); ok {
-		return patchMapEntry(op, &ir.ResponseTemplates, ct)
+	if ok, err := patchMappings(op, &ir.ResponseParameters, &ir.ResponseTemplates); ok {
+		return err
 	}
 	return badPath(op)
+}
+
+// patchMappings applies add/replace/remove of /responseParameters/{name}
+// and /responseTemplates/{content type}; ok is false for other paths.
+func patchMappings(op patchOp, params, templates *map[string]string) (ok bool, err error) {
+	if name, found := strings.CutPrefix(op.Path, "/responseParameters/"); found {
+		return true, patchMapEntry(op, params, name)
+	}
+	if ct, found := strings.CutPrefix(op.Path, "/responseTemplates/"); found {
+		return true, patchMapEntry(op, templates, ct)
+	}
+	return false, nil
+}
+
+// patchResponse runs a PATCH of one response inside its method's (or
+// integration's) store update: entry finds the response (404 when
+// missing), apply changes it; the store validates the whole record.
+func patchResponse[P, R any](s *Server, r *http.Request, op string, update func(fn func(*P) error) (*P, error),
+	entry func(*P) *R, apply func(*R, patchOp) error) (*R, error) {
+	var out *R
+	_, err := patchRecord(s, r, op, update, func(p *P, ops []patchOp) error {
+		if out = entry(p); out == nil {
+			return plans.NotFound(msgNoResponse)
+		}
+		return each(apply)(out, ops)
+	})
+	return out, err
 }
 
 // updateMethodResponse: PATCH .../methods/{m}/responses/{code} → 200.
@@ -235,15 +259,9 @@ func (s *Server) updateMethodResponse(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	var out *plans.MethodResponse
-	_, err = patchRecord(s, r, "UpdateMethodResponse", func(fn func(*plans.Method) error) (*plans.Method, error) {
+	out, err := patchResponse(s, r, "UpdateMethodResponse", func(fn func(*plans.Method) error) (*plans.Method, error) {
 		return s.store.UpdateMethod(r.Context(), t.api, t.resource, t.method, fn)
-	}, func(m *plans.Method, ops []patchOp) error {
-		if out = m.MethodResponses[code]; out == nil {
-			return plans.NotFound(msgNoResponse)
-		}
-		return each(patchMethodResponse)(out, ops)
-	})
+	}, func(m *plans.Method) *plans.MethodResponse { return m.MethodResponses[code] }, patchMethodResponse)
 	if err != nil {
 		return err
 	}
@@ -257,15 +275,9 @@ func (s *Server) updateIntegrationResponse(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	var out *plans.IntegrationResponse
-	_, err = patchRecord(s, r, "UpdateIntegrationResponse", func(fn func(*plans.Integration) error) (*plans.Integration, error) {
+	out, err := patchResponse(s, r, "UpdateIntegrationResponse", func(fn func(*plans.Integration) error) (*plans.Integration, error) {
 		return s.store.UpdateIntegration(r.Context(), t.api, t.resource, t.method, fn)
-	}, func(in *plans.Integration, ops []patchOp) error {
-		if out = in.IntegrationResponses[code]; out == nil {
-			return plans.NotFound(msgNoResponse)
-		}
-		return each(patchIntegrationResponse)(out, ops)
-	})
+	}, func(in *plans.Integration) *plans.IntegrationResponse { return in.IntegrationResponses[code] }, patchIntegrationResponse)
 	if err != nil {
 		return err
 	}
