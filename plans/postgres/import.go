@@ -21,13 +21,7 @@ func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*pla
 		return nil, err
 	}
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
-		api.ID, api.CreatedDate = plans.NewID(plans.LongIDLen), epoch(now)
-		if _, err := tx.Exec(ctx, `INSERT INTO rest_apis (`+apiCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			api.ID, api.Name, api.Description, api.ApiKeySource, emptyIfNil(api.Tags), now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path)
-			VALUES ($1, $2, NULL, '', '/')`, api.ID, plans.NewID(plans.LongIDLen)); err != nil {
+		if err := insertAPI(ctx, tx, now, api); err != nil {
 			return err
 		}
 		if err := storeDefinition(ctx, tx, api.ID, def, plans.PutModeOverwrite); err != nil {

@@ -53,17 +53,24 @@ func (db *DB) CreateRestApi(ctx context.Context, api *plans.RestApi) error {
 		return err
 	}
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
-		api.ID, api.CreatedDate = plans.NewID(plans.LongIDLen), epoch(now)
-		if _, err := tx.Exec(ctx, `INSERT INTO rest_apis (`+apiCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
-			api.ID, api.Name, api.Description, api.ApiKeySource, emptyIfNil(api.Tags), now); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path)
-			VALUES ($1, $2, NULL, '', '/')`, api.ID, plans.NewID(plans.LongIDLen)); err != nil {
+		if err := insertAPI(ctx, tx, now, api); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{snapshot: true})
 	})
+}
+
+// insertAPI fills api's ID and CreatedDate and inserts it with its root
+// resource.
+func insertAPI(ctx context.Context, tx pgx.Tx, now time.Time, api *plans.RestApi) error {
+	api.ID, api.CreatedDate = plans.NewID(plans.LongIDLen), epoch(now)
+	if _, err := tx.Exec(ctx, `INSERT INTO rest_apis (`+apiCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		api.ID, api.Name, api.Description, api.ApiKeySource, emptyIfNil(api.Tags), now); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path)
+		VALUES ($1, $2, NULL, '', '/')`, api.ID, plans.NewID(plans.LongIDLen))
+	return err
 }
 
 // GetRestApi returns the API with the given id. Errors: KindNotFound
