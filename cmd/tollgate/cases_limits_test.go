@@ -15,10 +15,23 @@ import (
 
 // TestCaseBC01ExactlyN: a limit of N admits exactly N, through both nodes,
 // at every level that can refuse (plan bucket, plan-method bucket, stage
-// bucket, quota of every period), and each 200 reaches the upstream once.
+// bucket, quota of every period), and each 200 reaches the upstream once;
+// with one Redis primary and with every node on the Redis Cluster
+// (TOLLGATE_REDIS_URL=redis-cluster://...).
 func TestCaseBC01ExactlyN(t *testing.T) {
 	t.Parallel()
-	s := mustStack(t)
+	for _, redis := range []struct {
+		name    string
+		cluster bool
+	}{{"primary", false}, {"cluster", true}} {
+		t.Run(redis.name, func(t *testing.T) {
+			t.Parallel()
+			caseBC01(t, mustStackWith(t, stackOptions{cluster: redis.cluster}))
+		})
+	}
+}
+
+func caseBC01(t *testing.T, s *stack) {
 	api := s.mustCaseAPI(t)
 	plan5 := func(n int, limit string) []seq { // n admitted, counting down from n-1
 		var out []seq

@@ -27,6 +27,7 @@ import (
 // mustStack's (shared test Redis, fresh database, failure mode open).
 type stackOptions struct {
 	redisURL       string        // "" = the shared test Redis
+	cluster        bool          // the test Redis Cluster (TOLLGATE_TEST_REDIS_CLUSTER_URL) instead
 	databaseURL    string        // "" = a fresh database (postgrestest.MustURL)
 	failureMode    string        // "" = "open"
 	redisTimeout   time.Duration // 0 = 5s: a loaded test machine never fails open by accident
@@ -40,6 +41,11 @@ type stackOptions struct {
 // and one Redis key prefix, plus the echo upstream; all closed at cleanup.
 func mustStackWith(t *testing.T, o stackOptions) *stack {
 	t.Helper()
+	if o.cluster {
+		_, prefix := redistest.MustCluster(t) // cleanup as MustClient's
+		o.redisURL = redistest.ClusterURL()
+		return startStack(t, o, prefix)
+	}
 	if o.redisURL == "" {
 		// MustClient's cleanup deletes the prefix; registered before the
 		// nodes start, it runs after they close.
