@@ -101,7 +101,7 @@ func newNode(ctx context.Context, url, prefix string, snap *plans.Snapshot) (*no
 	if err := n.eng.Load(ctx); err != nil {
 		return nil, err
 	}
-	n.reader = push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	n.reader = push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Logger: slog.New(slog.DiscardHandler), LookupTimeout: 5 * time.Second})
 	gw := gateway.New(gateway.Options{Keys: n.reader, Engine: n.eng, Logger: slog.New(slog.DiscardHandler)})
 	if err := gw.SetSnapshot(snap); err != nil {
 		return nil, err
@@ -112,6 +112,7 @@ func newNode(ctx context.Context, url, prefix string, snap *plans.Snapshot) (*no
 
 func (n *node) close() {
 	n.srv.Close()
+	_ = n.eng.Close()
 	_ = n.rdb.Close()
 }
 

@@ -82,16 +82,13 @@ func (s *server) close(prefix string) {
 	ctx := context.Background()
 	for _, m := range s.masters {
 		iter := m.Scan(ctx, 0, prefix+"*", 5000).Iterator()
-		var batch []string
+		pipe := m.Pipeline() // one UNLINK per key: a multi-key UNLINK would cross slots
 		for iter.Next(ctx) {
-			if batch = append(batch, iter.Val()); len(batch) == 5000 {
-				m.Unlink(ctx, batch...)
-				batch = batch[:0]
+			if pipe.Unlink(ctx, iter.Val()); pipe.Len() == 5000 {
+				_, _ = pipe.Exec(ctx)
 			}
 		}
-		if len(batch) > 0 {
-			m.Unlink(ctx, batch...)
-		}
+		_, _ = pipe.Exec(ctx)
 		_ = m.Close()
 	}
 	_ = s.rdb.Close()

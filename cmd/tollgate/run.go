@@ -341,6 +341,9 @@ func (m *Main) Close() error {
 		if m.db != nil {
 			m.db.Close()
 		}
+		if m.engine != nil {
+			_ = m.engine.Close() // give-backs in flight land before the client closes
+		}
 		if m.rdb != nil {
 			_ = m.rdb.Close()
 		}

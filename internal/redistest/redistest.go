@@ -62,20 +62,19 @@ func MustPrefix(tb testing.TB) string {
 	return "t" + hex.EncodeToString(b[:])
 }
 
-// DeletePrefix deletes every key that starts with prefix + ":".
+// DeletePrefix deletes every key that starts with prefix + ":", one
+// UNLINK per key in pipelines (on a Redis Cluster node a multi-key UNLINK
+// would cross slots).
 func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 	iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-	var batch []string
+	pipe := c.Pipeline()
 	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 500 {
-			c.Unlink(ctx, batch...)
-			batch = batch[:0]
+		pipe.Unlink(ctx, iter.Val())
+		if pipe.Len() == 500 {
+			_, _ = pipe.Exec(ctx)
 		}
 	}
-	if len(batch) > 0 {
-		c.Unlink(ctx, batch...)
-	}
+	_, _ = pipe.Exec(ctx)
 }
 
 // MustServer starts a redis-server of the test's own on a free loopback
