@@ -117,11 +117,6 @@ func unsupported(_ http.ResponseWriter, r *http.Request) error {
 	return plans.Invalid("operation", "operation %s %s is not supported by tollgate", r.Method, path)
 }
 
-// unsupportedOp returns the 400 for a named operation outside the subset.
-func unsupportedOp(name string) error {
-	return plans.Invalid("operation", "operation %s is not supported by tollgate", name)
-}
-
 // badJSON turns a JSON decoding error into a 400 naming the field.
 func badJSON(err error) error {
 	var typeErr *json.UnmarshalTypeError
