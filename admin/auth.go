@@ -46,8 +46,13 @@ type authenticator struct {
 
 // Failed-authentication limits per client address: a token bucket of
 // failureBurst attempts refilled at failureRate per second, for about
-// maxFailureStates addresses. Addresses whose bucket is empty get 429
-// without their credentials being checked.
+// maxFailureStates addresses. Only failures are throttled: credentials are
+// always checked, valid ones always pass, and a failure from an address
+// whose bucket is empty is answered 429 instead of 403. What stops guessing
+// is the credentials' strength (a bearer token of at least 32 characters,
+// a SigV4 secret); the limit bounds what failures cost and makes a
+// guesser visible, and nobody sharing the operator's address can lock the
+// operator out.
 const (
 	failureRate      = 1.0
 	failureBurst     = 20
@@ -61,35 +66,41 @@ func newAuthenticator(c Credentials, now func() time.Time, trusted []netip.Prefi
 
 // authenticate refuses requests to non-public paths without valid
 // credentials: 403 with the refusal's type, or 429 TooManyRequestsException
-// once the client address has used up its failed attempts.
+// (with Retry-After) when the client address has used up its failed
+// attempts. Valid credentials pass whatever the address's count.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.auth.insecure || publicPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		addr := clientaddr.Client(r, clientaddr.Peer(r), s.auth.trusted)
-		if blocked, wait := s.auth.failures.Blocked(addr); blocked {
-			w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
-			writeAWSError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Too many failed authentication attempts")
-			return
-		}
 		err := s.auth.verify(r)
 		var ae *authError
 		switch {
+		case err == nil:
+			next.ServeHTTP(w, r)
 		case errors.As(err, &ae):
-			s.auth.failures.Fail(addr)
-			if s.log.Enabled(r.Context(), slog.LevelDebug) {
-				s.log.Debug("admin: authentication refused", "addr", addr, "type", ae.Type, "reason", ae.Message)
-			}
-			writeAWSError(w, http.StatusForbidden, ae.Type, ae.Message)
-			return
-		case err != nil:
+			s.refuseAuth(w, r, ae)
+		default:
 			s.writeError(w, r, err) // body too large or unreadable: not a failed attempt
-			return
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseAuth answers a failed authentication: 429 when the client address
+// is over its failed attempts, else 403 with the refusal's type, counted.
+func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, ae *authError) {
+	addr := clientaddr.Client(r, clientaddr.Peer(r), s.auth.trusted)
+	if blocked, wait := s.auth.failures.Blocked(addr); blocked {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
+		writeAWSError(w, http.StatusTooManyRequests, "TooManyRequestsException", "Too many failed authentication attempts")
+		return
+	}
+	s.auth.failures.Fail(addr)
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.Debug("admin: authentication refused", "addr", addr, "type", ae.Type, "reason", ae.Message)
+	}
+	writeAWSError(w, http.StatusForbidden, ae.Type, ae.Message)
 }
 
 // verify accepts a bearer token or a SigV4 signature.

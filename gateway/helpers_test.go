@@ -118,6 +118,7 @@ func addPlan(snap *plans.Snapshot, p plans.UsagePlan) {
 type fakeKeys struct {
 	mu      sync.Mutex
 	records map[string]*plans.KeyRecord // by hash
+	cached  map[string]bool             // hashes a Lookup found
 	err     error
 	lookups atomic.Int64
 }
@@ -137,7 +138,24 @@ func (f *fakeKeys) Lookup(_ context.Context, hash string) (*plans.KeyRecord, err
 	if f.err != nil {
 		return nil, f.err
 	}
-	return f.records[hash], nil
+	if rec := f.records[hash]; rec != nil {
+		if f.cached == nil {
+			f.cached = map[string]bool{}
+		}
+		f.cached[hash] = true // as push.Reader caches what it found
+		return rec, nil
+	}
+	return nil, nil
+}
+
+// Cached returns a record an earlier Lookup found.
+func (f *fakeKeys) Cached(hash string) (*plans.KeyRecord, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.cached[hash] {
+		return nil, false
+	}
+	return f.records[hash], true
 }
 
 // countingEngine counts the decisions asked of the engine it wraps (Decide

@@ -43,16 +43,25 @@ const levelKeyAttempts = "key_attempts"
 // that covers this stage on ex and returns true, or writes the refusal
 // (403, 429 after too many failed attempts from this client, 503 when the
 // key cannot be verified) and returns false. A refusal charges nothing.
+//
+// A client address that has used up its failed attempts is served only a
+// valid key this node holds in memory (KeyLookup.Cached: no Redis round
+// trip, so the limit still spares Redis); anything else from it is 429.
+// Partners behind one address with an attacker are not locked out.
 func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) bool {
 	st := ex.m.stage
-	if blocked, wait := s.attempts.Blocked(ex.client); blocked {
+	value, reason := apiKeyValue(r.Header)
+	blocked, wait := s.attempts.Blocked(ex.client)
+	if blocked {
+		if reason == "" && s.admitCached(ex, plans.HashKey(value, s.pepper)) {
+			return true
+		}
 		ex.errType, ex.reason = ErrorTypeThrottled, levelKeyAttempts
 		s.metrics.Throttled.WithLabelValues(st.apiID, st.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
 		writeError(w, errThrottled)
 		return false
 	}
-	value, reason := apiKeyValue(r.Header)
 	if reason != "" {
 		s.refuseKey(w, ex, reason)
 		return false
@@ -82,6 +91,22 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		return false
 	}
 	ex.rec, ex.sp, ex.planID = rec, sp, sp.id
+	return true
+}
+
+// admitCached sets ex's key and plan from the node's cached record of hash
+// and reports true when that record is enabled and has a plan for this
+// stage.
+func (s *Server) admitCached(ex *exchange, hash string) bool {
+	rec, ok := s.lookup.Cached(hash)
+	if !ok || rec == nil || !rec.Enabled {
+		return false
+	}
+	sp := planFor(rec, ex.m.stage)
+	if sp == nil {
+		return false
+	}
+	ex.rec, ex.sp, ex.keyID, ex.planID = rec, sp, rec.KeyID, sp.id
 	return true
 }
 

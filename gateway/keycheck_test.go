@@ -185,26 +185,39 @@ func TestFailedKeyAttemptsLimited(t *testing.T) {
 	t.Parallel()
 	tg := mustGateway(t, keyedSnapshot(), nil)
 	addTestKeys(tg.keys)
+	otherKey := "OtherGoodKey0123456789abcd"
+	tg.keys.add(otherKey, &plans.KeyRecord{KeyID: "key0000004", Enabled: true, PlanIDs: []string{"plan01"}})
 	frozen := time.Now()
 	tg.attempts = newAttempts(func() time.Time { return frozen }) // no refill during the test
+	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
+		t.Fatalf("good key before the failures: got %d, want 200", got.status)
+	}
 	for i := range int(FailedKeyBurst) {
 		if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", unknownKey); got.status != 403 {
 			t.Fatalf("attempt %d: status got %d, want 403", i+1, got.status)
 		}
 	}
 	lookups := tg.keys.lookups.Load()
-	for _, key := range []string{unknownKey, goodKey} {
+	// A key this node does not hold in memory is not looked up from a
+	// blocked address, valid or not.
+	for _, key := range []string{unknownKey, otherKey, disabledKey} {
 		got := tg.do(t, "GET", "/prod/keyed", "x-api-key", key)
 		wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException")
 		if got.header.Get("Retry-After") != "1" {
 			t.Errorf("Retry-After: got %q, want 1", got.header.Get("Retry-After"))
 		}
 	}
+	// A key the node already holds (used before) still works: a blocked
+	// address shared with an attacker does not lock out partners (tryout
+	// finding, as on the admin). It costs no lookup either.
+	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
+		t.Errorf("known good key from a blocked address: got %d, want 200", got.status)
+	}
 	if n := tg.keys.lookups.Load(); n != lookups {
 		t.Errorf("lookups after the limit: got %d more, want 0", n-lookups)
 	}
-	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, levelKeyAttempts)); n != 2 {
-		t.Errorf("tollgate_throttled_total{level=key_attempts}: got %v, want 2", n)
+	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, levelKeyAttempts)); n != 3 {
+		t.Errorf("tollgate_throttled_total{level=key_attempts}: got %v, want 3", n)
 	}
 	if got := tg.do(t, "GET", "/prod/open"); got.status != 200 {
 		t.Errorf("unkeyed method from the same client: got %d, want 200", got.status)

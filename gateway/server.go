@@ -46,6 +46,10 @@ const (
 // the gateway then answers 503, never 403. push.Reader implements it.
 type KeyLookup interface {
 	Lookup(ctx context.Context, hash string) (*plans.KeyRecord, error)
+	// Cached returns the record of hash when this node holds it in memory
+	// (no Redis round trip), and false otherwise. A client address that
+	// has used up its failed key attempts is served only keys found here.
+	Cached(hash string) (*plans.KeyRecord, bool)
 }
 
 // Options configures a Server. Keys and Engine are required; every other

@@ -64,6 +64,14 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 	}
 }
 
+// Cached returns the record of the key whose hash is hash when this node
+// holds it in its local cache, without any Redis round trip; false when it
+// does not (unknown, never looked up, or dropped by a change). The record
+// is shared: callers must not modify it.
+func (r *Reader) Cached(hash string) (*plans.KeyRecord, bool) {
+	return r.pos.get(hash)
+}
+
 // fetch reads one key record from Redis and caches the answer.
 func (r *Reader) fetch(ctx context.Context, hash string) (*plans.KeyRecord, error) {
 	e0 := r.epoch.Load()
