@@ -190,10 +190,17 @@ func publicPath(path string) bool {
 	return strings.HasPrefix(path, "/console/")
 }
 
-// readyz answers 200 when Options.Ready succeeds, else 503 naming the cause.
+// readyTimeout bounds one /readyz check: a dependency that does not answer
+// within it is not ready.
+const readyTimeout = 2 * time.Second
+
+// readyz answers 200 when Options.Ready succeeds within readyTimeout, else
+// 503 naming the cause.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.ready != nil {
-		if err := s.ready(r.Context()); err != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"message": "not ready: " + err.Error()})
 			return

@@ -31,6 +31,7 @@ type stackOptions struct {
 	databaseURL    string        // "" = a fresh database (postgrestest.MustURL)
 	failureMode    string        // "" = "open"
 	redisTimeout   time.Duration // 0 = 5s: a loaded test machine never fails open by accident
+	dbTimeout      time.Duration // TOLLGATE_DATABASE_TIMEOUT; 0 = the default
 	trustedProxies []string      // TOLLGATE_TRUSTED_PROXIES of the gateways
 	logs           *logBuffer    // when set, every node logs into it
 	allInOne       bool          // one node of role "all" is the admin and both gateways
@@ -76,7 +77,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		DatabaseURL: o.databaseURL, RedisURL: o.redisURL, RedisPrefix: prefix,
 		RedisTimeout: o.redisTimeout, AdminAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
-		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies,
+		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
 		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken},
 	}

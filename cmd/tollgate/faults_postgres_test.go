@@ -71,6 +71,62 @@ func TestFaultPostgresDown(t *testing.T) {
 	s.expectSeq(t, api.id, known, []seq{{200, "5", "10"}})
 }
 
+// TestFaultPostgresStalled: PostgreSQL accepts connections but never
+// answers (a stopped process behind a proxy). The admin answers reads and
+// writes 503 with Retry-After within its database timeout, and /readyz
+// 503 within its own deadline (tryout finding: no answer for 170 s); the
+// gateways keep serving; when the database answers again the admin
+// recovers by itself.
+func TestFaultPostgresStalled(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(postgrestest.MustURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := mustTCPProxy(t, u.Host)
+	u.Host = proxy.addr()
+	s := mustStackWith(t, stackOptions{databaseURL: u.String(), dbTimeout: time.Second})
+	api := s.mustCaseAPI(t)
+	p := s.mustPlan(t, api.id, planSpec{Quota: quota(100, types.QuotaPeriodTypeDay, 0)})
+	_, known := s.mustKey(t, p)
+	s.sync(t)
+
+	proxy.stall()
+	ctx := context.Background()
+	// Bound: the 1 s database timeout, pgx's 1 s to give up on a query it
+	// has cancelled, and slack for a loaded machine.
+	const bound = 10 * time.Second
+	for name, call := range map[string]func() error{
+		"GetUsagePlans": func() error { _, err := s.sdk.GetUsagePlans(ctx, &apigateway.GetUsagePlansInput{}); return err },
+		"CreateApiKey": func() error {
+			_, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("while-stalled"), Enabled: true})
+			return err
+		},
+	} {
+		start := time.Now()
+		err := call()
+		checkUnavailable(t, name, err)
+		if took := time.Since(start); took > bound {
+			t.Errorf("%s with PostgreSQL stalled: answered after %v, want within %v", name, took, bound)
+		}
+	}
+	start := time.Now()
+	if code := s.adminStatus(t, "/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("admin /readyz with PostgreSQL stalled: got %d, want 503", code)
+	}
+	if took := time.Since(start); took > bound {
+		t.Errorf("admin /readyz with PostgreSQL stalled: answered after %v, want within %v", took, bound)
+	}
+	s.expectSeq(t, api.id, known, []seq{{200, "99", "100"}})
+
+	proxy.restore()
+	waitFor(t, "admin /readyz 200 after PostgreSQL answers again", 20*time.Second, func() bool {
+		return s.adminStatus(t, "/readyz") == http.StatusOK
+	})
+	_, err = s.sdk.GetUsagePlans(ctx, &apigateway.GetUsagePlansInput{})
+	must(t, "GetUsagePlans after the stall", err)
+}
+
 // checkUnavailable fails unless err is the admin's 503
 // ServiceUnavailableException with a message.
 func checkUnavailable(t *testing.T, op string, err error) {

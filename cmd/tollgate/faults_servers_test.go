@@ -98,13 +98,17 @@ func freePort(t *testing.T) int {
 
 // tcpProxy forwards connections from its own address to target until cut:
 // then it resets every open connection and refuses new ones (as a dead
-// server would), until restore.
+// server would), until restore. stall makes it a server that accepts
+// connections but never answers (a stopped process behind a proxy): new
+// connections are held open unanswered and nothing more is relayed on
+// open ones, until restore.
 type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]struct{}
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	down    bool
+	stalled chan struct{} // closed by restore; nil while relaying
+	conns   map[net.Conn]struct{}
 }
 
 // mustTCPProxy starts a proxy to target; it is closed at cleanup.
@@ -115,7 +119,7 @@ func mustTCPProxy(t *testing.T, target string) *tcpProxy {
 		t.Fatal(err)
 	}
 	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	t.Cleanup(func() { _ = ln.Close(); p.restore(); p.cut() })
 	go p.serve()
 	return p
 }
@@ -139,17 +143,45 @@ func (p *tcpProxy) forward(c net.Conn) {
 		_ = c.Close()
 		return
 	}
+	p.conns[c] = struct{}{}
+	if wait := p.stalled; wait != nil { // hold the new connection unanswered
+		p.mu.Unlock()
+		<-wait
+		p.mu.Lock()
+	}
 	up, err := net.Dial("tcp", p.target)
-	if err != nil {
+	if err != nil || p.down {
 		p.mu.Unlock()
 		_ = c.Close()
 		return
 	}
-	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	p.conns[up] = struct{}{}
 	p.mu.Unlock()
-	go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
-	_, _ = io.Copy(c, up)
+	go func() { p.relay(up, c); _ = up.Close() }()
+	p.relay(c, up)
 	_ = c.Close()
+}
+
+// relay copies src to dst, holding each chunk while the proxy is stalled.
+func (p *tcpProxy) relay(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		wait := p.stalled
+		p.mu.Unlock()
+		if wait != nil {
+			<-wait
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // cut closes every forwarded connection and refuses new ones.
@@ -163,11 +195,25 @@ func (p *tcpProxy) cut() {
 	clear(p.conns)
 }
 
-// restore forwards new connections again.
+// stall stops relaying: open connections go silent, new ones are accepted
+// and never answered.
+func (p *tcpProxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled == nil {
+		p.stalled = make(chan struct{})
+	}
+}
+
+// restore forwards new connections again and ends a stall.
 func (p *tcpProxy) restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = false
+	if p.stalled != nil {
+		close(p.stalled)
+		p.stalled = nil
+	}
 }
 
 // counterValue returns the sum of the counter named name in m's registry.

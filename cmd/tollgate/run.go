@@ -140,7 +140,8 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		}
 	}
 	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
-		AccountDefault: plans.Throttle{RateLimit: cfg.AccountRateLimit, BurstLimit: cfg.AccountBurstLimit},
+		AccountDefault:   plans.Throttle{RateLimit: cfg.AccountRateLimit, BurstLimit: cfg.AccountBurstLimit},
+		StatementTimeout: cfg.DatabaseTimeout,
 	})
 	if err != nil {
 		return err

@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,12 +24,30 @@ type Options struct {
 	// plans.DefaultAccountThrottle (10000 requests/s, burst 5000). Once
 	// set, the stored value (changed by UpdateAccount) is authoritative.
 	AccountDefault plans.Throttle
+	// ConnectTimeout bounds opening one connection (TCP, TLS, startup and
+	// authentication); 0 means DefaultConnectTimeout. A connect_timeout in
+	// the URL wins.
+	ConnectTimeout time.Duration
+	// StatementTimeout bounds one store operation (one transaction): its
+	// context gets this deadline unless it has an earlier one, and the
+	// server's statement_timeout is set to it (unless the URL sets one).
+	// A server that accepts connections but never answers then costs a
+	// caller at most this long, and a KindUnavailable error. 0 means
+	// DefaultStatementTimeout; AllKeyRecords, a bulk read, is exempt.
+	StatementTimeout time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 10 * time.Second
+)
 
 // DB is the PostgreSQL store. It is safe for concurrent use.
 type DB struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	timeout time.Duration // Options.StatementTimeout
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value
@@ -40,11 +60,13 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
+	timeout := cmp.Or(opts.StatementTimeout, DefaultStatementTimeout)
+	applyTimeouts(cfg, cmp.Or(opts.ConnectTimeout, DefaultConnectTimeout), timeout)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", translate(err))
 	}
-	db := &DB{pool: pool, now: opts.Now}
+	db := &DB{pool: pool, now: opts.Now, timeout: timeout}
 	if db.now == nil {
 		db.now = time.Now
 	}
@@ -67,24 +89,67 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 // use to be returned.
 func (db *DB) Close() { db.pool.Close() }
 
-// Ping checks that the database answers. Errors: KindUnavailable.
+// applyTimeouts sets the connect timeout and the server's statement
+// timeout on cfg where its URL did not.
+func applyTimeouts(cfg *pgxpool.Config, connect, statement time.Duration) {
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connect
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(statement.Milliseconds(), 10)
+	}
+}
+
+// Ping checks that the database answers, within the statement timeout.
+// Errors: KindUnavailable.
 func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	return translate(db.pool.Ping(ctx))
+}
+
+// bound gives ctx the statement timeout unless it has an earlier deadline.
+func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= db.timeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, db.timeout)
 }
 
 // txFunc is the body of one transaction; now is the transaction's clock
 // reading (UTC, microsecond precision, as PostgreSQL stores it).
 type txFunc func(ctx context.Context, tx pgx.Tx, now time.Time) error
 
-// write runs fn in a READ COMMITTED read-write transaction.
+// write runs fn in a READ COMMITTED read-write transaction, within the
+// statement timeout.
 func (db *DB) write(ctx context.Context, fn txFunc) error {
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
 	return db.inTx(ctx, pgx.TxOptions{}, fn)
 }
 
-// read runs fn in a REPEATABLE READ read-only transaction, so every query
-// of fn sees the same committed state.
+// readOnly are the options of read transactions: REPEATABLE READ, so every
+// query of one sees the same committed state.
+var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// read runs fn in a read-only transaction (readOnly), within the statement
+// timeout.
 func (db *DB) read(ctx context.Context, fn txFunc) error {
-	return db.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	ctx, cancel := db.bound(ctx)
+	defer cancel()
+	return db.inTx(ctx, readOnly, fn)
+}
+
+// readBulk runs fn in a read-only transaction without the statement
+// timeout, on the client or the server: a bulk read (every key record) is
+// bounded by its caller's context.
+func (db *DB) readBulk(ctx context.Context, fn txFunc) error {
+	return db.inTx(ctx, readOnly, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return err
+		}
+		return fn(ctx, tx, now)
+	})
 }
 
 // maxAttempts bounds the retries of a transaction that failed with a

@@ -122,10 +122,11 @@ func (db *DB) KeyRecords(ctx context.Context, hashes []string) (map[string]*plan
 
 // AllKeyRecords calls fn with the hash and record of every API key, in
 // hash order, all at one consistent config version, streaming rows rather
-// than loading them all. It stops at fn's first error and returns it.
-// Errors: KindUnavailable, or fn's error.
+// than loading them all. It stops at fn's first error and returns it. It
+// is exempt from Options.StatementTimeout (millions of keys take longer):
+// ctx bounds it. Errors: KindUnavailable, or fn's error.
 func (db *DB) AllKeyRecords(ctx context.Context, fn func(hash string, rec *plans.KeyRecord) error) error {
-	return db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+	return db.readBulk(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
 		v, err := currentVersion(ctx, tx)
 		if err != nil {
 			return err
