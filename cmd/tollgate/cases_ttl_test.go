@@ -85,9 +85,14 @@ func (s *stack) checkTTLs(t *testing.T, limits map[string]time.Duration) map[str
 	ctx := context.Background()
 	prefix := s.admin.Config.RedisPrefix + ":"
 	counts := map[string]int{}
+	seen := map[string]bool{} // SCAN may return a key twice while Redis rehashes
 	iter := s.admin.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		name := iter.Val()
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		ttl, err := s.admin.rdb.PTTL(ctx, name).Result()
 		if err != nil {
 			t.Fatalf("PTTL %s: %v", name, err)
