@@ -14,7 +14,8 @@ import (
 )
 
 // fuzzRoutes are the admin routes whose request bodies FuzzRequestBodies
-// feeds; {api}, {res}, {plan} and {key} are filled with existing ids.
+// feeds; {api}, {res}, {plan}, {key} and {rule} are filled with existing
+// ids.
 var fuzzRoutes = []struct{ method, path string }{
 	{"POST", "/restapis"},
 	{"PATCH", "/restapis/{api}"},
@@ -36,6 +37,8 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"PATCH", "/apikeys/{key}"},
 	{"POST", "/apikeys?mode=import&format=csv"},
 	{"PATCH", "/account"},
+	{"POST", "/restapis/{api}/stages/prod/ratelimitrules"},
+	{"PATCH", "/restapis/{api}/stages/prod/ratelimitrules/{rule}"},
 }
 
 // FuzzRequestBodies sends arbitrary bodies to every writing admin route,
@@ -57,6 +60,9 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"name":"k","value":"short"}`, "Key,Name\nabc,def\n", "\x00\xff",
 		`{"selectionPattern":"(","responseParameters":{"method.response.header.X":"'a'"}}`,
 		`{"statusCode":"999","responseParameters":{"gatewayresponse.header.A":"'*'"},"responseTemplates":{"application/json":"{}"}}`,
+		`{"name":"r","keyBy":["ip","header:X"],"algorithm":"LEAKY_BUCKET","rateLimit":1,"burstLimit":2,"maxDelayMillis":100}`,
+		`{"patchOperations":[{"op":"replace","path":"/algorithm","value":"SLIDING_WINDOW"},{"op":"add","path":"/windowSeconds","value":"9"}]}`,
+		`{"patchOperations":[{"op":"replace","path":"/keyBy","value":"query:a,,header:"}]}`,
 	} {
 		for i := range fuzzRoutes {
 			f.Add(uint8(i), seed)
@@ -65,7 +71,7 @@ func FuzzRequestBodies(f *testing.F) {
 	h, ids := fuzzAdmin(f)
 	f.Fuzz(func(t *testing.T, route uint8, body string) {
 		r := fuzzRoutes[int(route)%len(fuzzRoutes)]
-		path := strings.NewReplacer("{api}", ids["api"], "{res}", ids["res"], "{plan}", ids["plan"], "{key}", ids["key"]).Replace(r.path)
+		path := strings.NewReplacer("{api}", ids["api"], "{res}", ids["res"], "{plan}", ids["plan"], "{key}", ids["key"], "{rule}", ids["rule"]).Replace(r.path)
 		status, out := serve(h, r.method, path, body)
 		if status >= 500 {
 			t.Fatalf("%s %s with body %q: got %d %s, want < 500", r.method, path, body, status, out)
@@ -111,6 +117,7 @@ func fuzzAdmin(f *testing.F) (http.Handler, map[string]string) {
 	create("plan", "POST", "/usageplans", `{"name":"p","quota":{"limit":5,"period":"DAY"},"apiStages":[{"apiId":"`+ids["api"]+`","stage":"prod"}]}`, "id")
 	create("key", "POST", "/apikeys", `{"name":"k","enabled":true}`, "id")
 	create("", "POST", "/usageplans/"+ids["plan"]+"/keys", `{"keyId":"`+ids["key"]+`","keyType":"API_KEY"}`, "")
+	create("rule", "POST", "/restapis/"+ids["api"]+"/stages/prod/ratelimitrules", `{"name":"r","algorithm":"CONCURRENCY","limit":2}`, "id")
 	return h, ids
 }
 

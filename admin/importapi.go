@@ -94,6 +94,9 @@ func (s *Server) putRestApi(w http.ResponseWriter, r *http.Request) error {
 // getExport: GET /restapis/{id}/stages/{name}/exports/{oas30|swagger}
 // [?extensions=apigateway] → 200 the deployment the stage serves as an
 // OpenAPI document, YAML when Accept asks for application/yaml, else JSON.
+// With the extensions, the stage's rate-limit rules are written too
+// (plans.RulesExtension; an empty list when it has none, so that an
+// overwrite import of the document leaves the stage without rules).
 func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 	opts, err := exportOptions(r)
 	if err != nil {
@@ -115,8 +118,14 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 	opts.Stage, opts.Version = st.StageName, d.CreatedDate.Time.UTC().Format(time.RFC3339)
 	rs := slices.Clone(d.Resources)
 	slices.SortFunc(rs, func(a, b plans.Resource) int { return strings.Compare(a.Path, b.Path) })
-	doc, err := openapi.Export(&plans.ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource,
-		Resources: rs, GatewayResponses: d.GatewayResponses}, opts)
+	def := &plans.ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource,
+		Resources: rs, GatewayResponses: d.GatewayResponses}
+	if opts.Extensions {
+		if def.RateLimitRules, err = s.stageRules(r.Context(), apiID, st.StageName); err != nil {
+			return err
+		}
+	}
+	doc, err := openapi.Export(def, opts)
 	if err != nil {
 		return err
 	}
@@ -128,6 +137,20 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(doc)
 	return nil
+}
+
+// stageRules returns the rate-limit rules of one stage, by its name
+// (empty for a stage without rules), as Export writes them.
+func (s *Server) stageRules(ctx context.Context, apiID, stage string) (map[string][]plans.RateLimitRule, error) {
+	all, err := s.store.RateLimitRules(ctx, apiID)
+	if err != nil {
+		return nil, err
+	}
+	rules := all[stage]
+	if rules == nil {
+		rules = []plans.RateLimitRule{}
+	}
+	return map[string][]plans.RateLimitRule{stage: rules}, nil
 }
 
 // exportOptions reads the export type (oas30 or swagger), extensions

@@ -173,6 +173,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.resourceRoutes(r)
 	s.deploymentRoutes(r)
 	s.stageRoutes(r)
+	s.ruleRoutes(r)
 	s.usagePlanRoutes(r)
 	s.apiKeyRoutes(r)
 	s.accountRoutes(r)

@@ -99,4 +99,6 @@ type Store interface {
 
 	GetAccount(ctx context.Context) (*plans.Account, error)
 	UpdateAccount(ctx context.Context, fn func(*plans.Account) error) (*plans.Account, error)
+
+	RuleStore
 }

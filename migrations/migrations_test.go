@@ -92,7 +92,8 @@ func TestUpDownUp(t *testing.T) {
 	wantVersion(t, u, 0)
 	schema := []string{"rest_apis", "resources", "methods", "integrations", "deployments", "stages",
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
-		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses"}
+		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses",
+		"rate_limit_rules"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)
@@ -118,7 +119,7 @@ func TestUpDownUp(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(3); got != want { // 000003_usage_ledger
+	if got, want := migrations.Latest(), uint(4); got != want { // 000004_rate_limit_rules
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -19,7 +19,11 @@
 //     cacheKeyParameters, cacheNamespace, timeoutInMillis, connectionType and
 //     responses;
 //   - x-amazon-apigateway-api-key-source and
-//     x-amazon-apigateway-gateway-responses.
+//     x-amazon-apigateway-gateway-responses;
+//   - x-tollgate-rate-limit-rules, tollgate's own: the API's rate-limit
+//     rules by stage name, each in the admin API's JSON shape
+//     (docs/rules.md). Export writes it, with the exported stage's rules,
+//     when it writes the API Gateway extensions.
 //
 // Every other x-amazon-apigateway-* extension, integration field or
 // integration type, and a gateway response type tollgate does not produce,

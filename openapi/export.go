@@ -73,6 +73,9 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 		if gr := exportGatewayResponses(def.GatewayResponses); gr != nil {
 			doc.Extensions[extGatewayResponses] = gr
 		}
+		if def.RateLimitRules != nil {
+			doc.Extensions[extRules] = exportRules(def.RateLimitRules)
+		}
 	}
 	return doc
 }

@@ -19,6 +19,7 @@ func FuzzImport(f *testing.F) {
 		`{"swagger":"2.0","info":{"title":"t","version":"1"},"paths":{"/a":{"x-amazon-apigateway-any-method":{"responses":{"200":{"description":"x"}}}}}}`,
 		"openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/: {options: {responses: {'204': {description: x}}}}}\n",
 		`{"openapi":"3.0.1","info":{"title":"t","version":"1"},"paths":{},"x-amazon-apigateway-gateway-responses":{"DEFAULT_5XX":{"statusCode":503}}}`,
+		rulesDoc,
 	} {
 		f.Add([]byte(seed))
 	}

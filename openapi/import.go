@@ -215,6 +215,9 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 	if err := im.gatewayResponses(def); err != nil {
 		return nil, err
 	}
+	if err := im.rateLimitRules(def); err != nil {
+		return nil, err
+	}
 	im.byPath["/"] = &plans.Resource{Path: "/"}
 	paths := im.doc.Paths.Keys()
 	sort.Strings(paths)

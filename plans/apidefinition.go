@@ -5,13 +5,22 @@ package plans
 // every resource by path ("/" first, each parent before its children),
 // with methods, integrations and responses; their ids are empty when the
 // definition comes from a document. GatewayResponses are by type.
+//
+// RateLimitRules are rate-limit rules by stage name (the tollgate
+// extension RulesExtension); nil leaves every stored rule as it is.
 type ApiDefinition struct {
 	Name             string
 	Description      string
 	ApiKeySource     string
 	Resources        []Resource
 	GatewayResponses map[string]GatewayResponse
+	RateLimitRules   map[string][]RateLimitRule
 }
+
+// RulesExtension is the OpenAPI extension, at the document's root, that
+// carries an API's rate-limit rules by stage name:
+// {"prod": [{"name": ..., "algorithm": ..., ...}]} (docs/rules.md).
+const RulesExtension = "x-tollgate-rate-limit-rules"
 
 // Modes of PutRestApi: overwrite replaces the API's resources, methods
 // and gateway responses with the document's; merge adds the document's

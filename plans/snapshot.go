@@ -24,11 +24,12 @@ type ApiConfig struct {
 
 // StageConfig is a stage with the resources (methods and integrations
 // included) and the gateway responses (by type) of the deployment it
-// points to.
+// points to, and the stage's rate-limit rules (by name).
 type StageConfig struct {
 	Stage            Stage                      `json:"stage"`
 	Resources        []Resource                 `json:"resources"`
 	GatewayResponses map[string]GatewayResponse `json:"gatewayResponses,omitempty"`
+	RateLimitRules   []StageRule                `json:"rateLimitRules,omitempty"`
 }
 
 // Validate checks what the gateway relies on: every API and stage is named
@@ -49,6 +50,9 @@ func (s *Snapshot) Validate() error {
 			if err := validateTree(st.Resources); err != nil {
 				return fmt.Errorf("snapshot: api %s stage %s: %w", id, name, err)
 			}
+			if err := validateStageRules(st.RateLimitRules); err != nil {
+				return fmt.Errorf("snapshot: api %s stage %s: %w", id, name, err)
+			}
 		}
 	}
 	for id, p := range s.Plans {
@@ -58,6 +62,24 @@ func (s *Snapshot) Validate() error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("snapshot: plan %s: %w", id, err)
 		}
+	}
+	return nil
+}
+
+// validateStageRules checks each rule and that names and counter ids are
+// unique within the stage.
+func validateStageRules(rules []StageRule) error {
+	names, counters := map[string]bool{}, map[string]bool{}
+	for i := range rules {
+		r := rules[i].RateLimitRule
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("rate-limit rule %q: %w", r.Name, err)
+		}
+		c := rules[i].CounterID
+		if names[r.Name] || c == "" || counters[c] {
+			return fmt.Errorf("rate-limit rule %q: duplicate name or missing or duplicate counter id", r.Name)
+		}
+		names[r.Name], counters[c] = true, true
 	}
 	return nil
 }

@@ -139,8 +139,35 @@ func (p *UsagePlan) Validate() error {
 			as.Throttle = nil
 		}
 	}
-	return ValidateTags(p.Tags)
+	if err := ValidateTags(p.Tags); err != nil {
+		return err
+	}
+	return validateModeTag(p.Tags)
 }
+
+// ModeTag is the usage plan tag that puts a plan in shadow mode:
+// "tollgate:mode=shadow" (or "enforce", the default). A shadow plan's
+// throttles and quota are decided and counted in their own counters, a
+// would-be refusal is logged and counted, and the request goes on
+// (docs/rules.md). A tag, so the AWS CLI can set it (tag-resource).
+const ModeTag = "tollgate:mode"
+
+// Values of ModeTag.
+const (
+	ModeTagShadow  = "shadow"
+	ModeTagEnforce = "enforce"
+)
+
+func validateModeTag(tags map[string]string) error {
+	v, ok := tags[ModeTag]
+	if !ok || v == ModeTagShadow || v == ModeTagEnforce {
+		return nil
+	}
+	return Invalid("tags."+ModeTag, "tag %s=%q must be shadow or enforce", ModeTag, v)
+}
+
+// Shadow reports whether the plan is tagged tollgate:mode=shadow.
+func (p *UsagePlan) Shadow() bool { return p.Tags[ModeTag] == ModeTagShadow }
 
 // ParseMethodThrottleKey splits a per-method throttle key of a usage plan
 // api stage, raw ("/pets/GET", root "//GET") or "~1"-escaped

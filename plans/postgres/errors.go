@@ -37,20 +37,22 @@ func notFound(err error, msg string) error {
 // conflicts names the unique constraints a caller can violate, with the
 // message of the 409.
 var conflicts = map[string]string{
-	"resources_sibling_key":  "Another resource with the same parent already has this name",
-	"stages_pkey":            "Stage already exists",
-	"api_keys_key_hash_key":  "API Key already exists",
-	"usage_plan_keys_pkey":   "Usage Plan Key already exists",
-	"key_stage_claims_pkey":  "An API key can be in only one usage plan per API stage",
-	"resources_one_root":     "The API already has a root resource",
-	"rest_apis_pkey":         "Identifier collision, please retry",
-	"usage_plans_pkey":       "Identifier collision, please retry",
-	"api_keys_pkey":          "Identifier collision, please retry",
-	"deployments_pkey":       "Identifier collision, please retry",
-	"resources_pkey":         "Identifier collision, please retry",
-	"config_changes_pkey":    "Concurrent configuration change, please retry",
-	"usage_plan_stages_pkey": "api stage is listed twice",
-	"methods_pkey":           "Method already exists for this resource",
+	"resources_sibling_key":     "Another resource with the same parent already has this name",
+	"stages_pkey":               "Stage already exists",
+	"api_keys_key_hash_key":     "API Key already exists",
+	"usage_plan_keys_pkey":      "Usage Plan Key already exists",
+	"key_stage_claims_pkey":     "An API key can be in only one usage plan per API stage",
+	"resources_one_root":        "The API already has a root resource",
+	"rest_apis_pkey":            "Identifier collision, please retry",
+	"usage_plans_pkey":          "Identifier collision, please retry",
+	"api_keys_pkey":             "Identifier collision, please retry",
+	"deployments_pkey":          "Identifier collision, please retry",
+	"resources_pkey":            "Identifier collision, please retry",
+	"config_changes_pkey":       "Concurrent configuration change, please retry",
+	"usage_plan_stages_pkey":    "api stage is listed twice",
+	"methods_pkey":              "Method already exists for this resource",
+	"rate_limit_rules_name_key": "The stage already has a rate-limit rule of this name",
+	"rate_limit_rules_pkey":     "Identifier collision, please retry",
 }
 
 // reference is a foreign key a caller can break: the field it names, the

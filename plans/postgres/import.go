@@ -11,8 +11,9 @@ import (
 )
 
 // ImportRestApi creates an API from a definition (ImportRestApi): the API
-// with its root resource, every resource, method, integration and gateway
-// response, all in one transaction (nothing is stored when any part is
+// with its root resource, every resource, method, integration, gateway
+// response and rate-limit rule (kept for the stages they name, which a
+// deployment creates), all in one transaction (nothing is stored when any part is
 // refused), and records a snapshot change. Errors: KindInvalid naming the
 // field or the resource path.
 func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*plans.RestApi, error) {
@@ -24,10 +25,11 @@ func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*pla
 		if err := insertAPI(ctx, tx, now, api); err != nil {
 			return err
 		}
-		if err := storeDefinition(ctx, tx, api.ID, def, plans.PutModeOverwrite); err != nil {
+		stages, err := storeDefinition(ctx, tx, now, api.ID, def, plans.PutModeOverwrite)
+		if err != nil {
 			return err
 		}
-		return record(ctx, tx, now, &change{snapshot: true})
+		return record(ctx, tx, now, &change{snapshot: true, stages: stages})
 	})
 	if err != nil {
 		return nil, err
@@ -41,7 +43,10 @@ func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*pla
 // their ids) and takes the definition's name and description; mode merge
 // adds the definition's resources and replaces only the methods and
 // gateway responses it names. Like every method change it reaches traffic
-// with the next deployment. Errors: KindNotFound (API), KindInvalid
+// with the next deployment. The definition's rate-limit rules replace the
+// stored rules of their names, and in mode overwrite the other rules of
+// the stages the definition names are deleted (storeRules); they reach
+// traffic at once. Errors: KindNotFound (API), KindInvalid
 // naming the field, the resource path or the mode.
 func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDefinition) (*plans.RestApi, error) {
 	if mode != plans.PutModeOverwrite && mode != plans.PutModeMerge {
@@ -62,10 +67,11 @@ func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDef
 				return err
 			}
 		}
-		if err := storeDefinition(ctx, tx, id, def, mode); err != nil {
+		stages, err := storeDefinition(ctx, tx, now, id, def, mode)
+		if err != nil {
 			return err
 		}
-		return record(ctx, tx, now, &change{snapshot: true})
+		return record(ctx, tx, now, &change{snapshot: true, stages: stages})
 	})
 	if err != nil {
 		return nil, err
@@ -73,10 +79,21 @@ func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDef
 	return &api, nil
 }
 
-// storeDefinition writes def's resources, methods, integrations and
-// gateway responses into the API apiID (whose row the caller has locked
-// or created): overwrite first clears what def does not keep.
-func storeDefinition(ctx context.Context, tx pgx.Tx, apiID string, def *plans.ApiDefinition, mode string) error {
+// storeDefinition writes def's resources, methods, integrations, gateway
+// responses and rate-limit rules into the API apiID (whose row the caller
+// has locked or created): overwrite first clears what def does not keep.
+// It returns the "apiId:stage" of the stages whose rules it wrote (rules
+// take effect at once, unlike methods).
+func storeDefinition(ctx context.Context, tx pgx.Tx, now time.Time, apiID string, def *plans.ApiDefinition, mode string) ([]string, error) {
+	if err := storeResources(ctx, tx, apiID, def, mode); err != nil {
+		return nil, err
+	}
+	return storeRules(ctx, tx, now, apiID, def.RateLimitRules, mode)
+}
+
+// storeResources writes def's resources, methods, integrations and
+// gateway responses (storeDefinition).
+func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.ApiDefinition, mode string) error {
 	if mode == plans.PutModeOverwrite {
 		if err := clearDefinition(ctx, tx, apiID, def); err != nil {
 			return err

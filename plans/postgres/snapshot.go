@@ -20,7 +20,7 @@ type snapshotStageRow struct {
 // one REPEATABLE READ transaction so it is consistent with its Version:
 // the account throttle, every API (with an empty stage map when it has no
 // stage) with its stages, each carrying the resources of the deployment it
-// points to, and every usage plan with its api stages. It holds no keys.
+// points to and its rate-limit rules, and every usage plan with its api stages. It holds no keys.
 // Errors: KindUnavailable.
 func (db *DB) Snapshot(ctx context.Context) (*plans.Snapshot, error) {
 	var s *plans.Snapshot
@@ -44,6 +44,9 @@ func readSnapshot(ctx context.Context, tx pgx.Tx) (*plans.Snapshot, error) {
 	}
 	s.Account = acct.ThrottleSettings
 	if err := readSnapshotApis(ctx, tx, s); err != nil {
+		return nil, err
+	}
+	if err := readSnapshotRules(ctx, tx, s); err != nil {
 		return nil, err
 	}
 	ps, err := queryPlans(ctx, tx, `SELECT `+planCols+` FROM usage_plans ORDER BY id`)

@@ -197,8 +197,8 @@ func (db *DB) UpdateStage(ctx context.Context, apiID, name string, fn func(*plan
 	return s, nil
 }
 
-// DeleteStage deletes a stage no usage plan covers and records a snapshot
-// change naming it. Errors: KindNotFound; KindInvalid ("stageName") naming
+// DeleteStage deletes a stage no usage plan covers, with its rate-limit
+// rules, and records a snapshot change naming it. Errors: KindNotFound; KindInvalid ("stageName") naming
 // the usage plan that covers it.
 func (db *DB) DeleteStage(ctx context.Context, apiID, name string) error {
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
@@ -218,6 +218,9 @@ func (db *DB) DeleteStage(ctx context.Context, apiID, name string) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM stages WHERE api_id = $1 AND name = $2`, apiID, name); err != nil {
+			return err
+		}
+		if err := deleteStageRules(ctx, tx, apiID, name); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{snapshot: true, stages: []string{stageRef(apiID, name)}})
