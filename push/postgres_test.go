@@ -136,6 +136,22 @@ func TestWithPostgres(t *testing.T) {
 		must(t, pub.Publish(ctx))
 		poll(t, "new account throttle seen", func() bool { return snap.get().Account.RateLimit == 77 })
 	})
+	t.Run("rate-limit rule created and changed", func(t *testing.T) {
+		limit := int32(3)
+		rule := &plans.RateLimitRule{Name: "per-ip", KeyBy: []string{"ip"}, Algorithm: plans.Concurrency, Limit: &limit}
+		must(t, w.db.CreateRateLimitRule(ctx, w.api.ID, "prod", rule))
+		must(t, pub.Publish(ctx))
+		rules := func() []plans.StageRule { return snap.get().Apis[w.api.ID].Stages["prod"].RateLimitRules }
+		poll(t, "new rule seen", func() bool { return len(rules()) == 1 && *rules()[0].Limit == 3 })
+		counter := rules()[0].CounterID
+		_, err := w.db.UpdateRateLimitRule(ctx, w.api.ID, "prod", rule.ID, func(r *plans.RateLimitRule) error { limit = 4; r.Limit = &limit; return nil })
+		must(t, err)
+		must(t, pub.Publish(ctx))
+		poll(t, "changed rule seen", func() bool { return *rules()[0].Limit == 4 })
+		if rules()[0].CounterID != counter {
+			t.Errorf("a change of limit moved the rule's counters from %s to %s", counter, rules()[0].CounterID)
+		}
+	})
 	t.Run("key deleted", func(t *testing.T) {
 		must(t, w.db.DeleteApiKey(ctx, w.key.ID))
 		must(t, pub.Publish(ctx))

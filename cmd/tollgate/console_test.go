@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"tollgate/internal/browsertest"
+	"tollgate/plans"
 )
 
 const consoleToken = "console-test-token-0123456789abcdef"
@@ -98,6 +100,7 @@ func TestConsole(t *testing.T) {
 	checkUsage(t, p)
 	flushCache(t, p, s, apiID)
 	editStage(t, p, s, apiID)
+	editRules(t, p, s, apiID)
 	planID := editPlan(t, p, s)
 	editKey(t, p, s, planID)
 	checkPhoneLayout(t, p)
@@ -354,6 +357,86 @@ func editStage(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 			}
 		}
 	}
+}
+
+// editRules creates a rate-limit rule on stage prod (a refusal first,
+// explained in words), changes its mode, limit and then its algorithm,
+// reads each change back from the admin API, and deletes it.
+func editRules(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
+	t.Helper()
+	p.Role("link", "APIs").Click()
+	p.Role("link", "prod").Click()
+	p.Role("heading", "Stage prod")
+	if txt := p.Role("region", "Rate-limit rules").Text(); txt != "This stage has no rate-limit rules." {
+		t.Errorf("rules before any: got %q", txt)
+	}
+	p.Role("link", "Create rule").Click()
+	p.Role("heading", "Create rule on stage prod")
+	p.Label("Name").Fill("per-ip")
+	p.Label("Resource path").Select("/public")
+	p.Label("HTTP method").Select("GET")
+	p.Label("Key by").Fill("ip, header:X-Tenant")
+	p.Label("Algorithm").Select("SLIDING_WINDOW")
+	p.Label("Limit").Fill("10")
+	p.Role("button", "Create").Click()
+	p.Eventually("the missing window is explained", func() error {
+		if msg := p.Role("alert", "").Text(); !strings.Contains(msg, "windowSeconds is required") {
+			return fmt.Errorf("alert %q", msg)
+		}
+		return nil
+	})
+	p.Label("Window (seconds)").Fill("60")
+	p.Role("button", "Create").Click()
+	p.Role("heading", "Stage prod")
+	waitStatus(p, "Rule per-ip created.")
+	if rows := p.Table("Rate-limit rules"); !rowWith(rows, "per-ip", "GET /public", "ip, header:x-tenant", "SLIDING_WINDOW: 10 per 60 s", "enforce") {
+		t.Errorf("rules table: got %q", rows)
+	}
+	p.Screenshot("console-rules")
+	p.Role("link", "Edit rule per-ip").Click()
+	p.Role("heading", "Rule per-ip")
+	p.Label("Mode").Select("Shadow (only report)")
+	p.Label("Limit").Fill("20")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Rule per-ip saved.")
+	if r := s.adminRule(t, apiID, "per-ip"); r.Mode != "SHADOW" || r.Limit == nil || *r.Limit != 20 || *r.WindowSeconds != 60 {
+		t.Errorf("rule after Save: got %+v, want SHADOW with limit 20 per 60 s", r)
+	}
+	p.Label("Algorithm").Select("CONCURRENCY")
+	p.Label("Limit").Fill("3")
+	p.Role("button", "Save").Click()
+	waitStatus(p, "Rule per-ip saved.")
+	if r := s.adminRule(t, apiID, "per-ip"); r.Algorithm != "CONCURRENCY" || *r.Limit != 3 || r.WindowSeconds != nil {
+		t.Errorf("rule after the algorithm change: got %+v, want CONCURRENCY 3 without a window", r)
+	}
+	p.Screenshot("console-rule")
+	p.Role("button", "Delete rule").Click()
+	p.Role("button", "Confirm").Click()
+	p.Role("heading", "Stage prod")
+	waitStatus(p, "Rule per-ip deleted.")
+	if txt := p.Role("region", "Rate-limit rules").Text(); txt != "This stage has no rate-limit rules." {
+		t.Errorf("rules after Delete: got %q", txt)
+	}
+}
+
+// adminRule reads the rule named name of stage prod from the admin API.
+func (s *stack) adminRule(t *testing.T, apiID, name string) plans.RateLimitRule {
+	t.Helper()
+	req, err := http.NewRequest("GET", "http://"+s.admin.AdminAddr+"/restapis/"+apiID+"/stages/prod/ratelimitrules", nil)
+	must(t, "new request", err)
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	res, err := http.DefaultClient.Do(req)
+	must(t, "GetRateLimitRules", err)
+	defer res.Body.Close()
+	var list struct{ Item []plans.RateLimitRule }
+	must(t, "decode rules", json.NewDecoder(res.Body).Decode(&list))
+	for _, r := range list.Item {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("stage prod has no rule %s: %+v", name, list.Item)
+	return plans.RateLimitRule{}
 }
 
 // editPlan raises plan gold's throttle and sets a per-method throttle,

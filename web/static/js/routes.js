@@ -2,6 +2,7 @@
 // and resolves to {title, crumbs?, body: Node[], focus?, cleanup?}.
 import * as apis from "./pages/apis.js";
 import * as stage from "./pages/stage.js";
+import * as rules from "./pages/rules.js";
 import * as plans from "./pages/plans.js";
 import * as plan from "./pages/plan.js";
 import * as keys from "./pages/keys.js";
@@ -16,6 +17,8 @@ export const routes = [
   { pattern: at("apis", seg), section: "apis", title: "API", page: apis.detail },
   { pattern: at("apis", seg, "stages", seg), section: "apis", title: "Stage", page: stage.detail },
   { pattern: at("apis", seg, "stages", seg, "methods", seg, seg), section: "apis", title: "Method settings", page: stage.method },
+  { pattern: at("apis", seg, "stages", seg, "rules", "new"), section: "apis", title: "Create rule", page: rules.create },
+  { pattern: at("apis", seg, "stages", seg, "rules", seg), section: "apis", title: "Rule", page: rules.detail },
   { pattern: at("plans"), section: "plans", title: "Usage plans", page: plans.list },
   { pattern: at("plans", "new"), section: "plans", title: "Create usage plan", page: plans.create },
   { pattern: at("plans", seg), section: "plans", title: "Usage plan", page: plan.detail },

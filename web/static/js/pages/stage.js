@@ -1,18 +1,19 @@
 // A stage: its settings, stage-wide and per-method throttles and cache
-// settings (UpdateStage), cache key parameters (UpdateIntegration) and
-// "Flush cache" (FlushStageCache).
+// settings (UpdateStage), cache key parameters (UpdateIntegration),
+// "Flush cache" (FlushStageCache) and its rate-limit rules (rules.js).
 import { get, patch, del, path } from "../api.js";
 import { h, confirmed, table, field, onSubmit, showStatus, onOff, when } from "../dom.js";
 import { apiMethods, settingKey, stageDefaults, inherited } from "../data.js";
 import { links } from "../links.js";
+import { section as rulesSection } from "./rules.js";
 
 /** Cache cluster sizes in GB, as AWS offers them. */
 const CACHE_SIZES = ["0.5", "1.6", "6.1", "13.5", "28.4", "58.2", "118", "237"];
 
 /** #/apis/{id}/stages/{name}. */
 export async function detail(apiId, stageName, ctx) {
-  const [api, st, methods] = await Promise.all([
-    get(path`/restapis/${apiId}`), get(path`/restapis/${apiId}/stages/${stageName}`), apiMethods(apiId)]);
+  const [api, st, methods, rules] = await Promise.all([
+    get(path`/restapis/${apiId}`), get(path`/restapis/${apiId}/stages/${stageName}`), apiMethods(apiId), rulesSection(apiId, stageName)]);
   const url = path`/restapis/${apiId}/stages/${stageName}`;
   const flush = confirmed("Flush cache", `Flush the cache of stage ${stageName}?`, "Every gateway node misses the cache until the entries are filled again.", async () => {
     await del(url + "/cache/data");
@@ -28,6 +29,7 @@ export async function detail(apiId, stageName, ctx) {
       h("h2", {}, "Method settings"),
       h("p", { class: "hint" }, "Per-method entries override the stage settings above; inherit means the stage's (or the account's) value."),
       methodSettingsTable(apiId, st, methods),
+      rules,
     ],
   };
 }
