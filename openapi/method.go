@@ -82,7 +82,8 @@ func (im *importer) isAPIKeyScheme(name string) bool {
 		return false
 	}
 	_, authorizer := s.Extensions["x-amazon-apigateway-authorizer"]
-	return !authorizer
+	authType, _ := s.Extensions["x-amazon-apigateway-authtype"].(string)
+	return !authorizer && (authType == "" || strings.EqualFold(authType, "apiKey"))
 }
 
 // requestParameters maps the operation's and path item's parameters to

@@ -95,6 +95,8 @@ func TestImportErrorsNameTheLocation(t *testing.T) {
 		{"child of greedy", `"paths":{"/a/{p+}/b":{"get":{"responses":{"200":{"description":"ok"}}}}}`, "paths./a/{p+}/b"},
 		{"cognito", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"security":[{"cog":[]}]}}},"components":{"securitySchemes":{"cog":{"type":"apiKey","name":"Authorization","in":"header","x-amazon-apigateway-authtype":"cognito_user_pools"}}}`,
 			"paths./pets.get.security"},
+		{"x-api-key scheme with an AWS authorizer type", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"security":[{"k":[]}]}}},"components":{"securitySchemes":{"k":{"type":"apiKey","name":"x-api-key","in":"header","x-amazon-apigateway-authtype":"custom"}}}`,
+			"paths./pets.get.security"},
 		{"bad gateway response", `"paths":{},"x-amazon-apigateway-gateway-responses":{"THROTTLED":{"statusCode":"999"}}`,
 			"x-amazon-apigateway-gateway-responses.THROTTLED.statusCode"},
 		{"invalid OpenAPI", `"paths":{"/pets":{"get":{}}}`, "paths./pets.get"},
