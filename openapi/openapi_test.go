@@ -160,3 +160,26 @@ func TestExportRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainExportHasNoAWSFields: without extensions the export is a plain
+// API description that kin-openapi validates, keeping the API key scheme.
+func TestPlainExportHasNoAWSFields(t *testing.T) {
+	doc, err := os.ReadFile("testdata/petstore-aws.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := mustImport(t, doc)
+	for _, opts := range []ExportOptions{{}, {Swagger: true}} {
+		out, err := Export(def, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), "x-amazon-apigateway") || !strings.Contains(string(out), "x-api-key") {
+			t.Errorf("%+v: got %s, want no AWS extensions and the x-api-key scheme", opts, out)
+		}
+		again, _ := mustImport(t, out)
+		if m := method(t, again, "/pets", "GET"); !m.APIKeyRequired || m.MethodIntegration != nil {
+			t.Errorf("%+v: re-import of the plain export: got %+v, want the key required and no integration", opts, m)
+		}
+	}
+}
