@@ -311,13 +311,11 @@ func appendRemote(s []byte, r remote) []byte {
 	return le.AppendUint32(s, 0)
 }
 
-// addRefund packs a give-back of tokens to bucket b (limits.lua's op
-// "refund").
-func (a *batchArgs) addRefund(b keyedBucket, tokens int32) {
+// addRefund packs a give-back of tokens to the bucket whose state is key
+// (limits.lua's op "refund": under the limits the state is stored with).
+func (a *batchArgs) addRefund(key string, tokens int32) {
 	le := binary.LittleEndian
-	s := le.AppendUint16(a.spec, index(&a.state, a.stateIdx, b.Key))
-	s = le.AppendUint64(s, math.Float64bits(b.RateLimit))
-	s = le.AppendUint32(s, uint32(b.BurstLimit))
+	s := le.AppendUint16(a.spec, index(&a.state, a.stateIdx, key))
 	a.spec = le.AppendUint32(s, uint32(tokens))
 }
 

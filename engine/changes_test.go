@@ -288,3 +288,46 @@ func TestClockGoesBack(t *testing.T) {
 		}
 	})
 }
+
+// A give-back of shared tokens that lands after a decision under raised
+// limits grants nothing: the bucket gets back exactly the token taken,
+// under the limits it is stored with now, and is never reset to full (an
+// absent state). Here (rate 1/s) one token is taken under burst 10, one
+// decision runs under burst 1000, 2 s pass and the token comes back: 11
+// tokens are left (9 - 1 + 2 + 1), not 1000. On one primary no decision
+// gives back (one script decides every level); op "refund" runs here
+// directly, as phase 3 on Redis Cluster runs it.
+func TestGiveBackAfterLimitRaiseGrantsNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
+		key := l.keys.StageBucket("a1", "prod", "GET", "/items")
+		stage := func(rate float64, burst int32) *keyedRequest {
+			return &keyedRequest{Buckets: []keyedBucket{{Key: key, RateLimit: rate, BurstLimit: burst, Level: limit.LevelStage}}}
+		}
+		if d := mustDecide(t, l, stage(1, 10)); !d.Allowed {
+			t.Fatal("take under burst 10: got refused, want admitted")
+		}
+		if d := mustDecide(t, l, stage(1, 1000)); !d.Allowed {
+			t.Fatal("decision under burst 1000: got refused, want admitted")
+		}
+		c.Add(2 * time.Second)
+		mustGiveBack(t, l, key, 1) // taken under rate 1/s, burst 10
+		// probe: the stage bucket's state read as a plan bucket (its tokens)
+		probe := mustDecide(t, l, &keyedRequest{Buckets: []keyedBucket{{Key: key, RateLimit: 1, BurstLimit: 1000, Level: limit.LevelPlan}}})
+		if !probe.Allowed || probe.Plan.Remaining != 10 {
+			t.Fatalf("probe after the give-back: got allowed=%v remaining %d, want true 10 (11 tokens before it)", probe.Allowed, probe.Plan.Remaining)
+		}
+	})
+}
+
+// mustGiveBack gives tokens back to the bucket whose state is key with op
+// "refund", as phase 3 of a Redis Cluster batch does.
+func mustGiveBack(tb testing.TB, l *Engine, key string, tokens int32) {
+	tb.Helper()
+	a := newBatchArgs()
+	a.addRefund(key, tokens)
+	keys, args := a.refundArgs(l.clockArg())
+	if err := l.runOnce(tb.Context(), l.rdb, keys, args).Err(); err != nil {
+		tb.Fatalf("give back: %v", err)
+	}
+}

@@ -332,9 +332,9 @@ func (p *plan) sharedOnly() [rLen]int64 {
 	return res
 }
 
-// refund is one bucket to give one token back to.
+// refund is one bucket to give one token back to: the key of its state.
 type refund struct {
-	b keyedBucket
+	key string
 }
 
 // addRefunds adds the buckets of p's parts that took a token to refunds.
@@ -344,7 +344,7 @@ func (p *plan) addRefunds(refunds map[int][]refund) {
 			continue
 		}
 		for _, bi := range pt.buckets {
-			refunds[pt.slot] = append(refunds[pt.slot], refund{b: p.c.req.Buckets[bi]})
+			refunds[pt.slot] = append(refunds[pt.slot], refund{key: p.c.req.Buckets[bi].Key})
 		}
 	}
 }
@@ -359,7 +359,7 @@ func (cl *cluster) giveBack(refunds map[int][]refund) {
 	for slot, rs := range refunds {
 		a := newBatchArgs()
 		for _, r := range rs {
-			a.addRefund(r.b, 1)
+			a.addRefund(r.key, 1)
 		}
 		r := &slotRun{slot: slot, args: a}
 		r.keys, r.argv = a.refundArgs(cl.e.clockArg())

@@ -46,10 +46,13 @@ now.
 op "refund": give back tokens a request took from buckets of this slot
 but did not use, because a limit in another slot refused it.
   KEYS  1..n  bucket states
-  ARGV  3  the refunds, packed: n' x '<Hdi4i4' key index, rate, burst (the
-           limits of the take), tokens to give back
-  Each bucket gets tokens = min(burst, tokens now + given back), rebased to
-  now; a bucket full again is deleted (an absent state is a full bucket,
+  ARGV  3  the refunds, packed: n' x '<Hi4' key index, tokens to give back
+  Each bucket gets tokens = min(b, tokens now + given back) under the
+  limits r and b it is stored with, whatever limits the take ran under: a
+  decision under other limits may have rebased it since, and giving back
+  under the take's older burst would count a bucket of a raised burst as
+  full (and reset it to the new burst: an over-admission). A bucket full
+  again at its stored burst is deleted (an absent state is a full bucket,
   so the give-back leaves it as if never taken), and an absent or expired
   state stays absent.
   Reply: the number of buckets written.
@@ -243,6 +246,17 @@ local function tokens_now(s, rate, burst)
   if now > at then tokens = mmin(sburst, tokens + (now - at) * srate / US) end
   -- time went back (failover): refill nothing twice
   return mmin(tokens, burst), mmax(at, now), (srate ~= rate) or (sburst ~= burst)
+end
+
+-- give_back(s, back) -> bucket state s (present, not expired) with back
+-- tokens added at now, under the limits s is stored with (never the
+-- limits of the take: see op "refund"); false when that fills it
+local function give_back(s, back)
+  local rate, burst = s[3], s[4]
+  local tokens, at = tokens_now(s, rate, burst)
+  tokens = mmin(burst, tokens + back)
+  if tokens >= burst then return false end
+  return {tokens, at, rate, burst}
 end
 
 -- SET of a bucket state with its TTL (at least SLACK_US ahead, so PX > 0)
@@ -458,19 +472,18 @@ local function refund()
   local vals = read_states(#KEYS)
   local written, pos = 0, 1
   while pos <= #spec do
-    local ki, rate, burst, back
-    ki, rate, burst, back, pos = sunpack('<Hdi4i4', spec, pos)
+    local ki, back
+    ki, back, pos = sunpack('<Hi4', spec, pos)
     local s = bucket_state(vals[ki])
     if s and now < s[2] + ttl_us(s[1], s[3], s[4]) then
-      local left, at = tokens_now(s, rate, burst)
-      s = {mmin(burst, left + back), at, rate, burst}
-      if s[1] >= burst then
+      s = give_back(s, back)
+      if s then
+        vals[ki] = bucket_value(s)
+        write_bucket(KEYS[ki], s)
+      else
         -- full again: as if never taken (an absent state is a full bucket)
         vals[ki] = false
         redis.call('DEL', KEYS[ki])
-      else
-        vals[ki] = bucket_value(s)
-        write_bucket(KEYS[ki], s)
       end
       written = written + 1
     end

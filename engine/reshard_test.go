@@ -69,7 +69,10 @@ func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Dur
 		if len(keys) == 0 {
 			break
 		}
-		must(sc.Do(ctx, "migrate", host, port, "", 0, 5000, "keys", keys[0]).Err())
+		// REPLACE: while the slot migrates, the source's copy of a key it
+		// still holds is the one clients reach; a copy the target holds too
+		// (a MIGRATE whose reply was lost) is stale.
+		must(sc.Do(ctx, "migrate", host, port, "", 0, 5000, "replace", "keys", keys[0]).Err())
 		time.Sleep(pace)
 	}
 	must(dc.Do(ctx, "cluster", "setslot", slot, "node", dst.ID).Err())
