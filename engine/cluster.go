@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -46,8 +47,9 @@ import (
 // follows those itself, up to MaxRedirects), TRYAGAIN (a multi-key run
 // while its slot migrates), CLUSTERDOWN, LOADING, MASTERDOWN and NOSCRIPT
 // (after loading the script). Any other failure fails the requests of
-// that run; a phase-2 run that may have run (a network error, a timeout)
-// keeps the shared tokens its requests took.
+// that run; a phase-2 run that may have run (a network error, a timeout
+// while it was sent) keeps the shared tokens its requests took, one never
+// sent (phase 1 used up the deadline: errNotSent) gives them back.
 
 // cluster decides batches on a Redis Cluster.
 type cluster struct {
@@ -378,6 +380,15 @@ func (cl *cluster) giveBack(refunds map[int][]refund) {
 // then sends again, alone, the runs whose reply proves they did not run,
 // until they ran, failed otherwise, or ctx ends.
 func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
+	if err := ctx.Err(); err != nil {
+		// Phases share the batch's deadline, and an earlier one may have
+		// used it up: nothing is sent, so nothing runs (and alongs, which
+		// would only fail, are not called).
+		for _, r := range runs {
+			r.err = fmt.Errorf("%w: %w", errNotSent, err)
+		}
+		return
+	}
 	pipe := cl.rdb.Pipeline()
 	for _, r := range runs {
 		r.cmd = queueOnce(ctx, pipe, r.keys, r.argv)
@@ -422,11 +433,21 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 	}
 }
 
+// errNotSent marks a run the engine did not send because the batch's
+// deadline had passed before it (on Redis Cluster, phase 1 may use it up):
+// it did not run, so phase 3 gives back the shared tokens of its requests.
+// A deadline that passes while a run is being sent counts as a run that
+// may have run (the tokens stay taken: an under-admission only).
+var errNotSent = errors.New("not sent: the deadline passed before the run")
+
 // notRun reports whether err is a reply that proves the command did not
-// run: it can be sent again without charging twice.
+// run (or errNotSent): it can be sent again without charging twice.
 func notRun(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, errNotSent) {
+		return true
 	}
 	if _, moved := redis.IsMovedError(err); moved {
 		return true

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -187,4 +190,52 @@ func TestBindingSharedBucketNeverOverAdmitted(t *testing.T) {
 			t.Errorf("after %d admitted: probe got allowed=%v remaining %d, want %v and %d", n, probe.Allowed, probe.Plan.Remaining, left > 0, max(left-1, 0))
 		}
 	})
+}
+
+// When phase 1 of a cluster batch uses up the batch's deadline, phase 2
+// is never sent: the decision fails, the key's own state is not charged,
+// and the shared tokens phase 1 took go back (phase 3), as for any run
+// that provably did not run. (They stayed taken before: every such
+// failure on a loaded node under-admitted the shared buckets for good.)
+func TestSharedTokensGoBackWhenTheDeadlinePassesBetweenPhases(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustCluster(t)
+	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: 200 * time.Millisecond, Clock: c.Now}))
+	rdb.AddHook(&stallFirstScriptPipeline{}) // phase 1 returns only after the deadline
+	const burst = 50
+	stage := keyedBucket{Key: l.keys.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
+	req := &keyedRequest{Buckets: []keyedBucket{stage},
+		Quota: &keyedQuota{Key: l.keys.Quota("k1", "p1"), Limit: 10, Period: plans.PeriodDay}, UsageKey: l.keys.Usage("k1", "p1")}
+	if d, err := l.decideKeyed(t.Context(), req, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("decision whose deadline passed in phase 1: got %+v, %v, want a deadline error", d, err)
+	}
+	l.settle()
+	l = New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}) // the hook has fired: it passes everything now
+	if q, err := l.QuotaState(t.Context(), "k1", "p1", plans.Quota{Limit: 10, Period: plans.PeriodDay}); err != nil || q.Remaining != 10 {
+		t.Fatalf("quota: got remaining %d (%v), want 10 (phase 2 never ran)", q.Remaining, err)
+	}
+	probe := mustDecide(t, l, &keyedRequest{Buckets: []keyedBucket{{Key: stage.Key, RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelPlan}}})
+	if probe.Plan.Remaining != burst-1 {
+		t.Fatalf("stage bucket after the failed decision and a probe: got %d tokens left, want %d (the taken token given back)", probe.Plan.Remaining, burst-1)
+	}
+}
+
+// stallFirstScriptPipeline is a go-redis hook that lets the first
+// pipeline holding a script run go through, then holds its reply until
+// the pipeline's context is done.
+type stallFirstScriptPipeline struct{ done atomic.Bool }
+
+func (h *stallFirstScriptPipeline) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *stallFirstScriptPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *stallFirstScriptPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if len(cmds) > 0 && cmds[0].Name() == "evalsha" && h.done.CompareAndSwap(false, true) {
+			<-ctx.Done()
+		}
+		return err
+	}
 }
