@@ -84,10 +84,11 @@ type Flusher struct {
 	log     *slog.Logger
 	metrics *metrics
 
-	pending   plans.UsageBatch // drained, not yet written
-	tokens    []string         // of pending, to acknowledge once written
-	drainedAt time.Time        // when the drain of pending began
-	synced    atomic.Int64     // unix nanoseconds: everything observed before it is in the ledger
+	pending     plans.UsageBatch // drained, not yet written
+	tokens      []string         // of pending, to acknowledge once written
+	drainedAt   time.Time        // when the drain of pending began
+	pendingMore bool             // the drain of pending may have left some behind
+	synced      atomic.Int64     // unix nanoseconds: everything observed before it is in the ledger
 }
 
 // NewFlusher returns a Flusher from src to store. It panics when either is
@@ -131,9 +132,12 @@ func (f *Flusher) Lag() time.Duration {
 // finalFlushTimeout bounds the flush Run makes when its context ends.
 const finalFlushTimeout = 5 * time.Second
 
-// Run flushes every Options.Interval until ctx ends, then flushes once
-// more (for at most 5 s, whatever ctx says) so that a clean stop writes
-// what is pending. Failures are logged and counted; the next tick
+// Run flushes every Options.Interval until ctx ends, then flushes until
+// the source holds nothing more (for at most 5 s, whatever ctx says), so
+// that a clean stop writes everything counted before it. A flush in
+// progress when ctx ends is not cut off (each is bounded by
+// Options.Timeout): it ends, then the final flushes drain what was
+// counted meanwhile. Failures are logged and counted; the next tick
 // retries.
 func (f *Flusher) Run(ctx context.Context) {
 	t := time.NewTimer(0)
@@ -141,19 +145,15 @@ func (f *Flusher) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
-			defer cancel()
-			if _, err := f.Flush(final); err != nil {
-				f.log.Warn("ledger: final usage flush failed; what the limiter still holds is flushed by the next admin node", "err", err)
-			}
+			f.finalFlush(ctx)
 			return
 		case <-t.C:
 			if ctx.Err() != nil {
 				continue // stopped while the timer fired: the final flush runs next
 			}
 		}
-		more, err := f.Flush(ctx)
-		if err != nil && ctx.Err() == nil {
+		more, err := f.Flush(context.WithoutCancel(ctx))
+		if err != nil {
 			f.log.Warn("ledger: usage flush failed; retrying", "err", err, "pending", f.pending.Len(), "in", f.opts.Interval)
 		}
 		next := f.opts.Interval
@@ -164,19 +164,40 @@ func (f *Flusher) Run(ctx context.Context) {
 	}
 }
 
+// finalFlush flushes until the source holds nothing more, a flush fails,
+// or finalFlushTimeout passes.
+func (f *Flusher) finalFlush(ctx context.Context) {
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	defer cancel()
+	for {
+		more, err := f.Flush(final)
+		if err != nil {
+			f.log.Warn("ledger: final usage flush failed; what the limiter still holds is flushed by the next admin node", "err", err)
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
 // Flush runs one cycle: unless a failed write left observations pending,
 // it drains the source (up to MaxDrains calls); then it writes everything
 // pending in one transaction and acknowledges it. more reports that the
-// source may hold more than this cycle took. On error the observations
-// stay pending for the next call.
+// source may hold more than this cycle took: its drain stopped at
+// MaxDrains, or the cycle only wrote what an earlier one had drained
+// (the source may have changed since). On error the observations stay
+// pending for the next call.
 func (f *Flusher) Flush(ctx context.Context) (more bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
 	defer cancel()
-	if f.pending.Len() == 0 && len(f.tokens) == 0 {
+	carried := f.pending.Len() > 0 || len(f.tokens) > 0
+	if !carried {
 		f.drainedAt = f.opts.Now()
-		more, err = f.drain(ctx)
+		f.pendingMore, err = f.drain(ctx)
 		f.metrics.pending.Set(float64(f.pending.Len()))
 		if err != nil {
+			f.pendingMore = true // a drain cut short may have left pairs behind
 			f.metrics.errors.WithLabelValues(stageDrain).Inc()
 			return false, err
 		}
@@ -185,11 +206,11 @@ func (f *Flusher) Flush(ctx context.Context) (more bool, err error) {
 		return false, err
 	}
 	f.metrics.pending.Set(0)
-	if !more { // everything the source held at drainedAt is in the ledger
+	if !f.pendingMore { // everything the source held at drainedAt is in the ledger
 		f.synced.Store(f.drainedAt.UnixNano())
 		f.metrics.lastSync.Set(float64(f.drainedAt.UnixNano()) / 1e9)
 	}
-	return more, nil
+	return f.pendingMore || carried, nil
 }
 
 // drain takes observations from the source into pending until a short
