@@ -54,9 +54,10 @@ type GatewayResponse struct {
 	DefaultResponse    bool              `json:"defaultResponse"`
 }
 
-// Gateway response types tollgate produces, with the status each answers
-// when no StatusCode is put (tollgate's own status for the case; AWS's
-// defaults differ where DESIGN section 10 does). DEFAULT_4XX and
+// Gateway response types tollgate produces. Without a StatusCode each
+// answers tollgate's own status for the case (docs/migrating-from-aws.md
+// lists them; they differ from AWS's where tollgate answers 404 or 405
+// instead of 403). DEFAULT_4XX and
 // DEFAULT_5XX apply to every 4xx or 5xx response whose own type has no
 // response put. Source: AWS API Gateway developer guide, "Gateway response
 // types".
