@@ -64,6 +64,10 @@ export TOLLGATE_REDIS_PREFIX=$prefix
 export TOLLGATE_ADMIN_ADDR=127.0.0.1:$admin_port TOLLGATE_GATEWAY_ADDR=127.0.0.1:$gw_port
 export TOLLGATE_ADMIN_ACCESS_KEY_ID=AKIDAWSCLITEST TOLLGATE_ADMIN_SECRET_ACCESS_KEY=awscli-test-secret
 export TOLLGATE_LOG_FORMAT=text
+# A loaded test machine can miss the production 50 ms decision deadline, and
+# the limiter then fails open (admits without a decision): the checks below
+# count on every decision being made.
+export TOLLGATE_REDIS_TIMEOUT=5s
 "$run/echo" -addr "127.0.0.1:$echo_port" >"$run/echo.log" 2>&1 &
 pids+=($!)
 "$run/tollgate" serve >"$run/tollgate.log" 2>&1 &
