@@ -52,13 +52,37 @@ type step struct {
 
 // runSteps sends req at each step's time and checks the outcome; quota
 // selects whether remaining is the quota's or the plan bucket's.
+//
+// A stage and an account bucket that never refuse ride along (rate 0: no
+// refill however long a case lasts, burst sharedBurst): on Redis Cluster
+// they are taken in phase 1 and given back in phase 3 for every refusal,
+// so each case runs every phase there; afterwards each has lost exactly
+// one token per admitted request.
 func runSteps(t *testing.T, b backend, start time.Time, th *plans.Throttle, q *plans.Quota, steps []step) {
 	t.Helper()
 	l, c := mustClockEngineOn(t, b, start)
 	req := planRequest(l, "k1", th, q)
+	const sharedBurst = 1000
+	shared := []keyedBucket{
+		{Key: l.keys.StageBucket("a1", "prod", "GET", "/items"), BurstLimit: sharedBurst, Level: limit.LevelStage},
+		{Key: l.keys.AccountBucket(), BurstLimit: sharedBurst, Level: limit.LevelAccount},
+	}
+	req.Buckets = append(req.Buckets, shared...)
+	admitted := int64(0)
+	defer func() {
+		for _, sb := range shared { // its tokens, read through a probe decision as a plan bucket's
+			probe := mustDecide(t, l, &keyedRequest{Buckets: []keyedBucket{{Key: sb.Key, BurstLimit: sharedBurst, Level: limit.LevelPlan}}})
+			if want := sharedBurst - admitted - 1; probe.Plan.Remaining != want {
+				t.Errorf("%v bucket after %d admitted and a probe: got %d tokens left, want %d", sb.Level, admitted, probe.Plan.Remaining, want)
+			}
+		}
+	}()
 	for i, s := range steps {
 		c.Set(start.Add(s.at))
 		d := mustDecide(t, l, req)
+		if d.Allowed {
+			admitted++
+		}
 		if d.Allowed != s.allowed || d.Refused != s.refused {
 			t.Fatalf("request %d at +%v: got allowed=%v refused=%v, want allowed=%v refused=%v", i+1, s.at, d.Allowed, d.Refused, s.allowed, s.refused)
 		}

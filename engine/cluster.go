@@ -65,9 +65,11 @@ func newCluster(e *Engine, rdb *redis.ClusterClient) *cluster { return &cluster{
 // callers were answered.
 const refundTimeout = time.Second
 
-// notRunRetries bounds how often a run whose reply proved it did not run
-// is sent again (within the call's deadline anyway).
-const notRunRetries = 8
+// maxResendWait caps the wait before a run whose reply proved it did not
+// run is sent again (5 ms more per attempt up to this); it is sent again
+// until it runs, fails otherwise, or the deadline of its phase ends
+// (every phase has one: the batch's, or refundTimeout).
+const maxResendWait = 50 * time.Millisecond
 
 // part is the buckets of one request that live in one slot other than its
 // home (the slot of its own state): they are taken in phase 1.
@@ -405,7 +407,7 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 			v, err := r.cmd.Result() // a string (op "decide") or an integer (op "refund")
 			r.reply, _ = v.(string)
 			r.err = err
-			if notRun(r.err) && attempt < notRunRetries && ctx.Err() == nil {
+			if notRun(r.err) && ctx.Err() == nil {
 				again = append(again, r)
 				noScript = noScript || redisscript.IsNoScript(r.err)
 			}
@@ -420,7 +422,7 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 				}
 				return
 			}
-		} else if err := sleep(ctx, time.Duration(attempt+1)*5*time.Millisecond); err != nil {
+		} else if err := sleep(ctx, min(time.Duration(attempt+1)*5*time.Millisecond, maxResendWait)); err != nil {
 			return
 		}
 		cl.resent.Add(int64(len(again)))

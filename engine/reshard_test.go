@@ -18,71 +18,163 @@ import (
 	"tollgate/plans"
 )
 
-// migrateSlot moves slot from the master that serves it to another one,
+// migration moves one slot from the master that serves it to another,
 // as redis-cli --cluster reshard does: CLUSTER SETSLOT IMPORTING on the
-// target, MIGRATING on the source, MIGRATE of its keys one at a time
-// (pace apart, so that requests meet a half-moved slot: ASK, TRYAGAIN),
-// then SETSLOT NODE on every master. Keys of other tests in the slot move
-// too, which is what resharding does to them.
-func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Duration) {
+// target, MIGRATING on the source, MIGRATE of its keys one at a time,
+// then SETSLOT NODE on every master. Between begin and finish the slot is
+// half migrated: requests meet ASK (their keys are all on the target) and
+// TRYAGAIN (a multi-key run whose keys are split). Keys of other tests in
+// the slot move too, which is what resharding does to them. A test that
+// fails midway still finishes the migration at cleanup, so the shared
+// cluster is never left with a half-migrated slot.
+type migration struct {
+	t        *testing.T
+	slot     int
+	src, dst redis.ClusterNode
+	masters  []redis.ClusterNode
+	sc, dc   *redis.Client
+	done     bool
+}
+
+// beginMigration opens the migration of slot to another master.
+func beginMigration(t *testing.T, rdb *redis.ClusterClient, slot int) *migration {
 	t.Helper()
 	ctx := context.Background()
 	slots, err := rdb.ClusterSlots(ctx).Result()
 	if err != nil {
 		t.Fatalf("CLUSTER SLOTS: %v", err)
 	}
-	var src redis.ClusterNode
-	var masters []redis.ClusterNode
+	m := &migration{t: t, slot: slot}
 	for _, s := range slots {
-		masters = append(masters, s.Nodes[0])
+		m.masters = append(m.masters, s.Nodes[0])
 		if s.Start <= slot && slot <= s.End {
-			src = s.Nodes[0]
+			m.src = s.Nodes[0]
 		}
 	}
-	var dst redis.ClusterNode
-	for _, m := range masters {
-		if m.ID != src.ID {
-			dst = m
+	for _, n := range m.masters {
+		if n.ID != m.src.ID {
+			m.dst = n
 			break
 		}
 	}
-	if src.ID == "" || dst.ID == "" {
+	if m.src.ID == "" || m.dst.ID == "" {
 		t.Fatalf("slot %d: no source or target master in %+v", slot, slots)
 	}
-	node := func(n redis.ClusterNode) *redis.Client {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
+	m.sc, m.dc = m.node(m.src), m.node(m.dst)
+	m.must(m.dc.Do(ctx, "cluster", "setslot", slot, "importing", m.src.ID).Err())
+	m.must(m.sc.Do(ctx, "cluster", "setslot", slot, "migrating", m.dst.ID).Err())
+	t.Cleanup(m.finish)
+	return m
+}
+
+func (m *migration) node(n redis.ClusterNode) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr})
+	m.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (m *migration) must(err error) {
+	if err != nil {
+		m.t.Helper()
+		m.t.Errorf("migrate slot %d from %s to %s: %v", m.slot, m.src.Addr, m.dst.Addr, err)
+		m.t.FailNow()
 	}
-	sc, dc := node(src), node(dst)
-	must := func(err error) {
-		if err != nil {
-			t.Fatalf("migrate slot %d from %s to %s: %v", slot, src.Addr, dst.Addr, err)
-		}
-	}
-	must(dc.Do(ctx, "cluster", "setslot", slot, "importing", src.ID).Err())
-	must(sc.Do(ctx, "cluster", "setslot", slot, "migrating", dst.ID).Err())
-	host, port, _ := net.SplitHostPort(dst.Addr)
+}
+
+// move migrates key to the target. REPLACE: while the slot migrates, the
+// source's copy of a key it still holds is the one clients reach; a copy
+// the target holds too (a MIGRATE whose reply was lost) is stale.
+func (m *migration) move(key string) error {
+	host, port, _ := net.SplitHostPort(m.dst.Addr)
+	return m.sc.Do(context.Background(), "migrate", host, port, "", 0, 5000, "replace", "keys", key).Err()
+}
+
+// moveAll migrates every key left in the slot, pace apart.
+func (m *migration) moveAll(pace time.Duration) {
 	for {
-		keys, err := sc.ClusterGetKeysInSlot(ctx, slot, 1).Result()
-		must(err)
+		keys, err := m.sc.ClusterGetKeysInSlot(context.Background(), m.slot, 1).Result()
+		m.must(err)
 		if len(keys) == 0 {
-			break
+			return
 		}
-		// REPLACE: while the slot migrates, the source's copy of a key it
-		// still holds is the one clients reach; a copy the target holds too
-		// (a MIGRATE whose reply was lost) is stale.
-		must(sc.Do(ctx, "migrate", host, port, "", 0, 5000, "replace", "keys", keys[0]).Err())
+		m.must(m.move(keys[0]))
 		time.Sleep(pace)
 	}
-	must(dc.Do(ctx, "cluster", "setslot", slot, "node", dst.ID).Err())
-	must(sc.Do(ctx, "cluster", "setslot", slot, "node", dst.ID).Err())
-	seen := map[string]bool{src.ID: true, dst.ID: true}
-	for _, m := range masters {
-		if !seen[m.ID] {
-			seen[m.ID] = true
-			must(node(m).Do(ctx, "cluster", "setslot", slot, "node", dst.ID).Err())
+}
+
+// finish moves the keys left and assigns the slot to the target on every
+// master. It runs once; cleanup calls it too.
+func (m *migration) finish() {
+	if m.done {
+		return
+	}
+	m.done = true
+	m.moveAll(0)
+	ctx := context.Background()
+	m.must(m.dc.Do(ctx, "cluster", "setslot", m.slot, "node", m.dst.ID).Err())
+	m.must(m.sc.Do(ctx, "cluster", "setslot", m.slot, "node", m.dst.ID).Err())
+	for _, n := range m.masters {
+		if n.ID != m.src.ID && n.ID != m.dst.ID {
+			m.must(m.node(n).Do(ctx, "cluster", "setslot", m.slot, "node", m.dst.ID).Err())
 		}
+	}
+}
+
+// migrateSlot moves slot to another master, its keys pace apart.
+func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Duration) {
+	t.Helper()
+	m := beginMigration(t, rdb, slot)
+	m.moveAll(pace)
+	m.finish()
+}
+
+// A key whose own state is half migrated (its quota key moved, its plan
+// bucket and usage hash not yet) meets TRYAGAIN, and the engine sends the
+// run again until it can run; once all of them moved (the slot still
+// migrating) it meets ASK and decides on the target. Neither costs an
+// error, a lost count or a double count. Deterministic: the test moves
+// the keys itself, and moves the last two only after a run was sent again.
+func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustCluster(t)
+	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
+	k, keyID := l.keys, "hk"+prefix // a slot of this test alone (other branches run it too)
+	req := &limit.Request{KeyID: keyID, PlanID: "p1", API: "a1", Stage: "prod",
+		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 100},
+			{Level: limit.LevelStage, RateLimit: 0.001, BurstLimit: 1000, Method: "GET", Path: "/x"}},
+		Quota: &limit.Quota{Limit: 10, Period: plans.PeriodDay}}
+	decide := func(step string, wantQuota int64) {
+		t.Helper()
+		d, err := l.Decide(t.Context(), req)
+		if err != nil || !d.Allowed || d.Quota.Remaining != wantQuota || d.Plan.Remaining != 100-(10-wantQuota) {
+			t.Fatalf("%s: got %+v, %v, want admitted with quota and plan bucket %d and %d left", step, d, err, wantQuota, 100-(10-wantQuota))
+		}
+	}
+	decide("before the migration", 9)
+	m := beginMigration(t, rdb, keyspace.Slot(k.Quota(keyID, "p1")))
+	m.must(m.move(k.Quota(keyID, "p1")))
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for l.cluster.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
+			time.Sleep(time.Millisecond)
+		}
+		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1")} { // ...the rest of the key's state moved too
+			if err := m.move(key); err != nil {
+				t.Errorf("move %s: %v", key, err)
+			}
+		}
+	}()
+	t.Cleanup(func() { <-moved }) // before the migration's own cleanup finishes it
+	decide("with the key's state split over two masters (TRYAGAIN)", 8)
+	<-moved
+	decide("with the key's state on the target while its slot migrates (ASK)", 7)
+	m.finish()
+	decide("after the migration (MOVED)", 6)
+	usage, err := l.Usage(t.Context(), keyID, "p1", c.Now(), c.Now())
+	if err != nil || usage["2026-06-15"] != 4 {
+		t.Fatalf("usage: got %v (%v), want 4 (each admission once)", usage, err)
 	}
 }
 

@@ -2,7 +2,8 @@ package keyspace
 
 import "testing"
 
-// Values from Redis's CLUSTER KEYSLOT.
+// Values from Redis's CLUSTER KEYSLOT (TestSlotMatchesClusterKeyslot asks
+// the live cluster for a larger corpus).
 func TestSlotMatchesRedis(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -14,7 +15,7 @@ func TestSlotMatchesRedis(t *testing.T) {
 		{"hello", 866},
 		{"{foo}bar", 12182},
 		{"x{foo}", 12182},
-		{"{}foo", Slot("{}foo")}, // an empty tag hashes the whole name
+		{"{}foo", 9500}, // an empty tag hashes the whole name
 		{"", 0},
 	}
 	for _, c := range cases {

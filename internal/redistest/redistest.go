@@ -84,13 +84,8 @@ func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 // reconfigure a server: never the shared one.
 func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("redistest: find a free port: %v", err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := freePort(tb)
+	addr := net.JoinHostPort("127.0.0.1", port)
 	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", tb.TempDir()}, args...)...)
 	var out strings.Builder
@@ -151,4 +146,45 @@ func MustCluster(tb testing.TB) (*redis.ClusterClient, string) {
 		_ = c.Close()
 	})
 	return c, prefix
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("redistest: find a free port: %v", err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
+
+// MustClusterServer starts a Redis Cluster of the test's own: one
+// redis-server in cluster mode (MustServer, with a free cluster bus port)
+// serving all 16384 slots, and returns a cluster client of it (closed at
+// cleanup). The engine takes its Redis Cluster path on it, every slot on
+// one master. For fault tests that flush or reconfigure a master: never
+// the shared cluster.
+func MustClusterServer(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	addr, node := MustServer(tb, "--cluster-enabled", "yes", "--cluster-port", freePort(tb), "--cluster-config-file", "nodes.conf")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := node.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
+		tb.Fatalf("redistest: CLUSTER ADDSLOTSRANGE on %s: %v", addr, err)
+	}
+	for {
+		info, err := node.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if ctx.Err() != nil {
+			tb.Fatalf("redistest: the cluster of %s is not ok: %v %s", addr, err, info)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
 }
