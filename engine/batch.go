@@ -49,6 +49,9 @@ type call struct {
 	done  chan struct{}
 	// answered is set by answer, on the flusher's goroutine only.
 	answered bool
+	// ruleRes holds the results of the request's rules (rules.go), set
+	// before answer.
+	ruleRes []ruleResult
 	// own holds the request when Decide resolved it (no allocation of
 	// its own).
 	own        keyedRequest
@@ -160,6 +163,10 @@ func (e *Engine) send(a *batchArgs, batch []*call) {
 		}
 		if len(c.req.Buckets) > maxBuckets {
 			c.answer(nil, fmt.Errorf("%d buckets, at most %d", len(c.req.Buckets), maxBuckets))
+			continue
+		}
+		if err := checkRules(c.req); err != nil {
+			c.answer(nil, err)
 			continue
 		}
 		if d, ok := c.ctx.Deadline(); ok && d.Before(deadline) {

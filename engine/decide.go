@@ -32,6 +32,9 @@ type keyedRequest struct {
 	Buckets  []keyedBucket
 	Quota    *keyedQuota
 	UsageKey string
+	// Rules are the request's rate-limit rules (rules.go); when one of
+	// them is not shadow, the last bucket is their rule bucket.
+	Rules []keyedRule
 }
 
 // planIndex returns the index of the caller's plan or plan-method bucket
@@ -92,6 +95,9 @@ func (e *Engine) newCall(ctx context.Context, req *limit.Request) *call {
 		}
 		kr.UsageKey = e.keys.Usage(req.KeyID, req.PlanID)
 	}
+	if len(req.Rules) > 0 {
+		e.resolveRules(req, kr)
+	}
 	c.req = kr
 	return c
 }
@@ -146,7 +152,9 @@ func (e *Engine) wait(ctx context.Context, c *call, along func(context.Context, 
 	if c.err != nil {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
 	}
-	return parseDecision(&c.res, c.req), nil
+	d := parseDecision(&c.res, c.req)
+	e.ruleDecision(&d, c)
+	return d, nil
 }
 
 // Reply positions of limits.lua's op "decide" (1-based there, 0-based

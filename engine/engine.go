@@ -43,6 +43,10 @@ type Options struct {
 	// RefusalEntries bounds the refusal memory (refusals.go); 0 means
 	// DefaultRefusalEntries.
 	RefusalEntries int
+	// ConcurrencyLease is how long a CONCURRENCY rule counts a request of
+	// this node without hearing from it (holds.go); 0 means
+	// DefaultConcurrencyLease.
+	ConcurrencyLease time.Duration
 }
 
 // Engine is a gateway node's Redis: it decides limits (Decide), reads and
@@ -60,6 +64,7 @@ type Engine struct {
 	refusals *refusals
 	cluster  *cluster // nil unless rdb is a *redis.ClusterClient
 	cache    *entries
+	holds    *holds // requests in flight of CONCURRENCY rules
 }
 
 // New returns an Engine over rdb, the limiter Redis: a single client, a
@@ -77,6 +82,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		e.cluster = newCluster(e, cc)
 	}
+	e.holds = newHolds(e, opts.ConcurrencyLease)
 	cacheRDB := opts.CacheRedis
 	if cacheRDB == nil {
 		cacheRDB = rdb
@@ -123,9 +129,11 @@ func (e *Engine) clockArg() string {
 
 // Close waits until the give-backs of shared tokens still in flight have
 // landed (Redis Cluster; each is bounded by its own deadline), so that
-// closing the Redis client afterwards loses none. It closes no client:
-// their owner does, after Close. Safe to call more than once.
+// closing the Redis client afterwards loses none, and stops renewing the
+// leases of requests in flight. It closes no client: their owner does,
+// after Close. Safe to call more than once.
 func (e *Engine) Close() error {
+	e.holds.close()
 	if e.cluster != nil {
 		e.cluster.refunds.Wait()
 	}

@@ -5,7 +5,9 @@ decisions over token buckets and a calendar quota (docs/behaviour.md,
 "Throttles and quota"), giving back tokens of shared buckets a request
 took but did not use (Redis Cluster), and reading or setting a quota.
 Run with EVALSHA; every KEYS entry of one run is in one Redis Cluster slot
-(the Go side groups them: engine/batch.go, engine/cluster.go).
+(the Go side groups them: engine/batch.go, engine/cluster.go). The script
+the engine loads is this file with rules.lua (rate-limit rules, more
+operations) inserted before the dispatch at its end (engine/scripts.go).
 
 ARGV[1] is the operation, ARGV[2] the clock: the time of the run in Unix
 microseconds, or "" to read Redis TIME (production always sends ""; tests

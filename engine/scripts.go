@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,14 +15,40 @@ import (
 //go:embed limits.lua
 var limitsSource string
 
-// limitsScript is limits.lua, hashed once: runs send its SHA1 (EVALSHA).
-var limitsScript = redis.NewScript(limitsSource)
+//go:embed rules.lua
+var rulesSource string
 
-// Operations of limits.lua (its ARGV[1]).
+// limitsScript is limits.lua with rules.lua inserted before its dispatch
+// (assemble), hashed once: runs send its SHA1 (EVALSHA).
+var limitsScript = redis.NewScript(assemble(limitsSource, rulesSource))
+
+// dispatchLine starts limits.lua's dispatch, the last lines of the file:
+// rules.lua goes right before it, where every local of limits.lua
+// (its functions and its ops table) is in scope.
+const dispatchLine = "\nlocal run = ops[ARGV[1]]"
+
+// assemble inserts rules (rules.lua) into limits (limits.lua) before its
+// dispatch. This is the one step that joins the two files: rules.lua uses
+// the locals of limits.lua it lists in its header and adds its operations
+// to ops. It panics when limits has no dispatch line (a broken build).
+func assemble(limits, rules string) string {
+	i := strings.LastIndex(limits, dispatchLine)
+	if i < 0 {
+		panic("engine: limits.lua has no dispatch line " + strconv.Quote(dispatchLine[1:]))
+	}
+	return limits[:i+1] + rules + limits[i:]
+}
+
+// Operations of the limits script (its ARGV[1]); rules.lua adds the last
+// five.
 const (
-	opDecide = "decide"
-	opRefund = "refund"
-	opQuota  = "quota"
+	opDecide      = "decide"
+	opRefund      = "refund"
+	opQuota       = "quota"
+	opRules       = "rules"
+	opDecideRules = "decide_rules"
+	opUnrules     = "unrules"
+	opRenew       = "renew"
 )
 
 // onceCmd is a command go-redis must never send twice: a limits.lua run

@@ -18,10 +18,9 @@ import (
 func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 	alongs := false
 	for _, c := range live {
-		a.add(c.req, nil)
 		alongs = alongs || c.along != nil
 	}
-	keys, args := a.keysAndArgs(live[0].clock, len(live))
+	keys, args, rules := e.packBatch(a, live)
 	var cmd *redis.Cmd
 	if !alongs {
 		cmd = e.runOnce(ctx, e.rdb, keys, args)
@@ -39,6 +38,9 @@ func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 		}
 	}
 	reply, err := cmd.Text()
+	if rules {
+		reply, err = splitReply(reply, err, live)
+	}
 	if err == nil && len(reply) != len(live)*replySize {
 		err = fmt.Errorf("reply has %d bytes, want %d", len(reply), len(live)*replySize)
 	}

@@ -14,7 +14,9 @@
 // Per-key limiter state shares the hash tag {k:<keyId>}, so one API key's
 // buckets, quota and usage sit in one Redis Cluster slot and one script
 // decides them atomically; each stage's method buckets share
-// {s:<apiId>:<stage>}, the account bucket has {acct}.
+// {s:<apiId>:<stage>}, the account bucket has {acct}. The state of one
+// rate-limit rule for one value of what it counts by (a client address, a
+// header value...) has {r:<counterId>:<digest>}, a slot of its own.
 //
 //	<p>:{k:<keyId>}:tb:<planId>                                  plan bucket
 //	<p>:{k:<keyId>}:tb:<planId>:<apiId>:<stage>:<METHOD><path>   plan-method bucket
@@ -22,6 +24,7 @@
 //	<p>:{k:<keyId>}:u:<planId>                                   usage per UTC day
 //	<p>:{s:<apiId>:<stage>}:tb:<METHOD><path>                    stage method bucket
 //	<p>:{acct}:tb                                                account bucket
+//	<p>:{r:<counterId>:<digest>}:<tb|sw|fw|cc|lb>                rate-limit rule state
 //	<p>:cache:e:<digest>                                         response cache entry
 //	<p>:cache:gen:{<apiId>:<stage>}                              stage cache generation
 //	<p>:config:snapshot                                          published snapshot

@@ -20,10 +20,12 @@ const (
 	LevelAccount
 	// LevelQuota is the usage plan's quota of one API key.
 	LevelQuota
+	// LevelRule is a rate-limit rule (Decision.RefusedRule says which).
+	LevelRule
 )
 
 // String returns the metric label value of l (tollgate_throttled_total's
-// "level", docs/operations.md): "plan", "method", "stage", "account", "quota", and
+// "level", docs/operations.md): "plan", "method", "stage", "account", "quota", "rule", and
 // "none" for LevelNone or an unknown value.
 func (l Level) String() string {
 	switch l {
@@ -37,6 +39,8 @@ func (l Level) String() string {
 		return "account"
 	case LevelQuota:
 		return "quota"
+	case LevelRule:
+		return "rule"
 	default:
 		return "none"
 	}

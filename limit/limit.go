@@ -55,6 +55,11 @@ type Request struct {
 	Buckets []Bucket
 	// Quota is the plan quota of the key; nil means no quota.
 	Quota *Quota
+	// Rules are the rate-limit rules that apply to the request, decided
+	// with its buckets and quota, all or nothing: a rule that refuses
+	// charges nothing anywhere, and a refusal by another limit charges no
+	// rule. They are checked after the buckets and before the quota.
+	Rules []Rule
 	// Version is the config version the limits come from. A refusal the
 	// engine remembers (docs/behaviour.md) answers only requests of the
 	// same Version.
@@ -114,4 +119,19 @@ type Decision struct {
 	// Remembered is true when the engine answered from its memory of an
 	// earlier refusal, without Redis.
 	Remembered bool
+	// Rules holds one outcome per Request.Rules entry, in order; nil when
+	// the request had none or Remembered.
+	Rules []RuleOutcome
+	// RefusedRule is the index in Rules of the rule that refused (the
+	// first refusing one in order); meaningful only when Refused is
+	// LevelRule.
+	RefusedRule int
+	// Delay is how long an admitted request must wait before it goes on:
+	// the longest Delay of its enforcing LeakyBucket rules; 0 otherwise.
+	Delay time.Duration
+	// Release ends the request's Concurrency slots; call it once when the
+	// response has ended (also when the client went away). Nil when the
+	// request holds none. A slot whose node dies expires within the
+	// engine's concurrency lease (docs/rules.md).
+	Release func()
 }

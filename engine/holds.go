@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/keyspace"
+)
+
+// DefaultConcurrencyLease is the lease of a CONCURRENCY rule's request in
+// flight when Options.ConcurrencyLease is 0: the node renews it every
+// third of it while the request runs, so the request of a node that died
+// (or lost Redis) leaves the count at most this long after its last
+// renewal (docs/rules.md).
+const DefaultConcurrencyLease = 30 * time.Second
+
+// hold is one request in flight of a CONCURRENCY rule: the member
+// "<node>:<seq>" of the rule's sorted set key.
+type hold struct {
+	key       string
+	node, seq uint32
+}
+
+// holds tracks this node's requests in flight, renews their leases and
+// releases them.
+type holds struct {
+	e       *Engine
+	node    uint32
+	seq     atomic.Uint32
+	lease   time.Duration
+	leaseUS int64
+
+	mu      sync.Mutex
+	held    map[hold]struct{}
+	running bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newHolds(e *Engine, lease time.Duration) *holds {
+	if lease <= 0 {
+		lease = DefaultConcurrencyLease
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return &holds{e: e, node: binary.LittleEndian.Uint32(b[:]), lease: lease, leaseUS: lease.Microseconds(),
+		held: map[hold]struct{}{}, stop: make(chan struct{})}
+}
+
+// next returns a new member of key for a request of this node.
+func (h *holds) next(key string) hold {
+	return hold{key: key, node: h.node, seq: h.seq.Add(1)}
+}
+
+// add registers held (admitted requests' members) for renewal and returns
+// the function that releases them (once; later calls do nothing).
+func (h *holds) add(held []hold) func() {
+	h.mu.Lock()
+	for _, x := range held {
+		h.held[x] = struct{}{}
+	}
+	if !h.running {
+		h.running = true
+		h.done = make(chan struct{})
+		go h.renewLoop(h.done)
+	}
+	h.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { h.release(held) }) }
+}
+
+// release ends held: they leave the renewal and their members are removed
+// from their sets, in one run per slot, before it returns (so a client's
+// next request finds the slot free). A failure is logged; the members
+// then leave when their leases end.
+func (h *holds) release(held []hold) {
+	h.mu.Lock()
+	for _, x := range held {
+		delete(h.held, x)
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
+	defer cancel()
+	entries := make([]keyEntry, len(held))
+	for i, x := range held {
+		entries[i] = keyEntry{key: x.key, pack: x.packRelease}
+	}
+	if err := h.e.runKeyed(ctx, func(spec []byte) []any { return []any{opUnrules, h.e.clockArg(), spec} }, entries); err != nil {
+		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: releasing requests in flight failed; they leave their rules' counts when their leases end",
+			slog.Int("requests", len(held)), slog.Duration("lease", h.lease), slog.String("error", err.Error()))
+	}
+}
+
+// packRelease packs the end of x as an op "unrules" entry (CONCURRENCY).
+func (x hold) packRelease(s []byte, ki uint16) []byte {
+	le := binary.LittleEndian
+	s = append(s, 4, 0) // limit.Concurrency
+	s = le.AppendUint16(s, ki)
+	s = le.AppendUint32(s, x.node)
+	return le.AppendUint32(s, x.seq)
+}
+
+// packRenew packs x as an op "renew" entry.
+func (x hold) packRenew(s []byte, ki uint16) []byte {
+	le := binary.LittleEndian
+	s = le.AppendUint16(s, ki)
+	s = le.AppendUint32(s, x.node)
+	return le.AppendUint32(s, x.seq)
+}
+
+// renewLoop renews the leases of the requests held every third of the
+// lease until close, and stops when none is held.
+func (h *holds) renewLoop(done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(h.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		entries := make([]keyEntry, 0, len(h.held))
+		for x := range h.held {
+			entries = append(entries, keyEntry{key: x.key, pack: x.packRenew})
+		}
+		if len(entries) == 0 {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		h.renew(entries)
+	}
+}
+
+// renew sends one op "renew" per slot for entries; a failure is logged
+// (the members leave when their leases end unless a later renewal lands).
+func (h *holds) renew(entries []keyEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
+	defer cancel()
+	args := func(spec []byte) []any { return []any{opRenew, h.e.clockArg(), h.leaseUS, spec} }
+	if err := h.e.runKeyed(ctx, args, entries); err != nil {
+		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: renewing the leases of requests in flight failed",
+			slog.Int("requests", len(entries)), slog.String("error", err.Error()))
+	}
+}
+
+// close stops the renewals (Engine.Close).
+func (h *holds) close() {
+	h.mu.Lock()
+	select {
+	case <-h.stop:
+	default:
+		close(h.stop)
+	}
+	done := h.done
+	h.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// keyEntry is one entry of a run over keys (ops "unrules" and "renew"):
+// its key, and how to pack it given the key's index in the run's KEYS.
+type keyEntry struct {
+	key  string
+	pack func(s []byte, ki uint16) []byte
+}
+
+// runKeyed runs entries with the limits script: one run on one primary,
+// one per slot on Redis Cluster (in one pipeline), each with the ARGV
+// args returns for its packed entries. It returns the first error.
+func (e *Engine) runKeyed(ctx context.Context, args func(spec []byte) []any, entries []keyEntry) error {
+	bySlot := map[int][]keyEntry{}
+	if e.cluster == nil {
+		bySlot[0] = entries
+	} else {
+		for _, x := range entries {
+			s := keyspace.Slot(x.key)
+			bySlot[s] = append(bySlot[s], x)
+		}
+	}
+	runs := make([]*slotRun, 0, len(bySlot))
+	for slot, xs := range bySlot {
+		ra := newRuleArgs()
+		for _, x := range xs {
+			ra.spec = x.pack(ra.spec, index(&ra.keys, ra.idx, x.key))
+		}
+		runs = append(runs, &slotRun{slot: slot, keys: ra.keys, argv: args(ra.spec)})
+	}
+	if e.cluster != nil {
+		e.cluster.run(ctx, runs, nil)
+	} else {
+		runs[0].cmd = e.runOnce(ctx, e.rdb, runs[0].keys, runs[0].argv)
+		runs[0].err = runs[0].cmd.Err()
+	}
+	for _, r := range runs {
+		if r.err != nil && r.err != redis.Nil {
+			return r.err
+		}
+	}
+	return nil
+}
