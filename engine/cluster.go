@@ -13,6 +13,7 @@ import (
 
 	"tollgate/internal/redisscript"
 	"tollgate/keyspace"
+	"tollgate/limit"
 )
 
 // On Redis Cluster a script may only touch keys of one slot. A request's
@@ -89,6 +90,14 @@ type plan struct {
 	c     *call
 	home  int // slot of the request's own state; -1 without one
 	parts []part
+	// the request's rules (cluster_rules.go): their results, whether they
+	// admit and the retry of the first that refused, the error of their
+	// phase-1 run, and whether their charges were undone already
+	ruleRes     []ruleResult
+	rulesOK     bool
+	rulesRetry  int64
+	ruleErr     error
+	rulesUndone bool
 }
 
 // slotRun is one run of limits.lua in one slot: the script's keys and
@@ -112,15 +121,23 @@ func (cl *cluster) decide(ctx context.Context, live []*call) {
 	for i, c := range live {
 		plans[i] = split(c)
 	}
-	cl.take(ctx, plans)
+	ruleRuns := cl.ruleRuns(plans)
+	cl.take(ctx, plans, slotRuns(ruleRuns))
+	undos := cl.ruleOutcomes(plans, ruleRuns)
 	refunds := cl.decideHome(ctx, plans)
-	if len(refunds) == 0 {
+	undos = refusedRuleUndos(plans, undos)
+	if len(refunds) == 0 && len(undos) == 0 {
 		cl.refunds.Done()
 		return
 	}
 	go func() {
 		defer cl.refunds.Done()
-		cl.giveBack(refunds)
+		if len(refunds) > 0 {
+			cl.giveBack(refunds)
+		}
+		if len(undos) > 0 {
+			cl.undoRules(undos)
+		}
 	}()
 }
 
@@ -139,6 +156,9 @@ func split(c *call) plan {
 		p.home = keyspace.Slot(req.UsageKey)
 	}
 	for i := range req.Buckets {
+		if req.Buckets[i].Level == limit.LevelRule {
+			continue // the rules' outcome, from their own runs (cluster_rules.go)
+		}
 		s := keyspace.Slot(req.Buckets[i].Key)
 		if s == p.home {
 			continue
@@ -156,8 +176,8 @@ func split(c *call) plan {
 }
 
 // take runs phase 1: every part of every plan, one run per slot, in one
-// pipeline.
-func (cl *cluster) take(ctx context.Context, plans []plan) {
+// pipeline with the runs extra.
+func (cl *cluster) take(ctx context.Context, plans []plan, extra []*slotRun) {
 	runs := map[int]*slotRun{}
 	var order []*slotRun
 	type ref struct{ plan, part, idx int } // the part that is decision idx of a run
@@ -179,14 +199,14 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 			refsOf[r] = append(refsOf[r], ref{pi, qi, len(refsOf[r])})
 		}
 	}
-	if len(order) == 0 {
+	if len(order) == 0 && len(extra) == 0 {
 		return
 	}
 	clock := plans[0].c.clock
 	for _, r := range order {
 		r.keys, r.argv = r.args.keysAndArgs(clock, len(refsOf[r]))
 	}
-	cl.run(ctx, order, nil)
+	cl.run(ctx, append(order, extra...), nil)
 	for _, r := range order {
 		for _, rf := range refsOf[r] {
 			pt := &plans[rf.plan].parts[rf.part]
@@ -289,6 +309,9 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 
 // failed returns the error of a phase-1 run of p, if any.
 func (p *plan) failed() error {
+	if p.ruleErr != nil {
+		return p.ruleErr
+	}
 	for i := range p.parts {
 		if err := p.parts[i].err; err != nil {
 			return err
@@ -300,10 +323,13 @@ func (p *plan) failed() error {
 // remotes describes, per bucket of p's request, the phase-1 outcome of
 // the buckets outside its home slot.
 func (p *plan) remotes() []remote {
+	rem := p.c.req.ruleRemotes(p.rulesOK, p.rulesRetry)
 	if len(p.parts) == 0 {
-		return nil
+		return rem
 	}
-	rem := make([]remote, len(p.c.req.Buckets))
+	if rem == nil {
+		rem = make([]remote, len(p.c.req.Buckets))
+	}
 	for _, pt := range p.parts {
 		for _, bi := range pt.buckets {
 			rem[bi] = remote{decided: true, admitted: pt.taken || pt.refused != bi}
@@ -329,6 +355,12 @@ func (p *plan) sharedOnly() [rLen]int64 {
 		if !pt.taken && (first < 0 || pt.refused < first) {
 			first, res[rRetry] = pt.refused, pt.retryUS
 		}
+	}
+	if rb := p.c.req.ruleBucket(); rb >= 0 && !p.rulesOK && (first < 0 || rb < first) {
+		first, res[rRetry] = rb, p.rulesRetry
+	}
+	if res[rNow] == 0 { // rules alone, no bucket: their runs report no time
+		res[rNow] = time.Now().UnixMicro()
 	}
 	if first >= 0 {
 		res[rAllowed], res[rRefused] = 0, int64(first+1)

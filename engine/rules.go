@@ -347,11 +347,18 @@ func ruleOutcome1(r *limit.Rule, res *ruleResult, now time.Time) limit.RuleOutco
 
 // leakyAtOnce is how many requests a LEAKY_BUCKET rule admits at once from
 // empty: one at once and those that may wait (at most BurstLimit, each at
-// most MaxDelay).
+// most MaxDelay), as rules.lua counts them.
 func leakyAtOnce(r *limit.Rule) int64 {
-	if !(r.RateLimit > 0) {
-		return 1
+	turn := leakyTurnUS(r.RateLimit)
+	longest := min(r.MaxDelay.Microseconds(), int64(max(r.BurstLimit, 0))*turn)
+	return longest/turn + 1
+}
+
+// leakyTurnUS is rules.lua's turn_us: 1/rate in whole µs, rounded up (with
+// its 1 ns tolerance), at least 1.
+func leakyTurnUS(rate float64) int64 {
+	if !(rate > 0) {
+		return math.MaxInt64
 	}
-	longest := min(r.MaxDelay.Seconds(), float64(r.BurstLimit)/r.RateLimit)
-	return int64(math.Floor(longest*r.RateLimit+1e-9)) + 1
+	return max(1, int64(math.Ceil(1e6/rate-1e-3)))
 }

@@ -41,8 +41,8 @@ The algorithms (now is the run's time, W a window in µs, T = 1/rate in
                  member is added with score now + lease.
   LEAKY_BUCKET   the request's turn is start = max(now, tat), its delay
                  start - now; admitted when delay <= maxDelay and
-                 delay / T <= burst (at most burst wait), then tat =
-                 start + T. (Seed 003's limit-req: excess requests wait for
+                 delay <= burst * T (at most burst wait), then tat =
+                 start + T; T is 1/rate rounded up to a whole µs. (Seed 003's limit-req: excess requests wait for
                  their slot, up to a burst, instead of being refused.)
 
 A rule packed for a decision ("rule spec"): '<BBH' algorithm, flags (1:
@@ -239,24 +239,29 @@ local function check_cc(key, held, limit, lease, member)
   end
 end
 
+-- the interval between a leaky bucket's turns: 1/rate in whole µs,
+-- rounded up (at most 1 µs slower than the rate), so that every time is a
+-- whole µs and no rounding builds up in tat
+local function turn_us(rate) return mmax(1, ceil_us(US / rate)) end
+
 local function check_lb(key, get, rate, burst, max_delay)
-  local T = US / rate
+  local T = turn_us(rate)
   local start = mmax(now, leaky(get(key)))
   local delay = start - now
   local longest = mmin(max_delay, burst * T) -- the longest wait admitted
   local function left(wait) -- requests admitted now if the next waits wait
-    if wait > longest + EPS then return 0 end
-    return mfloor((longest - wait) / T + EPS) + 1
+    if wait > longest then return 0 end
+    return mfloor((longest - wait) / T) + 1
   end
-  local res = {1, 0, left(delay), ceil_us(delay), ceil_us(delay)}
-  if delay > longest + EPS then
-    res[1], res[2] = 0, mmax(1, ceil_us(delay - longest))
+  local res = {1, 0, left(delay), delay, delay}
+  if delay > longest then
+    res[1], res[2] = 0, delay - longest
     return false, res
   end
   return true, res, function(put)
     put(key, spack('<Bd', LB_MARK, start + T))
     write_leaky(key, start + T)
-    res[3], res[4] = left(delay + T), ceil_us(delay + T)
+    res[3], res[4] = left(delay + T), delay + T
   end
 end
 
@@ -396,7 +401,7 @@ local function undo_rules(base, spec)
     else
       local rate
       rate, pos = sunpack('<d', spec, pos)
-      local tat = leaky(redis.call('GET', key)) - US / rate
+      local tat = leaky(redis.call('GET', key)) - turn_us(rate)
       if tat <= now then
         redis.call('DEL', key)
       else

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+	"tollgate/limit"
+	"tollgate/plans"
+)
+
+// Rule parameters drawn by the rules property test and fuzz target.
+var (
+	propRuleLimits  = []int32{0, 1, 2, 3, 5, 8}
+	propRuleWindows = []time.Duration{time.Second, 7 * time.Second, time.Minute, 13 * time.Minute}
+	propRuleRates   = []float64{0.3333333333333333, 0.7692307692307693, 1, 2.5, 7, 100}
+	propRuleDelays  = []time.Duration{0, 300 * time.Millisecond, time.Second, 2500 * time.Millisecond}
+)
+
+// propLease is the CONCURRENCY lease of the property runs: an hour of the
+// test clock, so members leave by lease within a run, and no renewal
+// (every 20 minutes of real time) runs during one.
+const propLease = time.Hour
+
+// rulesRun drives the engine (one primary, through its op "decide_rules",
+// each run in a MULTI with PERSIST of its keys) and the reference model
+// through one sequence decoded from ops: requests of three callers (two
+// behind one address) with a plan bucket, the stage and account buckets,
+// a quota and five rules, one per algorithm; time steps; limit changes
+// that keep the rules' counters; releases of requests in flight.
+type rulesRun struct {
+	ctx   context.Context
+	l     *Engine
+	clock *fakeClock
+	m     *ruleModel
+	cfg   propConfig
+	rules [5]limit.Rule
+	held  []limit.Decision
+	heldM [][]hold
+	ops   []byte
+	pos   int
+	log   []string
+}
+
+func (p *rulesRun) next() byte {
+	if p.pos >= len(p.ops) {
+		return 0
+	}
+	b := p.ops[p.pos]
+	p.pos++
+	return b
+}
+
+// ruleFor returns rule i (algorithm i+1) with parameters chosen by b and
+// mode shadow when shadow.
+func ruleFor(i int, b byte, shadow bool) limit.Rule {
+	r := limit.Rule{Name: fmt.Sprintf("r%d", i), Counter: fmt.Sprintf("cnt%d", i), Algorithm: limit.Algorithm(i + 1), Shadow: shadow, Private: true}
+	switch r.Algorithm {
+	case limit.TokenBucket:
+		r.RateLimit, r.BurstLimit = pick(propRuleRates, b), pick(propRuleLimits, b/8)
+	case limit.SlidingWindow, limit.FixedWindow:
+		r.Limit, r.Window = pick(propRuleLimits, b), pick(propRuleWindows, b/8)
+	case limit.Concurrency:
+		r.Limit = pick(propRuleLimits, b)
+	default:
+		r.RateLimit, r.BurstLimit, r.MaxDelay = pick(propRuleRates, b), pick(propRuleLimits, b/8), pick(propRuleDelays, b/64)
+	}
+	return r
+}
+
+// request builds caller k's request (k 0 and 1 share address "A").
+func (p *rulesRun) request(k int) *limit.Request {
+	ip := "A"
+	if k == 2 {
+		ip = "B"
+	}
+	req := &limit.Request{KeyID: fmt.Sprintf("key%d", k), PlanID: "plan1", API: "api1", Stage: "prod",
+		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: p.cfg.plan.RateLimit, BurstLimit: p.cfg.plan.BurstLimit},
+			{Level: limit.LevelAccount, RateLimit: 10000, BurstLimit: 40}},
+		Quota: &limit.Quota{Limit: p.cfg.quota.Limit, Period: p.cfg.quota.Period, Offset: p.cfg.quota.Offset}}
+	for i := range p.rules {
+		r := p.rules[i]
+		r.Value = "ip=" + ip
+		req.Rules = append(req.Rules, r)
+	}
+	return req
+}
+
+// step decodes and runs one operation; it returns a mismatch or "".
+func (p *rulesRun) step() string {
+	b := p.next()
+	switch b % 8 {
+	case 3:
+		p.clock.Add(time.Duration(p.next()) * 7919 * time.Microsecond)
+	case 4:
+		p.clock.Add(time.Duration(p.next()) * 130 * time.Millisecond)
+	case 5:
+		p.clock.Add(time.Duration(p.next())*47*time.Second + time.Duration(p.next())*time.Millisecond)
+	case 6:
+		i, v := int(p.next())%len(p.rules), p.next()
+		p.rules[i] = ruleFor(i, v, p.rules[i].Shadow)
+		p.log = append(p.log, fmt.Sprintf("rule %+v", p.rules[i]))
+		return ""
+	case 7:
+		return p.release(int(p.next()))
+	default:
+		return p.decide(int(b>>3) % 3)
+	}
+	p.log = append(p.log, "now "+p.clock.Now().Format(time.RFC3339Nano))
+	return ""
+}
+
+// release ends the i-th request still in flight.
+func (p *rulesRun) release(i int) string {
+	if len(p.held) == 0 {
+		return ""
+	}
+	i %= len(p.held)
+	p.held[i].Release()
+	for _, x := range p.heldM[i] {
+		p.m.release(x)
+	}
+	p.held = append(p.held[:i], p.held[i+1:]...)
+	p.heldM = append(p.heldM[:i], p.heldM[i+1:]...)
+	p.log = append(p.log, fmt.Sprintf("release %d", i))
+	return ""
+}
+
+func (p *rulesRun) decide(k int) string {
+	c := p.l.newCall(p.ctx, p.request(k))
+	want, wantRes := p.m.decide(p.clock.Now(), c.req, p.l.holds.leaseUS)
+	got, err := p.decideTx(c)
+	p.log = append(p.log, fmt.Sprintf("caller %d: allowed=%v refused=%v rules %v", k, want.Allowed, want.Refused, wantRes))
+	if err != nil {
+		return "Decide: " + err.Error()
+	}
+	if diff := diffDecision(got, want); diff != "" {
+		return diff
+	}
+	for i := range wantRes {
+		if diff := diffRuleResult(c.ruleRes[i], wantRes[i]); diff != "" {
+			return fmt.Sprintf("rule %d: %s", i, diff)
+		}
+	}
+	if got.Release != nil {
+		var held []hold
+		for i, r := range c.req.Rules {
+			if r.Rule.Algorithm == limit.Concurrency && c.ruleRes[i][0] == 1 {
+				held = append(held, r.hold)
+			}
+		}
+		p.held, p.heldM = append(p.held, got), append(p.heldM, held)
+	}
+	return ""
+}
+
+// diffRuleResult compares two rule results: exactly, but retry and reset
+// to within 1 µs (float rounding in the script).
+func diffRuleResult(got, want ruleResult) string {
+	names := [...]string{"admitted", "retry", "remaining", "reset", "aux"}
+	for j := range got {
+		d := got[j] - want[j]
+		if (j == 1 || j == 3) && d >= -1 && d <= 1 {
+			continue
+		}
+		if d != 0 {
+			return fmtDiff(names[j], got[j], want[j])
+		}
+	}
+	return ""
+}
+
+// decideTx runs op "decide_rules" for c alone, followed in the same MULTI
+// by PERSIST of its keys (see propRun.decideTx: the states' staleness on
+// the test clock is under test, not Redis expiry), and returns its
+// decision as Decide would.
+func (p *rulesRun) decideTx(c *call) (limit.Decision, error) {
+	c.clock = p.l.clockArg()
+	a := newBatchArgs()
+	keys, args, _ := p.l.packBatch(a, []*call{c})
+	pipe := p.l.rdb.TxPipeline()
+	cmd := queueOnce(p.ctx, pipe, keys, args)
+	for _, k := range keys {
+		pipe.Persist(p.ctx, k)
+	}
+	_, _ = pipe.Exec(p.ctx)
+	text, err := cmd.Text()
+	reply, err := splitReply(text, err, []*call{c})
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	r := decodeReply(reply, 0)
+	c.res = r
+	d := parseDecision(&r, c.req)
+	p.l.ruleDecision(&d, c)
+	return d, nil
+}
+
+func (p *rulesRun) run(tb testing.TB) {
+	tb.Helper()
+	for p.pos < len(p.ops) {
+		if diff := p.step(); diff != "" {
+			tb.Fatalf("step %d: %s\nsequence:\n%s", len(p.log), diff, strings.Join(p.log, "\n"))
+		}
+	}
+}
+
+// newRulesRun sets up a sequence: the first bytes choose the start, the
+// plan's limits, the quota and the rules with their modes.
+func newRulesRun(l *Engine, clock *fakeClock, ops []byte) *rulesRun {
+	p := &rulesRun{ctx: context.Background(), l: l, m: newRuleModel(), ops: ops, clock: clock}
+	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
+	clock.Set(start)
+	a := p.next()
+	p.cfg.plan = plans.Throttle{RateLimit: pick(propRates, a), BurstLimit: pick(propBursts, a/16)}
+	q := pick(propPeriods, p.next())
+	p.cfg.quota = plans.Quota{Limit: pick(propLimits, p.next()), Period: q.Period, Offset: q.Offset}
+	modes := p.next()
+	for i := range p.rules {
+		p.rules[i] = ruleFor(i, p.next(), modes&(1<<i) != 0)
+	}
+	p.log = append(p.log, "start "+start.Format(time.RFC3339), fmt.Sprintf("config %+v rules %+v", p.cfg, p.rules))
+	return p
+}
+
+// Every rule decision of the script matches the reference model, alone
+// and with the plan's limits (all or nothing: a request refused by its
+// plan bucket or quota charges no rule, and one refused by a rule charges
+// nothing), through time steps, limit changes and releases.
+func TestRulesMatchModel(t *testing.T) {
+	t.Parallel()
+	for seed := range 24 {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(seed), 0x14))
+			ops := make([]byte, 500)
+			for i := range ops {
+				ops[i] = byte(r.UintN(256))
+			}
+			c := &fakeClock{}
+			rdb, prefix := redistest.MustClient(t)
+			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
+			t.Cleanup(func() { _ = l.Close() })
+			newRulesRun(l, c, ops).run(t)
+		})
+	}
+}
+
+func FuzzRulesVsModel(f *testing.F) {
+	f.Add([]byte{0, 0x35, 2, 3, 0x1f, 1, 2, 3, 4, 5, 0, 8, 16, 0, 8, 7, 0})
+	f.Add([]byte{3, 0x13, 4, 1, 0, 9, 17, 33, 65, 129, 0, 0, 0, 5, 10, 0, 0, 6, 4, 200, 0})
+	rdb, prefix := redistest.MustClient(f)
+	var n int
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 2000 {
+			t.Skip("sequence too long")
+		}
+		n++
+		sub := fmt.Sprintf("%s:%d", prefix, n)
+		defer redistest.DeletePrefix(context.Background(), rdb, sub)
+		c := &fakeClock{}
+		l := mustLoaded(t, New(rdb, Options{Prefix: sub, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
+		defer l.Close()
+		newRulesRun(l, c, ops).run(t)
+	})
+}
