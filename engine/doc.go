@@ -43,6 +43,19 @@
 // is cleared by config, usage and reload events (ForgetChange,
 // ForgetUsage, ForgetAll).
 //
+// # Rate-limit rules
+//
+// A limit.Request may carry rate-limit rules (docs/rules.md): token
+// bucket, sliding and fixed windows, concurrency and a delaying leaky
+// bucket, each counted per value of what it counts by, under its own hash
+// tag. They are decided with the request's buckets and quota, all or
+// nothing (rules.go, rules.lua): in the batch's one atomic run on one
+// primary; on Redis Cluster taken beside the shared buckets in phase 1 and
+// undone with them in phase 3. Shadow rules are decided and counted but
+// never refuse. A CONCURRENCY rule's request holds a member until
+// Decision.Release, under a lease the node renews (holds.go), so a dead
+// node's requests leave within Options.ConcurrencyLease.
+//
 // # Response cache
 //
 // DecideLookup reads a stage's cache generation (limiter Redis) and the

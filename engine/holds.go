@@ -128,10 +128,7 @@ func (h *holds) renewLoop(done chan struct{}) {
 		case <-t.C:
 		}
 		h.mu.Lock()
-		entries := make([]keyEntry, 0, len(h.held))
-		for x := range h.held {
-			entries = append(entries, keyEntry{key: x.key, pack: x.packRenew})
-		}
+		entries := h.entries()
 		if len(entries) == 0 {
 			h.running = false
 			h.mu.Unlock()
@@ -140,6 +137,15 @@ func (h *holds) renewLoop(done chan struct{}) {
 		h.mu.Unlock()
 		h.renew(entries)
 	}
+}
+
+// entries returns the renewals of every request held (h.mu held).
+func (h *holds) entries() []keyEntry {
+	out := make([]keyEntry, 0, len(h.held))
+	for x := range h.held {
+		out = append(out, keyEntry{key: x.key, pack: x.packRenew})
+	}
+	return out
 }
 
 // renew sends one op "renew" per slot for entries; a failure is logged

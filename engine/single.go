@@ -11,7 +11,8 @@ import (
 
 // decideSingle decides a batch on one primary (a single server or the
 // primary Sentinel names): one run of limits.lua for every decision of the
-// batch, all levels atomic, with the along commands of its calls queued
+// batch (op "decide", or "decide_rules" when a request has rate-limit
+// rules: rules.go), all levels atomic, with the along commands of its calls queued
 // after it on the same pipeline: one round trip. A NOSCRIPT reply loads
 // the script and runs the batch again (it did not run the first time).
 // The run is never retried otherwise (see runOnce).
