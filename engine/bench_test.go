@@ -7,7 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
 	"tollgate/keyspace"
+	"tollgate/limit"
 )
 
 // benchRequests returns requests of n API keys (nodeRequest: plan, stage
@@ -20,17 +22,33 @@ func benchRequests(l *Engine, n int) []*keyedRequest {
 	return reqs
 }
 
-// BenchmarkDecide measures one decision over a plan, stage and account
-// bucket, a quota and usage counting, against the real Redis (run with
-// -benchmem). keyspace.Space rotate over 1000 API keys so the plan state stays warm
-// but buckets do not all refuse.
+// limitRequests returns the gateway's requests (limit.Request, named by
+// scope) of n API keys: plan, stage and account buckets and a quota that
+// never refuse.
+func limitRequests(n int) []*limit.Request {
+	reqs := make([]*limit.Request, n)
+	for i := range reqs {
+		reqs[i] = &limit.Request{KeyID: fmt.Sprintf("key%06d", i), PlanID: "p1", API: "api1", Stage: "prod",
+			Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 1000, BurstLimit: 1000},
+				{Level: limit.LevelStage, RateLimit: 100, BurstLimit: 10000, Method: "GET", Path: "/items"},
+				{Level: limit.LevelAccount, RateLimit: 100, BurstLimit: 10000}},
+			Quota: &limit.Quota{Limit: 1_000_000_000, Period: "DAY"}}
+	}
+	return reqs
+}
+
+// BenchmarkDecide measures one decision as the gateway asks for it
+// (Decide: names resolved, refusal memory consulted) over a plan, stage
+// and account bucket, a quota and usage counting, against the real Redis
+// (run with -benchmem). Requests rotate over 1000 API keys so the plan
+// state stays warm but buckets do not all refuse.
 func BenchmarkDecide(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := benchRequests(l, 1000)
+	reqs := limitRequests(1000)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := l.decideKeyed(b.Context(), reqs[i%len(reqs)], nil); err != nil {
+		if _, err := l.Decide(b.Context(), reqs[i%len(reqs)]); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -73,14 +91,14 @@ func BenchmarkKeys(b *testing.B) {
 // trip.
 func BenchmarkDecideConcurrent(b *testing.B) {
 	l := mustLimiter(b)
-	reqs := benchRequests(l, 1000)
+	reqs := limitRequests(1000)
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	var next atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1)
-			if _, err := l.decideKeyed(b.Context(), reqs[i%int64(len(reqs))], nil); err != nil {
+			if _, err := l.Decide(b.Context(), reqs[i%int64(len(reqs))]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -121,4 +139,20 @@ func BenchmarkScriptBatch(b *testing.B) {
 		runBatch(b, l, now, reqs)
 	}
 	b.ReportMetric((usec()-before)/float64(b.N*len(reqs)), "redis-µs/decision")
+}
+
+// BenchmarkResolve measures resolving a gateway request into Redis names
+// (Decide before any round trip: per-key names built, the stage bucket's
+// and the account's taken from the engine's cache), from GOMAXPROCS
+// goroutines; no Redis.
+func BenchmarkResolve(b *testing.B) {
+	l := New(nil, Options{Prefix: "tg"})
+	reqs := limitRequests(1000)
+	b.ReportAllocs()
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = l.newCall(b.Context(), reqs[next.Add(1)%int64(len(reqs))])
+		}
+	})
 }

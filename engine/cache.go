@@ -38,8 +38,7 @@ type entries struct {
 	rdb    redis.UniversalClient
 	shared bool // the cache Redis is the limiter Redis: one pipeline
 
-	mu     sync.RWMutex
-	stages map[stageRef]*stageCache
+	stages *lockFreeMap[stageRef, *stageCache]
 
 	memoryCheck time.Duration
 	full        atomic.Bool  // the last memory check found the Redis full
@@ -61,26 +60,19 @@ func newEntries(e *Engine, rdb redis.UniversalClient, memoryCheck time.Duration)
 	if memoryCheck <= 0 {
 		memoryCheck = DefaultCacheMemoryCheck
 	}
-	return &entries{e: e, rdb: rdb, shared: rdb == e.rdb, stages: map[stageRef]*stageCache{}, memoryCheck: memoryCheck}
+	keys := e.keys
+	stages := newLockFreeMap(maxNames, func(r stageRef) *stageCache {
+		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
+	})
+	return &entries{e: e, rdb: rdb, shared: rdb == e.rdb, stages: stages, memoryCheck: memoryCheck}
 }
 
 // stage returns the cache state of (api, stage), created on first use (the
-// generation outlives config snapshots).
+// generation outlives config snapshots; a state dropped when the cache of
+// states started again only costs its stage's next request a second entry
+// read).
 func (c *entries) stage(api, stage string) *stageCache {
-	ref := stageRef{api, stage}
-	c.mu.RLock()
-	st := c.stages[ref]
-	c.mu.RUnlock()
-	if st != nil {
-		return st
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st = c.stages[ref]; st == nil {
-		st = &stageCache{genKey: c.e.keys.CacheGeneration(api, stage)}
-		c.stages[ref] = st
-	}
-	return st
+	return c.stages.get(stageRef{api, stage})
 }
 
 // DecideLookup is Decide for a request of a caching method: in the same
@@ -98,7 +90,8 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 	c := e.cache
 	st := c.stage(req.API, req.Stage)
 	lk.Request.Generation = st.gen.Load()
-	key := e.keys.CacheEntry(cache.Digest(lk.Params, &lk.Request))
+	digest := cache.Digest(lk.Params, &lk.Request)
+	key := e.keys.CacheEntry(digest)
 	var (
 		genCmd   *redis.StringCmd
 		read     *entryRead // queued on the decision's pipeline or read in parallel
@@ -133,12 +126,13 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 		st.gen.Store(gen)
 		lk.Request.Generation = gen
 		lk.Entry = nil
-		key = e.keys.CacheEntry(cache.Digest(lk.Params, &lk.Request))
+		digest = cache.Digest(lk.Params, &lk.Request)
+		key = e.keys.CacheEntry(digest)
 		if !lk.Refresh && lk.Err == nil && d.Allowed { // another node may have filled it already
 			lk.Entry, lk.Err = c.get(ctx, key, lk.Request.Header)
 		}
 	}
-	lk.Digest = cache.Digest(lk.Params, &lk.Request)
+	lk.Digest = digest
 	return d, err
 }
 
