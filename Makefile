@@ -2,23 +2,36 @@
 GO       ?= go
 BIN      := bin
 
-.PHONY: all build test services demo stop bench clean chromium web-vendor
+.PHONY: all build test test-short services demo stop bench clean chromium web-vendor
 
 all: build
 
+# VERSION is what `tollgate version` prints: git describe of this checkout.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 ## build: compile tollgate, the echo upstream and the demo setup into bin/
 build:
-	$(GO) build -o $(BIN)/ ./cmd/tollgate ./cmd/echo ./cmd/demo
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/ ./cmd/tollgate ./cmd/echo ./cmd/demo
 
-## test: every test, against the real PostgreSQL and Redis (make services starts them) and a local
-## three-master Redis Cluster (scripts/cluster.sh starts it here when it does not answer), then the
-## AWS CLI conformance check (scripts/awscli.sh; installs Debian's awscli when it is missing)
+## test: go vet and every test with the race detector, against the real PostgreSQL and Redis (make services
+## starts them) and a local three-master Redis Cluster (scripts/cluster.sh starts it when it does not answer),
+## then the AWS CLI conformance check (scripts/awscli.sh). vet builds with -race too, so the tests reuse its
+## build: a first run compiles each package once, and vet lists them as it compiles (README "Tests").
 test: chromium
-	$(GO) vet ./...
+	@echo "== go vet -race: compiles every package (a first run lists them as they compile)"
+	$(GO) vet -race -v ./...
+	@echo "== go test -race: each package prints ok when its tests pass (cmd/tollgate takes longest)"
 	url=$${TOLLGATE_TEST_REDIS_CLUSTER_URL:-$$(scripts/cluster.sh)} && \
 		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -race -count=1 ./...
+	@echo "== AWS CLI conformance check (scripts/awscli.sh)"
 	GO=$(GO) scripts/awscli.sh
 	@echo "console screenshots of the browser test: $(CURDIR)/.artifacts/"
+
+## test-short: the edit-test loop: go test -short without the race detector, results cached for packages
+## that did not change; no vet, no browser test, no AWS CLI check (make test before you land)
+test-short:
+	url=$${TOLLGATE_TEST_REDIS_CLUSTER_URL:-$$(scripts/cluster.sh)} && \
+		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -short ./...
 
 ## chromium: install Debian's Chromium when missing (the console's browser test needs it)
 chromium:

@@ -22,8 +22,8 @@ type Config struct {
 	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); also redis-cluster://h1:p1?addr=h2:p2." env:"TOLLGATE_CACHE_REDIS_URL"`
 	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
 	RedisTimeout        time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
-	AdminAddr           string        `help:"Admin API listen address." default:":8001" env:"TOLLGATE_ADMIN_ADDR"`
-	GatewayAddr         string        `help:"Gateway listen address." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
+	AdminAddr           string        `help:"Admin API listen address: loopback by default (reach it through a tunnel, or bind a private address on purpose; docs/operations.md)." default:"127.0.0.1:8001" env:"TOLLGATE_ADMIN_ADDR"`
+	GatewayAddr         string        `help:"Gateway listen address: every interface by default (partners must reach it)." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
 	MetricsAddr         string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
 	Pprof               bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
 	AccountRateLimit    float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
 )
 
 func TestLoadSecrets(t *testing.T) {
@@ -57,5 +59,37 @@ func TestLoopbackOnly(t *testing.T) {
 		if got := loopbackOnly(in); got != want {
 			t.Errorf("loopbackOnly(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The gateway listens on every interface by default, the admin on loopback
+// only (docs/operations.md, "What listens where").
+func TestListenDefaults(t *testing.T) {
+	var c cli
+	parser, err := kong.New(&c, kong.Name("tollgate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOLLGATE_ADMIN_ADDR", "")
+	t.Setenv("TOLLGATE_GATEWAY_ADDR", "")
+	os.Unsetenv("TOLLGATE_ADMIN_ADDR")
+	os.Unsetenv("TOLLGATE_GATEWAY_ADDR")
+	if _, err := parser.Parse([]string{"serve"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Serve.AdminAddr != "127.0.0.1:8001" || c.Serve.GatewayAddr != ":8000" {
+		t.Errorf("defaults: admin %q, gateway %q; want 127.0.0.1:8001 and :8000", c.Serve.AdminAddr, c.Serve.GatewayAddr)
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	if got := versionLine(); !strings.HasPrefix(got, "tollgate ") || !strings.Contains(got, "go1.") {
+		t.Errorf("without a linked version: %q, want tollgate <version> (... go1.N)", got)
+	}
+	old := version
+	version = "v1.2.3"
+	defer func() { version = old }()
+	if got := versionLine(); !strings.HasPrefix(got, "tollgate v1.2.3 (") {
+		t.Errorf("with a linked version: %q", got)
 	}
 }

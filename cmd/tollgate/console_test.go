@@ -66,6 +66,9 @@ func (s *stack) consoleAPI(t *testing.T) string {
 // view, and flush the stage cache after confirming. Every page is
 // screenshotted at 1280 px and at phone width into the artifacts directory.
 func TestConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test runs in make test, not in make test-short")
+	}
 	s := mustStackWith(t, stackOptions{allInOne: true, adminToken: consoleToken})
 	apiID := s.consoleAPI(t)
 	p := browsertest.MustPage(t)

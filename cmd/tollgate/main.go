@@ -4,6 +4,7 @@
 //	tollgate serve [--role=admin|gateway|all]   run the servers (migrates first)
 //	tollgate migrate up|down|version            manage the PostgreSQL schema
 //	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
+//	tollgate version                            the version of this build
 //
 // Every flag has an environment variable of the same name (TOLLGATE_…);
 // see `tollgate serve --help` and README.md.
@@ -29,6 +30,7 @@ type cli struct {
 	Serve   serveCmd   `cmd:"" help:"Run the admin API and/or the gateway."`
 	Migrate migrateCmd `cmd:"" help:"Run the embedded PostgreSQL migrations."`
 	Usage   usageCmd   `cmd:"" help:"Read the usage ledger."`
+	Version versionCmd `cmd:"" help:"Print the version of this build."`
 }
 
 type serveCmd struct {
