@@ -80,7 +80,7 @@ func validateNewKey(k *plans.ApiKey) error {
 }
 
 // getApiKeys: GET /apikeys[?name=prefix&customerId=&includeValues=] → 200
-// list. Values are never returned (DESIGN.md 10.3), includeValues or not.
+// list. Values are never returned (docs/behaviour.md, "Differences from Amazon API Gateway"), includeValues or not.
 func (s *Server) getApiKeys(w http.ResponseWriter, r *http.Request) error {
 	p, err := page(r)
 	if err != nil {

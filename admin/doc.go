@@ -1,5 +1,5 @@
 // Package admin is tollgate's control plane: the subset of the Amazon API
-// Gateway REST management API (2015-07-09) described in DESIGN.md section 3,
+// Gateway REST management API (2015-07-09) described in docs/behaviour.md ("Admin API"),
 // served over HTTP so that the AWS CLI, the AWS SDKs and infrastructure tools
 // can manage tollgate with --endpoint-url.
 //

@@ -19,7 +19,7 @@ type errorType struct {
 }
 
 // errorTable maps every plans.Error kind to the admin API's response, the
-// one place that does so (DESIGN.md 3.1).
+// one place that does so (docs/behaviour.md, "Admin API").
 var errorTable = map[plans.Kind]errorType{
 	plans.KindInvalid:       {http.StatusBadRequest, "BadRequestException"},
 	plans.KindNotFound:      {http.StatusNotFound, "NotFoundException"},

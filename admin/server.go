@@ -84,7 +84,7 @@ type Options struct {
 	BodyLimits reqbody.Limits
 	// Metrics, when set, is served at /metrics without authentication.
 	Metrics http.Handler
-	// Usage, when set, serves GetUsage and UpdateUsage (DESIGN.md 7); nil
+	// Usage, when set, serves GetUsage and UpdateUsage (docs/usage.md); nil
 	// answers them 400 as operations outside the subset. UpdateUsage
 	// announces its change when Publisher implements UsageAnnouncer.
 	Usage UsageCounter

@@ -77,7 +77,7 @@ func newRequestID() string {
 }
 
 // finish records the request's metrics and writes its access-log line
-// (DESIGN.md 8). The key id is logged, never the key.
+// (docs/behaviour.md, "Logs, metrics, health"). The key id is logged, never the key.
 func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	status := sw.status
 	if status == 0 {

@@ -6,7 +6,7 @@ import (
 	"tollgate/internal/clientaddr"
 )
 
-// Failed key attempts per client address (DESIGN.md 4.2): a local token
+// Failed key attempts per client address (docs/behaviour.md, "Order of work"): a local token
 // bucket per address, refilled at FailedKeyRate per second up to
 // FailedKeyBurst; each refused key takes a token, and an address with no
 // token left gets 429 before any key lookup.

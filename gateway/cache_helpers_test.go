@@ -26,8 +26,7 @@ const (
 	cacheKey2 = "cachetestkey2bbbbbbbbbbbbbbbbbb"
 )
 
-// upstream is a counting test upstream (cases/README.md "Common
-// fixture"): it answers "<version> <METHOD> <request URI>" with
+// upstream is the counting test upstream of the cache cases: it answers "<version> <METHOD> <request URI>" with
 // X-Upstream-Hits, after statuses queued by a test (then 200), with the
 // extra headers, body size and delay a test sets.
 type upstream struct {

@@ -9,7 +9,7 @@ import (
 	"tollgate/limit"
 )
 
-// Rate-limit response headers (DESIGN.md 4.3; the IETF fields follow
+// Rate-limit response headers (docs/behaviour.md, "Throttles and quota"; the IETF fields follow
 // draft-ietf-httpapi-ratelimit-headers-10).
 const (
 	HeaderLimit        = "X-RateLimit-Limit"

@@ -17,7 +17,7 @@ const (
 	ReasonNoPlan    = "no plan for this stage"
 )
 
-// Error types of the access log (DESIGN.md 8).
+// Error types of the access log (docs/behaviour.md, "Logs, metrics, health").
 const (
 	ErrorTypeInvalidKey     = "INVALID_API_KEY"
 	ErrorTypeThrottled      = "THROTTLED"

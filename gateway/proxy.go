@@ -163,7 +163,7 @@ func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
 // X-Forwarded-Proto, X-Forwarded-Host, X-Real-Ip (the client address) and
 // the header mappings.
 //
-// DESIGN.md 4.4 says "append the client address": the connection's peer is
+// docs/behaviour.md ("Integrations") says "append the client address": the connection's peer is
 // appended, which is the client address whenever the peer is not a
 // trusted proxy; behind a trusted proxy the client is already in the
 // chain, and each hop appending its own peer keeps the chain truthful.

@@ -1,4 +1,4 @@
--- tollgate schema: the resource model of DESIGN.md section 2.
+-- tollgate schema: the configuration model of docs/behaviour.md.
 --
 -- Conventions: ids are text (plans.NewID); timestamps timestamptz; maps
 -- (tags, variables, method settings, per-method throttles) jsonb objects;

@@ -24,7 +24,7 @@ type ApiKey struct {
 }
 
 // InvalidateCacheTag, set to "true" on an API key, lets that key's
-// "Cache-Control: max-age=0" requests refresh cache entries (DESIGN.md 6).
+// "Cache-Control: max-age=0" requests refresh cache entries (docs/behaviour.md, "Response cache").
 const InvalidateCacheTag = "tollgate:invalidate-cache"
 
 // ValidKeyValue reports whether v is 20..128 ASCII letters and digits (the

@@ -2,7 +2,7 @@ package plans
 
 import "unicode/utf8"
 
-// Size limits of DESIGN.md section 1, in characters.
+// Size limits of docs/behaviour.md ("Limits"), in characters.
 const (
 	MaxNameLen        = 1024
 	MaxDescriptionLen = 4096

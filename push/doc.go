@@ -1,7 +1,7 @@
 // Package push carries configuration from the admin (which owns
 // PostgreSQL) to every gateway node through the limiter Redis. It holds
 // both ends of the protocol, so its wire format lives in one place
-// (DESIGN.md section 5):
+// (docs/architecture.md, "How configuration reaches the gateways"):
 //
 //   - Publisher (admin side) writes, after every committed admin write,
 //     the snapshot, the key records the write touched, one entry on the

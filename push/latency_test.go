@@ -10,7 +10,7 @@ import (
 // TestPropagationLatency measures, over 100 admin changes, the time from
 // the start of Publish (the admin's commit is done) to the moment a
 // gateway's Reader enforces it: a disabled or re-enabled key seen by
-// Lookup, or a new snapshot handed over. DESIGN.md 5 targets p99 ≤ 250 ms.
+// Lookup, or a new snapshot handed over. docs/behaviour.md ("Config push") targets p99 ≤ 250 ms.
 func TestPropagationLatency(t *testing.T) {
 	t.Parallel()
 	rdb, prefix, src, p := publisherWorld(t)

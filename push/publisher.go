@@ -51,8 +51,8 @@ const DefaultStreamMaxLen = 100000
 // changesBatch is how many changes Publish asks the Source for at once.
 const changesBatch = 500
 
-// Publisher writes committed config changes to the limiter Redis (DESIGN.md
-// section 5). One Publisher serializes its own calls with a mutex; several
+// Publisher writes committed config changes to the limiter Redis (docs/architecture.md,
+// "How configuration reaches the gateways"). One Publisher serializes its own calls with a mutex; several
 // admin processes may publish to one Redis at once, as every write is a
 // compare-and-set on versions.
 type Publisher struct {
@@ -234,7 +234,7 @@ func (p *Publisher) FlushStageCache(ctx context.Context, apiID, stage string) er
 }
 
 // AnnounceUsageUpdate tells every gateway node that the usage of keyID in
-// planID was changed (UpdateUsage, DESIGN.md 7), so that they clear their
+// planID was changed (UpdateUsage, docs/behaviour.md "Usage"), so that they clear their
 // local refusal memory for that key: one stream entry usage=planID:keyID.
 // The counters themselves live in Redis and are changed by the caller.
 // Errors come from Redis.

@@ -21,9 +21,8 @@ const recordBatch = 500
 //     Publish does, falling back to the full republish when the Source no
 //     longer has them.
 //
-// Deliberate departure from DESIGN.md 5 ("when the watermark is behind ...
-// republishes the snapshot and all key records"): a watermark that is
-// present but behind is the normal state between an admin commit and its
+// Why a watermark that is behind does not trigger a full republish: one
+// that is present but behind is the normal state between an admin commit and its
 // Publish, so a full republish there would rewrite every key record (up to
 // millions) whenever a reconciler tick lands in that window. The
 // incremental path restores exactly what the missing changes wrote, and the

@@ -132,7 +132,7 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 }
 
 // startRedis runs the bench's own redis-server (no persistence,
-// noeviction as DESIGN.md 1 requires of the limiter Redis).
+// noeviction as docs/operations.md ("Redis") requires of the limiter Redis).
 func (s *stack) startRedis(ctx context.Context) (string, error) {
 	addr, err := freeAddr()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// Limits of the bench config: realistic in shape (every bucket of DESIGN.md
+// Limits of the bench config: realistic in shape (every bucket of docs/behaviour.md
 // 4.3 applies to the measured requests) but high enough that the main key
 // is never refused during a run.
 const (

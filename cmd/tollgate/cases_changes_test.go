@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// TestCaseBC16LoweredQuota: lowering a quota below the used count clamps
+// TestLoweredQuotaClampsRemaining (case BC-16): lowering a quota below the used count clamps
 // Remaining to 0 at once (429, never negative, never the old remaining);
 // raising it again counts from the real usage, the refused call not
 // included. Sibling: lowering a burst clamps the plan bucket.
-func TestCaseBC16LoweredQuota(t *testing.T) {
+func TestLoweredQuotaClampsRemaining(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -60,10 +60,10 @@ func TestCaseBC16LoweredQuota(t *testing.T) {
 	})
 }
 
-// TestCaseBC17LiveChanges: plan changes apply to live limiter state on both
+// TestPlanChangesApplyToLiveState (case BC-17): plan changes apply to live limiter state on both
 // nodes within the propagation bound, including a node restarted during the
 // change; moving a key to another plan starts that plan's own counters.
-func TestCaseBC17LiveChanges(t *testing.T) {
+func TestPlanChangesApplyToLiveState(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -74,7 +74,7 @@ func TestCaseBC17LiveChanges(t *testing.T) {
 
 	s.mustPatchPlan(t, p, "/throttle/rateLimit", "100", "/throttle/burstLimit", "200")
 	t.Logf("raise propagated to both nodes in %v", s.sync(t))
-	// The case expects 200 at once; DESIGN.md 4.3 (which wins) keeps the
+	// The case expects 200 at once; docs/behaviour.md ("Throttles and quota", which wins) keeps the
 	// tokens earned under the old limits up to the first decision under
 	// the new ones (≈ 0 here) and refills at the new rate from then on. So
 	// the first request is refused under the new limit, and both nodes

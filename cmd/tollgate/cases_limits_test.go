@@ -9,16 +9,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// Gateway-level versions of the limiter cases of ../shared/cases/README.md:
-// config through the admin API (AWS SDK), requests alternating the two
+// Gateway-level versions of the limiter fault cases (each from a public bug
+// report against another gateway or limiter; the BCnn ids in the comments
+// below name them): config through the admin API (AWS SDK), requests alternating the two
 // gateway nodes, statuses and headers as clients see them.
 
-// TestCaseBC01ExactlyN: a limit of N admits exactly N, through both nodes,
+// TestLimitOfNAdmitsExactlyN (case BC-01): a limit of N admits exactly N, through both nodes,
 // at every level that can refuse (plan bucket, plan-method bucket, stage
 // bucket, quota of every period), and each 200 reaches the upstream once;
 // with one Redis primary and with every node on the Redis Cluster
 // (TOLLGATE_REDIS_URL=redis-cluster://...).
-func TestCaseBC01ExactlyN(t *testing.T) {
+func TestLimitOfNAdmitsExactlyN(t *testing.T) {
 	t.Parallel()
 	for _, redis := range []struct {
 		name    string
@@ -26,12 +27,12 @@ func TestCaseBC01ExactlyN(t *testing.T) {
 	}{{"primary", false}, {"cluster", true}} {
 		t.Run(redis.name, func(t *testing.T) {
 			t.Parallel()
-			caseBC01(t, mustStackWith(t, stackOptions{cluster: redis.cluster}))
+			exactlyN(t, mustStackWith(t, stackOptions{cluster: redis.cluster}))
 		})
 	}
 }
 
-func caseBC01(t *testing.T, s *stack) {
+func exactlyN(t *testing.T, s *stack) {
 	api := s.mustCaseAPI(t)
 	plan5 := func(n int, limit string) []seq { // n admitted, counting down from n-1
 		var out []seq
@@ -81,10 +82,10 @@ func caseBC01(t *testing.T, s *stack) {
 	})
 }
 
-// TestCaseBC01AccountBucket: the account bucket admits exactly its burst
+// TestAccountBucketAdmitsExactlyItsBurst (case BC-01): the account bucket admits exactly its burst
 // over every key and both nodes, and its 429 carries Retry-After (BC-09).
 // It has its own stack: the account limit applies to all traffic.
-func TestCaseBC01AccountBucket(t *testing.T) {
+func TestAccountBucketAdmitsExactlyItsBurst(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -101,11 +102,11 @@ func TestCaseBC01AccountBucket(t *testing.T) {
 	}
 }
 
-// TestCaseBC07RemainingHeader: X-RateLimit-Remaining counts down to 0 and
+// TestRemainingHeaderCountsDownToZero (case BC-07): X-RateLimit-Remaining counts down to 0 and
 // stays there, X-RateLimit-Limit is on every answer (429s included),
 // concurrent successes each see their own count, and refusals charge
 // nothing (A3) at either level.
-func TestCaseBC07RemainingHeader(t *testing.T) {
+func TestRemainingHeaderCountsDownToZero(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -152,11 +153,11 @@ func containsNegative(v string) bool {
 	return false
 }
 
-// TestCaseBC14Identity: limits are per key, never per plan or per "no
+// TestLimitsArePerKey (case BC-14): limits are per key, never per plan or per "no
 // identity"; requests without a valid key touch no bucket; the failed
 // attempt limiter keeps distinct client addresses apart; per-method plan
 // buckets keep methods apart.
-func TestCaseBC14Identity(t *testing.T) {
+func TestLimitsArePerKey(t *testing.T) {
 	t.Parallel()
 	s := mustStackWith(t, stackOptions{trustedProxies: []string{"127.0.0.1/32"}})
 	api := s.mustCaseAPI(t)

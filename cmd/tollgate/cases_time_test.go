@@ -48,10 +48,10 @@ func (s *stack) runSteps(t *testing.T, c *fakeClock, start time.Time, apiID, key
 	return out
 }
 
-// TestCaseBC03FractionalRates: non-integral rates stored in PostgreSQL,
+// TestFractionalRatesAreExact (case BC-03): non-integral rates stored in PostgreSQL,
 // pushed through Redis and run in Lua give a token after exactly one
 // token's worth of time, at the plan, plan-method and stage levels.
-func TestCaseBC03FractionalRates(t *testing.T) {
+func TestFractionalRatesAreExact(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
 	tenThirteenths := []step{{0, 200, "", "-"}, {1300 * time.Millisecond, 200, "", "-"},
 		{2600 * time.Millisecond, 200, "", "-"}, {3250 * time.Millisecond, 429, "1", "-"}}
@@ -86,9 +86,9 @@ func TestCaseBC03FractionalRates(t *testing.T) {
 	}
 }
 
-// TestCaseBC05NoLockout: a client sending twice its rate keeps getting its
+// TestFastClientIsNotLockedOut (case BC-05): a client sending twice its rate keeps getting its
 // share; refused requests charge nothing.
-func TestCaseBC05NoLockout(t *testing.T) {
+func TestFastClientIsNotLockedOut(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
 	_, key := s.mustKey(t, s.mustPlan(t, api.id, planSpec{Throttle: throttle(5, 5)}))
 	s.sync(t)
@@ -115,9 +115,9 @@ func TestCaseBC05NoLockout(t *testing.T) {
 	}
 }
 
-// TestCaseBC07ThrottleKeepsQuota: a throttle 429 leaves the quota's
+// TestThrottledRequestKeepsQuota (case BC-07): a throttle 429 leaves the quota's
 // Remaining as it was.
-func TestCaseBC07ThrottleKeepsQuota(t *testing.T) {
+func TestThrottledRequestKeepsQuota(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
 	_, key := s.mustKey(t, s.mustPlan(t, api.id, planSpec{Throttle: throttle(0.01, 1), Quota: quota(10, types.QuotaPeriodTypeDay, 0)}))
 	s.sync(t)
@@ -125,9 +125,9 @@ func TestCaseBC07ThrottleKeepsQuota(t *testing.T) {
 	checkHeader(t, 2, res[1], "x-amzn-ErrorType", "TooManyRequestsException")
 }
 
-// TestCaseBC09RetryAfter: Retry-After only on 429s, equal to the real wait
+// TestRetryAfterIsTheRealWait (case BC-09): Retry-After only on 429s, equal to the real wait
 // rounded up, for the plan, plan-method and stage buckets and the quota.
-func TestCaseBC09RetryAfter(t *testing.T) {
+func TestRetryAfterIsTheRealWait(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
 	bucket := []step{{0, 200, "", "-"}, {100 * time.Millisecond, 429, "2", "-"}, {2100 * time.Millisecond, 200, "", "-"}}
 	for _, tc := range []struct {
@@ -168,11 +168,11 @@ func TestCaseBC09RetryAfter(t *testing.T) {
 	}
 }
 
-// TestCaseBC12AuthorityClock: decisions and periods follow the limiter's
+// TestLimitsFollowRedisClock (case BC-12): decisions and periods follow the limiter's
 // one clock (Redis TIME, here the fakeClock), never a node's: both nodes
 // run with clocks months away from it and a Tokyo time zone (TestMain),
 // yet count in the right period and share one bucket.
-func TestCaseBC12AuthorityClock(t *testing.T) {
+func TestLimitsFollowRedisClock(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -209,10 +209,10 @@ func repeatStep(n int, st step) []step {
 	return out
 }
 
-// TestCaseBC15CalendarPeriods: quotas are UTC calendar periods (not
+// TestQuotaPeriodsAreUTCCalendarPeriods (case BC-15): quotas are UTC calendar periods (not
 // rolling windows, not local time) with the nodes in Asia/Tokyo (TestMain)
 // and PostgreSQL sessions in America/New_York (startStack).
-func TestCaseBC15CalendarPeriods(t *testing.T) {
+func TestQuotaPeriodsAreUTCCalendarPeriods(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)
@@ -230,7 +230,7 @@ func TestCaseBC15CalendarPeriods(t *testing.T) {
 		{"DAY not the Tokyo midnight", quota(3, day, 0), "2026-06-15T14:59:59Z", "2026-06-15T15:00:01Z", 429},
 		{"MONTH", quota(2, month, 0), "2026-02-28T23:59:59Z", "2026-03-01T00:00:00Z", 200},
 		{"WEEK starts Sunday", quota(1, week, 0), "2026-06-13T23:59:00Z", "2026-06-14T00:00:01Z", 200},
-		// The case text expects 200 here; A2 and DESIGN.md 4.3 (WEEK from
+		// The case text expects 200 here; docs/behaviour.md ("Throttles and quota") (WEEK from
 		// Sunday 00:00 UTC) put Sunday 23:59 and Monday 00:00:01 in one week.
 		{"WEEK Sunday to Monday is one week", quota(1, week, 0), "2026-06-14T23:59:00Z", "2026-06-15T00:00:01Z", 429},
 		{"sibling WEEK offset 1 starts Monday", quota(1, week, 1), "2026-06-14T23:59:00Z", "2026-06-15T00:00:01Z", 200},

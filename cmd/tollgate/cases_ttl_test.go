@@ -10,11 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// TestCaseBC10EveryStateKeyExpires: after concurrent load over both nodes,
+// TestEveryStateKeyExpires (case BC-10): after concurrent load over both nodes,
 // every per-request state key (buckets, quota, usage) has a TTL of the
 // right size and unit, and only config state persists. Buckets then expire
 // by themselves, and a day later every key is admitted again.
-func TestCaseBC10EveryStateKeyExpires(t *testing.T) {
+func TestEveryStateKeyExpires(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	api := s.mustCaseAPI(t)

@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// TestCaseUsageGetAndUpdate: the admin node reads the gateways' counters
+// TestUsageGetAndUpdate: the admin node reads the gateways' counters
 // (GetUsage), and UpdateUsage's new remaining count reaches a gateway that
 // had refused the key (its refusal memory is cleared by the announcement).
-func TestCaseUsageGetAndUpdate(t *testing.T) {
+func TestUsageGetAndUpdate(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
 	ctx := context.Background()

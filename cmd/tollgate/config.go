@@ -10,7 +10,7 @@ import (
 	"tollgate/internal/reqbody"
 )
 
-// Config is everything tollgate reads at start (DESIGN.md section 1). Each
+// Config is everything tollgate reads at start (the README's table; docs/operations.md). Each
 // field is a flag whose environment variable has the same name in upper
 // case with a TOLLGATE_ prefix; secrets (Secrets) come only from the
 // environment or a _FILE variant, never from flags.

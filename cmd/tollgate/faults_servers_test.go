@@ -19,7 +19,7 @@ import (
 // redisProc is a redis-server of the test's own, on its own port, that the
 // test may stop and start (never the shared server). It keeps an
 // append-only file fsynced on every write in a temporary directory, as
-// DESIGN.md asks of the limiter Redis: a restart comes back with its data
+// docs/operations.md ("Redis") asks of the limiter Redis: a restart comes back with its data
 // but without loaded scripts; wipe makes the next start come back empty.
 type redisProc struct {
 	port   int

@@ -1,5 +1,5 @@
 // Package clientaddr finds the client address of an HTTP request
-// (DESIGN.md 4.2: the connection's peer, or behind trusted proxies the
+// (docs/behaviour.md, "Order of work": the connection's peer, or behind trusted proxies the
 // nearest untrusted X-Forwarded-For hop) and limits failed attempts per
 // address with a local token bucket. The gateway uses it for failed API
 // key attempts and the admin API for failed authentication.

@@ -10,7 +10,7 @@ import (
 	"tollgate/plans/postgres/postgrestest"
 )
 
-// A name within DESIGN.md's 1024 characters but past an index row's byte
+// A name within the 1024 characters docs/behaviour.md allows but past an index row's byte
 // limit (4-byte characters) is bad input: 400, never 500.
 func TestLongMultibyteNameIsInvalid(t *testing.T) {
 	t.Parallel()

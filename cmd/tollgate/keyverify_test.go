@@ -10,14 +10,14 @@ import (
 	"tollgate/push"
 )
 
-// BenchmarkCaseBC29KeyVerifier times the gateway's key verification
+// BenchmarkKeyVerifierByMismatchPosition (case BC-29) times the gateway's key verification
 // (plans.HashKey of the presented value, then push.Reader.Lookup by the
 // digest: local cache, memory of unknown hashes, Redis) for wrong keys that
 // differ from a valid 40-character key at its first and at its last
 // character. The value is never compared with a stored value: only its
 // SHA-256 digest is looked up, so the two means should match (BC-29: within
 // 5 % over 1,000,000 iterations; run with -benchtime=1000000x).
-func BenchmarkCaseBC29KeyVerifier(b *testing.B) {
+func BenchmarkKeyVerifierByMismatchPosition(b *testing.B) {
 	c, prefix := redistest.MustClient(b)
 	r := push.NewReader(c, push.ReaderOptions{Prefix: prefix})
 	if err := c.Set(context.Background(), keyspace.Space{Prefix: prefix}.Version(), 1, 0).Err(); err != nil { // config is published
