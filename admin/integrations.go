@@ -54,6 +54,7 @@ func (s *Server) putIntegration(w http.ResponseWriter, r *http.Request) error {
 	if integ.CacheNamespace == "" {
 		integ.CacheNamespace = t.resource // AWS defaults the namespace to the resource id
 	}
+	integ.Normalize()
 	if err := integ.Validate(); err != nil {
 		return err
 	}

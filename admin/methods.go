@@ -49,6 +49,7 @@ func (s *Server) putMethod(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	m := &plans.Method{HTTPMethod: t.method, AuthorizationType: in.AuthorizationType, APIKeyRequired: in.APIKeyRequired, RequestParameters: in.RequestParameters}
+	m.Normalize()
 	if err := m.Validate(); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func patchUsagePlan(p *plans.UsagePlan, ops []patchOp) error {
 	if pp.newQuota && !pp.limitSeen {
 		return plans.Invalid("quota.limit", "quota.limit is required when a quota is added")
 	}
+	p.Normalize()
 	return p.Validate()
 }
 

@@ -37,6 +37,7 @@ func (s *Server) createRestApi(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	api := &plans.RestApi{Name: in.Name, Description: in.Description, ApiKeySource: in.ApiKeySource, Tags: in.Tags}
+	api.Normalize()
 	if err := api.Validate(); err != nil {
 		return err
 	}

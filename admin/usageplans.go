@@ -47,6 +47,7 @@ func (in *createUsagePlanInput) plan() (*plans.UsagePlan, error) {
 		}
 		p.Quota = &plans.Quota{Limit: *in.Quota.Limit, Offset: in.Quota.Offset, Period: in.Quota.Period}
 	}
+	p.Normalize()
 	return p, p.Validate()
 }
 

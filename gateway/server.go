@@ -153,10 +153,10 @@ func New(opts Options) *Server {
 
 // SetSnapshot validates and compiles snap (routers per stage, resolved
 // buckets) and swaps it in whole; requests already running keep the one
-// they loaded. snap is owned by the Server afterwards (validation
-// normalises it in place). On error the previous snapshot keeps serving,
-// Ready fails until a later SetSnapshot succeeds, and the error is
-// returned.
+// they loaded. SetSnapshot does not change snap; the compiled form keeps
+// references into it, so the caller must not change it afterwards. On
+// error the previous snapshot keeps serving, Ready fails until a later
+// SetSnapshot succeeds, and the error is returned.
 //
 // SetSnapshot does not count the rejection in
 // Metrics.ConfigRejected: its caller does (push.Reader's OnReject sees

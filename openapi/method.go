@@ -21,6 +21,7 @@ func (im *importer) method(loc string, res *plans.Resource, verb string, item *o
 	m.APIKeyRequired = keyed
 	m.RequestParameters = im.requestParameters(loc, res.Path, item, op)
 	m.MethodResponses = im.methodResponses(op)
+	m.Normalize()
 	if err := m.Validate(); err != nil {
 		return located(loc, err)
 	}
@@ -230,6 +231,7 @@ func (im *importer) integration(loc, path string, raw any) (*plans.Integration, 
 		return nil, err
 	}
 	in.IntegrationResponses = replies
+	in.Normalize()
 	if err := in.Validate(); err != nil {
 		return nil, located(loc, err)
 	}

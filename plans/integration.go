@@ -46,17 +46,31 @@ type Integration struct {
 	IntegrationResponses map[string]*IntegrationResponse `json:"integrationResponses,omitempty"`
 }
 
-// Validate checks type, uri, httpMethod, timeout and parameter names, and
-// fills defaults (timeout 29000 ms, httpMethod ANY for HTTP_PROXY, empty
-// cacheKeyParameters, connectionType INTERNET). HTTP, AWS and AWS_PROXY are
-// refused naming the type.
+// Normalize fills the defaults an integration is stored with: httpMethod
+// ANY for HTTP_PROXY, timeout 29000 ms, empty cacheKeyParameters,
+// connectionType INTERNET.
+func (in *Integration) Normalize() {
+	if in.Type == IntegrationHTTPProxy && in.HTTPMethod == "" {
+		in.HTTPMethod = "ANY"
+	}
+	if in.TimeoutInMillis == 0 {
+		in.TimeoutInMillis = DefaultTimeoutMillis
+	}
+	if in.CacheKeyParameters == nil {
+		in.CacheKeyParameters = []string{}
+	}
+	if in.ConnectionType == "" {
+		in.ConnectionType = "INTERNET"
+	}
+}
+
+// Validate checks type, uri, httpMethod, timeout and parameter names; a
+// field Normalize would fill is valid when empty. It does not change in.
+// HTTP, AWS and AWS_PROXY are refused naming the type.
 func (in *Integration) Validate() error {
 	switch in.Type {
 	case IntegrationHTTPProxy:
-		if in.HTTPMethod == "" {
-			in.HTTPMethod = "ANY"
-		}
-		if !ValidHTTPMethod(in.HTTPMethod) {
+		if in.HTTPMethod != "" && !ValidHTTPMethod(in.HTTPMethod) {
 			return Invalid("httpMethod", "integration httpMethod %q is not valid", in.HTTPMethod)
 		}
 		if err := validateIntegrationURI(in.URI); err != nil {
@@ -68,14 +82,8 @@ func (in *Integration) Validate() error {
 	default:
 		return Invalid("type", "integration type %q is not supported: use HTTP_PROXY or MOCK", in.Type)
 	}
-	if in.TimeoutInMillis == 0 {
-		in.TimeoutInMillis = DefaultTimeoutMillis
-	}
-	if in.TimeoutInMillis < MinTimeoutMillis || in.TimeoutInMillis > MaxTimeoutMillis {
+	if in.TimeoutInMillis != 0 && (in.TimeoutInMillis < MinTimeoutMillis || in.TimeoutInMillis > MaxTimeoutMillis) {
 		return Invalid("timeoutInMillis", "timeoutInMillis must be between %d and %d", MinTimeoutMillis, MaxTimeoutMillis)
-	}
-	if in.CacheKeyParameters == nil {
-		in.CacheKeyParameters = []string{}
 	}
 	for _, p := range in.CacheKeyParameters {
 		if _, _, ok := ParseRequestParameter("method.request.", p); !ok {
@@ -97,10 +105,7 @@ func (in *Integration) Validate() error {
 	if err := in.validateResponses(); err != nil {
 		return err
 	}
-	if in.ConnectionType == "" {
-		in.ConnectionType = "INTERNET"
-	}
-	if in.ConnectionType != "INTERNET" {
+	if in.ConnectionType != "" && in.ConnectionType != "INTERNET" {
 		return Invalid("connectionType", "connectionType %q is not supported: only INTERNET", in.ConnectionType)
 	}
 	return nil

@@ -2,6 +2,7 @@ package plans
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -147,17 +148,71 @@ func TestNewKeyValueAndID(t *testing.T) {
 	}
 }
 
-func TestUsagePlanValidateNormalisesMethodKeys(t *testing.T) {
+// Validate is pure; Normalize is the named step that rewrites "~1" keys to
+// raw paths (and gives apiStages its empty list), and what it produces
+// validates too.
+func TestUsagePlanValidateIsPureAndNormalizeRewritesKeys(t *testing.T) {
 	p := UsagePlan{Name: "gold", ApiStages: []ApiStage{{ApiID: "a", Stage: "prod",
 		Throttle: map[string]Throttle{"~1pets/GET": {RateLimit: 1, BurstLimit: 1}}}}}
+	before := fmt.Sprint(p)
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.ApiStages[0].Throttle["/pets/GET"]; !ok {
-		t.Errorf("got keys %v, want /pets/GET", p.ApiStages[0].Throttle)
+	if after := fmt.Sprint(p); after != before {
+		t.Errorf("Validate changed the plan: %s became %s", before, after)
+	}
+	p.Normalize()
+	if _, ok := p.ApiStages[0].Throttle["/pets/GET"]; !ok || len(p.ApiStages[0].Throttle) != 1 {
+		t.Errorf("after Normalize: keys %v, want only /pets/GET", p.ApiStages[0].Throttle)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("normalised plan: %v", err)
+	}
+	if t1, ok := p.MethodThrottle("a", "prod", "/pets", "GET"); !ok || t1.RateLimit != 1 {
+		t.Errorf("MethodThrottle after Normalize: %v %v", t1, ok)
+	}
+	raw := UsagePlan{Name: "raw", ApiStages: []ApiStage{{ApiID: "a", Stage: "prod",
+		Throttle: map[string]Throttle{"~1pets/GET": {RateLimit: 2, BurstLimit: 2}}}}}
+	if t2, ok := raw.MethodThrottle("a", "prod", "/pets", "GET"); !ok || t2.RateLimit != 2 {
+		t.Errorf("MethodThrottle of a plan not normalised: %v %v, want the ~1 key found", t2, ok)
+	}
+	var empty UsagePlan
+	empty.Normalize()
+	if empty.ApiStages == nil {
+		t.Errorf("Normalize: apiStages stays nil, want []")
 	}
 	dup := UsagePlan{Name: "x", ApiStages: []ApiStage{{ApiID: "a", Stage: "p"}, {ApiID: "a", Stage: "p"}}}
 	assertField(t, dup.Validate(), "apiStages")
+}
+
+// Validate leaves an integration, a method and an API as they were; their
+// Normalize fills the defaults they are stored with.
+func TestValidateIsPureNormalizeFillsDefaults(t *testing.T) {
+	in := Integration{Type: IntegrationHTTPProxy, URI: "http://up.example/x"}
+	m := Method{HTTPMethod: "GET"}
+	a := RestApi{Name: "pets"}
+	for name, v := range map[string]interface {
+		Validate() error
+		Normalize()
+	}{"integration": &in, "method": &m, "api": &a} {
+		before := fmt.Sprint(v)
+		if err := v.Validate(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if after := fmt.Sprint(v); after != before {
+			t.Errorf("%s: Validate changed it: %s became %s", name, before, after)
+		}
+		v.Normalize()
+		if err := v.Validate(); err != nil {
+			t.Errorf("%s after Normalize: %v", name, err)
+		}
+	}
+	if in.HTTPMethod != "ANY" || in.TimeoutInMillis != DefaultTimeoutMillis || in.CacheKeyParameters == nil || in.ConnectionType != "INTERNET" {
+		t.Errorf("integration defaults: %+v", in)
+	}
+	if m.AuthorizationType != "NONE" || a.ApiKeySource != ApiKeySourceHeader {
+		t.Errorf("method %q, api %q: want NONE and HEADER", m.AuthorizationType, a.ApiKeySource)
+	}
 }
 
 func assertField(t *testing.T, err error, field string) {

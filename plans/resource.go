@@ -86,16 +86,22 @@ type Method struct {
 	MethodIntegration *Integration               `json:"methodIntegration,omitempty"`
 }
 
-// Validate checks the method name, authorizationType, parameter names and
-// method responses (each stored under its own status code).
+// Normalize fills the default a method is stored with: authorizationType
+// NONE.
+func (m *Method) Normalize() {
+	if m.AuthorizationType == "" {
+		m.AuthorizationType = "NONE"
+	}
+}
+
+// Validate checks the method name, authorizationType (empty means NONE),
+// parameter names and method responses (each stored under its own status
+// code). It does not change m.
 func (m *Method) Validate() error {
 	if !ValidHTTPMethod(m.HTTPMethod) {
 		return Invalid("httpMethod", "httpMethod %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, ANY", m.HTTPMethod)
 	}
-	if m.AuthorizationType == "" {
-		m.AuthorizationType = "NONE"
-	}
-	if m.AuthorizationType != "NONE" {
+	if m.AuthorizationType != "" && m.AuthorizationType != "NONE" {
 		return Invalid("authorizationType", "authorizationType %q is not supported: only NONE", m.AuthorizationType)
 	}
 	for p := range m.RequestParameters {

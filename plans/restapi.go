@@ -24,8 +24,16 @@ type RestApi struct {
 	Tags         map[string]string `json:"tags,omitempty"`
 }
 
-// Validate checks name, description, apiKeySource and tags. It returns a
-// KindInvalid *Error naming the first bad field.
+// Normalize fills the default an API is stored with: apiKeySource HEADER.
+func (a *RestApi) Normalize() {
+	if a.ApiKeySource == "" {
+		a.ApiKeySource = ApiKeySourceHeader
+	}
+}
+
+// Validate checks name, description, apiKeySource (empty means HEADER) and
+// tags, without changing a. It returns a KindInvalid *Error naming the
+// first bad field.
 func (a *RestApi) Validate() error {
 	if err := ValidateName("name", a.Name); err != nil {
 		return err
@@ -33,10 +41,7 @@ func (a *RestApi) Validate() error {
 	if err := ValidateDescription("description", a.Description); err != nil {
 		return err
 	}
-	if a.ApiKeySource == "" {
-		a.ApiKeySource = ApiKeySourceHeader
-	}
-	if a.ApiKeySource != ApiKeySourceHeader {
+	if a.ApiKeySource != "" && a.ApiKeySource != ApiKeySourceHeader {
 		return Invalid("apiKeySource", "apiKeySource %q is not supported: only HEADER", a.ApiKeySource)
 	}
 	return ValidateTags(a.Tags)

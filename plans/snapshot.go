@@ -84,6 +84,16 @@ func validateStageRules(rules []StageRule) error {
 	return nil
 }
 
+// Normalize normalises every plan of s (UsagePlan.Normalize). push.Reader
+// calls it on each snapshot it decodes, before Validate.
+func (s *Snapshot) Normalize() {
+	for _, p := range s.Plans {
+		if p != nil {
+			p.Normalize()
+		}
+	}
+}
+
 func validateTree(rs []Resource) error {
 	byID := make(map[string]*Resource, len(rs))
 	root := 0

@@ -90,8 +90,9 @@ type UsagePlan struct {
 }
 
 // Validate checks name, description, throttle, quota, api stages and their
-// per-method throttle keys (normalising "~1"-escaped keys to raw paths).
-// Whether the APIs and stages exist is checked by the store.
+// per-method throttle keys (raw or "~1"-escaped). It does not change p
+// (Normalize does). Whether the APIs and stages exist is checked by the
+// store.
 func (p *UsagePlan) Validate() error {
 	if err := ValidateName("name", p.Name); err != nil {
 		return err
@@ -109,12 +110,8 @@ func (p *UsagePlan) Validate() error {
 			return err
 		}
 	}
-	if p.ApiStages == nil {
-		p.ApiStages = []ApiStage{}
-	}
 	seen := map[string]bool{}
-	for i := range p.ApiStages {
-		as := &p.ApiStages[i]
+	for _, as := range p.ApiStages {
 		if as.ApiID == "" || as.Stage == "" {
 			return Invalid("apiStages", "each api stage needs apiId and stage")
 		}
@@ -122,21 +119,13 @@ func (p *UsagePlan) Validate() error {
 			return Invalid("apiStages", "api stage %s:%s is listed twice", as.ApiID, as.Stage)
 		}
 		seen[as.ApiID+":"+as.Stage] = true
-		norm := make(map[string]Throttle, len(as.Throttle))
 		for key, t := range as.Throttle {
-			path, method, err := ParseMethodThrottleKey(key)
-			if err != nil {
+			if _, _, err := ParseMethodThrottleKey(key); err != nil {
 				return err
 			}
 			if err := t.Validate("apiStages.throttle." + key); err != nil {
 				return err
 			}
-			norm[path+"/"+method] = t
-		}
-		if len(norm) > 0 {
-			as.Throttle = norm
-		} else {
-			as.Throttle = nil
 		}
 	}
 	if err := ValidateTags(p.Tags); err != nil {
@@ -169,6 +158,32 @@ func validateModeTag(tags map[string]string) error {
 // Shadow reports whether the plan is tagged tollgate:mode=shadow.
 func (p *UsagePlan) Shadow() bool { return p.Tags[ModeTag] == ModeTagShadow }
 
+// Normalize puts p in its stored form: apiStages never nil, and each
+// per-method throttle keyed by its raw "<resource path>/<METHOD>" ("~1"
+// escapes undone, as ParseMethodThrottleKey reads them; an empty map
+// dropped). A key that does not parse is kept as it is, for Validate to
+// refuse. Call it before Validate where the result is stored or compared.
+func (p *UsagePlan) Normalize() {
+	if p.ApiStages == nil {
+		p.ApiStages = []ApiStage{}
+	}
+	for i := range p.ApiStages {
+		as := &p.ApiStages[i]
+		if len(as.Throttle) == 0 {
+			as.Throttle = nil
+			continue
+		}
+		norm := make(map[string]Throttle, len(as.Throttle))
+		for key, t := range as.Throttle {
+			if path, method, err := ParseMethodThrottleKey(key); err == nil {
+				key = path + "/" + method
+			}
+			norm[key] = t
+		}
+		as.Throttle = norm
+	}
+}
+
 // ParseMethodThrottleKey splits a per-method throttle key of a usage plan
 // api stage, raw ("/pets/GET", root "//GET") or "~1"-escaped
 // ("~1pets/GET"), into the resource path and method.
@@ -191,10 +206,18 @@ func ParseMethodThrottleKey(key string) (path, method string, err error) {
 // resource path of (apiID, stage), if the plan sets one.
 func (p *UsagePlan) MethodThrottle(apiID, stage, path, method string) (Throttle, bool) {
 	for _, as := range p.ApiStages {
-		if as.ApiID == apiID && as.Stage == stage {
-			t, ok := as.Throttle[path+"/"+method]
-			return t, ok
+		if as.ApiID != apiID || as.Stage != stage {
+			continue
 		}
+		if t, ok := as.Throttle[path+"/"+method]; ok {
+			return t, true
+		}
+		for key, t := range as.Throttle { // a plan that was not normalised
+			if kp, km, err := ParseMethodThrottleKey(key); err == nil && kp == path && km == method {
+				return t, true
+			}
+		}
+		return Throttle{}, false
 	}
 	return Throttle{}, false
 }

@@ -73,6 +73,7 @@ func (r *Reader) isRejected(v int64) bool {
 }
 
 func (r *Reader) accept(s *plans.Snapshot) error {
+	s.Normalize()
 	if err := s.Validate(); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 // field or the resource path.
 func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*plans.RestApi, error) {
 	api := &plans.RestApi{Name: def.Name, Description: def.Description, ApiKeySource: def.ApiKeySource}
+	api.Normalize()
 	if err := api.Validate(); err != nil {
 		return nil, err
 	}
@@ -60,6 +61,7 @@ func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDef
 		}
 		if mode == plans.PutModeOverwrite {
 			api.Name, api.Description = def.Name, def.Description
+			api.Normalize()
 			if err := api.Validate(); err != nil {
 				return err
 			}
@@ -182,6 +184,7 @@ func storeMethods(ctx context.Context, tx pgx.Tx, apiID, id string, r *plans.Res
 	for _, verb := range sortedMethodKeys(r.ResourceMethods) {
 		m := *r.ResourceMethods[verb]
 		m.HTTPMethod = verb
+		m.Normalize()
 		if err := m.Validate(); err != nil {
 			return plans.Invalid("paths."+r.Path, "paths.%s %s: %s", r.Path, verb, plans.ErrorMessage(err))
 		}
@@ -198,6 +201,7 @@ func storeMethods(ctx context.Context, tx pgx.Tx, apiID, id string, r *plans.Res
 		if in.CacheNamespace == "" {
 			in.CacheNamespace = id
 		}
+		in.Normalize()
 		if err := in.Validate(); err != nil {
 			return plans.Invalid("paths."+r.Path, "paths.%s %s: %s", r.Path, verb, plans.ErrorMessage(err))
 		}

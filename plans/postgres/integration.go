@@ -15,6 +15,7 @@ import (
 // resource, method), KindInvalid naming the field (e.g. "type" for HTTP,
 // AWS or AWS_PROXY).
 func (db *DB) PutIntegration(ctx context.Context, apiID, resourceID, httpMethod string, in *plans.Integration) error {
+	in.Normalize()
 	if err := in.Validate(); err != nil {
 		return err
 	}
@@ -80,6 +81,7 @@ func (db *DB) UpdateIntegration(ctx context.Context, apiID, resourceID, httpMeth
 		if err := fn(in); err != nil {
 			return err
 		}
+		in.Normalize()
 		if err := in.Validate(); err != nil {
 			return err
 		}

@@ -103,6 +103,7 @@ func resourceExists(ctx context.Context, tx pgx.Tx, apiID, resourceID string) er
 // KindConflict "Method already exists for this resource" when the
 // resource has the method (as AWS: nothing changes).
 func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error {
+	m.Normalize()
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -155,6 +156,7 @@ func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod st
 			return err
 		}
 		m.HTTPMethod, m.MethodIntegration = httpMethod, in
+		m.Normalize()
 		if err := m.Validate(); err != nil {
 			return err
 		}

@@ -49,6 +49,7 @@ func nilIfEmptyMap[V any](m map[string]V) map[string]V {
 // characters) and records a snapshot change. Errors: KindInvalid naming
 // the field.
 func (db *DB) CreateRestApi(ctx context.Context, api *plans.RestApi) error {
+	api.Normalize()
 	if err := api.Validate(); err != nil {
 		return err
 	}
@@ -137,6 +138,7 @@ func (db *DB) UpdateRestApi(ctx context.Context, id string, fn func(*plans.RestA
 			return err
 		}
 		api.ID, api.CreatedDate = orig.ID, orig.CreatedDate
+		api.Normalize()
 		if err := api.Validate(); err != nil {
 			return err
 		}

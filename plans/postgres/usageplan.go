@@ -102,10 +102,11 @@ func getPlan(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*plans.
 	return &ps[0], nil
 }
 
-// checkPlan validates p, that every api stage exists and that every
+// checkPlan normalises and validates p, checks that every api stage exists and that every
 // per-method throttle added or changed since before (the throttles as
 // stored, by "apiId:stage") names a method the stage's deployment serves.
 func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, before map[string]map[string]plans.Throttle) error {
+	p.Normalize()
 	if err := p.Validate(); err != nil {
 		return err
 	}
