@@ -19,6 +19,7 @@ import (
 type getCounter struct {
 	substr string
 	n      atomic.Int64
+	hold   chan struct{} // when set, the first counted GET waits until it is closed
 }
 
 func (g *getCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -31,37 +32,48 @@ func (g *getCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
 			if args := c.Args(); len(args) == 2 && strings.EqualFold(c.Name(), "get") && strings.Contains(args[1].(string), g.substr) {
-				g.n.Add(1)
+				if g.n.Add(1) == 1 && g.hold != nil {
+					<-g.hold
+				}
 			}
 		}
 		return next(ctx, cmds)
 	}
 }
 
+// Concurrent lookups of one cold hash share one Redis read. The first read
+// is held until every lookup has started, so they find it in flight. A
+// lookup preempted between its cache check and joining the read may still
+// start one more after the first ended (a loaded machine did), so the
+// check is that the reads are coalesced, not that there is exactly one.
 func TestLookupCoalescesConcurrentMisses(t *testing.T) {
 	t.Parallel()
 	rdb, prefix, src, p := publisherWorld(t)
 	h := testHash(5)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)
-	counter := &getCounter{substr: h}
+	counter := &getCounter{substr: h, hold: make(chan struct{})}
 	rdb.AddHook(counter)
-	r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix, LookupTimeout: time.Minute})
 
-	start := make(chan struct{})
+	const lookups = 50
+	var started atomic.Int64
 	var wg sync.WaitGroup
-	for range 50 {
+	for range lookups {
 		wg.Go(func() {
-			<-start
+			started.Add(1)
 			if rec, err := r.Lookup(context.Background(), h); err != nil || rec == nil {
 				t.Errorf("Lookup: got (%+v, %v), want the record", rec, err)
 			}
 		})
 	}
-	close(start)
+	for started.Load() < lookups {
+		time.Sleep(time.Millisecond)
+	}
+	close(counter.hold)
 	wg.Wait()
-	if got := counter.n.Load(); got != 1 {
-		t.Errorf("GETs of the record for 50 concurrent lookups: got %d, want 1", got)
+	if got := counter.n.Load(); got < 1 || got > 3 {
+		t.Errorf("GETs of the record for %d concurrent lookups: got %d, want 1 (at most 3 on a loaded machine)", lookups, got)
 	}
 }
 

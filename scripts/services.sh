@@ -60,8 +60,20 @@ ensure_tools() {
   command -v curl >/dev/null || install_pkgs curl
 }
 
+# The store's error test runs PostgreSQL sessions with German messages
+# (lc_messages = de_DE.UTF-8): errors must be classified without their
+# text. The locale must exist on the host; PostgreSQL needs no restart.
+ensure_locale() {
+  locale -a 2>/dev/null | grep -qix 'de_DE.utf8' && return 0
+  [ -d /usr/share/i18n/locales ] && [ -f /usr/share/i18n/locales/de_DE ] || install_pkgs locales
+  log "generating the de_DE.UTF-8 locale"
+  # --no-archive: a running PostgreSQL still has the old locale archive mapped
+  as_root localedef --no-archive -i de_DE -f UTF-8 de_DE.UTF-8
+}
+
 ensure_postgres
 ensure_redis
 ensure_tools
+ensure_locale
 ensure_database "${TOLLGATE_DB_NAME:-tollgate}"
 log "PostgreSQL and Redis answer"

@@ -188,6 +188,6 @@ func (db *DB) DeleteDeployment(ctx context.Context, apiID, deploymentID string) 
 		if err == nil && tag.RowsAffected() == 0 {
 			return plans.NotFound(msgNoDeployment)
 		}
-		return err
+		return deleting(err)
 	})
 }

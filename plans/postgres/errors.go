@@ -69,12 +69,31 @@ var references = map[string]reference{
 		"The stage is included in a usage plan; remove it from the plan first"},
 }
 
-// translate maps a driver error to a *plans.Error, once, by type:
-// *plans.Error passes through; pgx.ErrNoRows → KindNotFound; SQLSTATE
-// 23505 → KindConflict; 23503 → KindInvalid naming the reference; 23514
-// and 22xxx → KindInvalid; connection failures, timeouts, cancellations
-// and server shutdowns → KindUnavailable ("database unavailable"). Anything
-// else is returned wrapped (an internal error).
+// deleteError marks an error of a DELETE statement (see deleting).
+type deleteError struct{ error }
+
+func (e deleteError) Unwrap() error { return e.error }
+
+// deleting marks err as raised by a DELETE: a foreign key violation there
+// means the row is still referenced, where an INSERT or UPDATE raising the
+// same SQLSTATE means the referenced row is missing. Only the statement
+// tells them apart; the server's message, which lc_messages translates,
+// is never read.
+func deleting(err error) error {
+	if err == nil {
+		return nil
+	}
+	return deleteError{err}
+}
+
+// translate maps a driver error to a *plans.Error, once, by SQLSTATE,
+// constraint name and the kind of statement (deleting), never by the
+// server's message text: *plans.Error passes through; pgx.ErrNoRows →
+// KindNotFound; SQLSTATE 23505 → KindConflict; 23503 → KindInvalid naming
+// the reference; 23514 and 22xxx → KindInvalid; connection failures,
+// timeouts, cancellations and server shutdowns → KindUnavailable
+// ("database unavailable"). Anything else is returned wrapped (an internal
+// error).
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -88,7 +107,7 @@ func translate(err error) error {
 	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
-		return translatePg(pg, err)
+		return translatePg(pg, errors.As(err, new(deleteError)), err)
 	}
 	if unavailable(err) {
 		return plans.Unavailable(err, "database unavailable")
@@ -96,15 +115,12 @@ func translate(err error) error {
 	return fmt.Errorf("postgres: %w", err)
 }
 
-func translatePg(pg *pgconn.PgError, err error) error {
+func translatePg(pg *pgconn.PgError, inDelete bool, err error) error {
 	switch {
 	case pg.Code == "23505":
 		msg, ok := conflicts[pg.ConstraintName]
 		if !ok {
 			msg = "Conflict"
-		}
-		if pg.ConstraintName == "key_stage_claims_pkey" {
-			msg += claimDetail(pg.Detail)
 		}
 		return &plans.Error{Kind: plans.KindConflict, Message: msg, Err: err}
 	case pg.Code == "23503":
@@ -113,7 +129,7 @@ func translatePg(pg *pgconn.PgError, err error) error {
 			ref = reference{pg.ConstraintName, "Invalid reference", "The resource is still referenced"}
 		}
 		msg := ref.missing
-		if strings.Contains(pg.Detail, "still referenced") {
+		if inDelete {
 			msg = ref.inUse
 		}
 		return &plans.Error{Kind: plans.KindInvalid, Field: ref.field, Message: msg, Err: err}
@@ -129,19 +145,6 @@ func translatePg(pg *pgconn.PgError, err error) error {
 		return plans.Unavailable(err, "database unavailable")
 	}
 	return fmt.Errorf("postgres: %w", err)
-}
-
-// claimDetail turns the detail of a key_stage_claims violation, "Key
-// (key_id, api_id, stage)=(k, a, s) already exists.", into
-// ": key k, stage a:s".
-func claimDetail(detail string) string {
-	_, vals, ok := strings.Cut(detail, ")=(")
-	vals, _, ok2 := strings.Cut(vals, ")")
-	parts := strings.Split(vals, ", ")
-	if !ok || !ok2 || len(parts) != 3 {
-		return ""
-	}
-	return fmt.Sprintf(": key %s, stage %s:%s", parts[0], parts[1], parts[2])
 }
 
 func unavailable(err error) bool {

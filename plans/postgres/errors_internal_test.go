@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -25,17 +27,17 @@ func TestTranslate(t *testing.T) {
 		{"no rows", fmt.Errorf("q: %w", pgx.ErrNoRows), plans.KindNotFound, "", "Not found"},
 		{"claim conflict", &pgconn.PgError{Code: "23505", ConstraintName: "key_stage_claims_pkey",
 			Detail: "Key (key_id, api_id, stage)=(k1, a1, prod) already exists."}, plans.KindConflict, "",
-			"An API key can be in only one usage plan per API stage: key k1, stage a1:prod"},
+			"An API key can be in only one usage plan per API stage"},
 		{"duplicate hash", &pgconn.PgError{Code: "23505", ConstraintName: "api_keys_key_hash_key"}, plans.KindConflict, "", "API Key already exists"},
 		{"unknown unique", &pgconn.PgError{Code: "23505", ConstraintName: "x"}, plans.KindConflict, "", "Conflict"},
 		{"missing deployment", &pgconn.PgError{Code: "23503", ConstraintName: "stages_deployment_fkey",
 			Detail: `Key (api_id, deployment_id)=(a, d) is not present in table "deployments".`},
 			plans.KindInvalid, "deploymentId", "Invalid Deployment identifier specified"},
-		{"deployment in use", &pgconn.PgError{Code: "23503", ConstraintName: "stages_deployment_fkey",
-			Detail: `Key (api_id, id)=(a, d) is still referenced from table "stages".`},
+		{"deployment in use", deleting(&pgconn.PgError{Code: "23503", ConstraintName: "stages_deployment_fkey",
+			Detail: `Key (api_id, id)=(a, d) is still referenced from table "stages".`}),
 			plans.KindInvalid, "deploymentId", "Active stages pointing to this deployment must be moved or deleted"},
-		{"stage in plan", &pgconn.PgError{Code: "23503", ConstraintName: "usage_plan_stages_stage_fkey",
-			Detail: `Key (api_id, name)=(a, prod) is still referenced from table "usage_plan_stages".`},
+		{"stage in plan", deleting(&pgconn.PgError{Code: "23503", ConstraintName: "usage_plan_stages_stage_fkey",
+			Detail: `Key (api_id, name)=(a, prod) is still referenced from table "usage_plan_stages".`}),
 			plans.KindInvalid, "apiStages", "The stage is included in a usage plan; remove it from the plan first"},
 		{"check", &pgconn.PgError{Code: "23514", ConstraintName: "usage_plans_quota_check"}, plans.KindInvalid, "usage_plans_quota_check", "Invalid value"},
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, plans.KindUnavailable, "", "database unavailable"},
@@ -60,7 +62,8 @@ func TestTranslate(t *testing.T) {
 			if m := plans.ErrorMessage(err); m != c.msg {
 				t.Errorf("got message %q, want %q", m, c.msg)
 			}
-			if _, isPg := c.err.(*pgconn.PgError); isPg && !errors.Is(err, c.err) {
+			var pg *pgconn.PgError
+			if errors.As(c.err, &pg) && !errors.Is(err, pg) {
 				t.Errorf("got %v, want the driver error kept as the cause", err)
 			}
 		})
@@ -81,5 +84,67 @@ func TestOpenUnavailable(t *testing.T) {
 	_, err = Open(context.Background(), "postgres://postgres@"+addr+"/x?sslmode=disable&connect_timeout=2", Options{})
 	if k := plans.ErrorKind(err); k != plans.KindUnavailable {
 		t.Fatalf("got %v (kind %v), want KindUnavailable", err, k)
+	}
+}
+
+// The same classification holds for real server errors whose messages are
+// German (lc_messages): a foreign key violation of an insert names the
+// missing row, one of a delete the reference still in use, a unique
+// violation its constraint's conflict; none of it reads the message text.
+func TestTranslateServerErrorsInGerman(t *testing.T) {
+	t.Parallel()
+	base := os.Getenv("TOLLGATE_TEST_DATABASE_URL")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	conn, err := pgx.Connect(context.Background(), base)
+	if err != nil {
+		t.Fatalf("PostgreSQL: %v", err)
+	}
+	defer conn.Close(context.Background())
+	exec := func(sql string) error { _, err := conn.Exec(context.Background(), sql); return err }
+	if err := exec("SET lc_messages = 'de_DE.UTF-8'"); err != nil {
+		t.Fatalf("lc_messages de_DE.UTF-8 (scripts/services.sh generates the locale): %v", err)
+	}
+	for _, sql := range []string{
+		`CREATE TEMP TABLE deployments (api_id text, id text, PRIMARY KEY (api_id, id))`,
+		`CREATE TEMP TABLE stages (api_id text, name text, deployment_id text,
+			CONSTRAINT stages_deployment_fkey FOREIGN KEY (api_id, deployment_id) REFERENCES deployments (api_id, id))`,
+		`CREATE TEMP TABLE key_stage_claims (key_id text, api_id text, stage text,
+			CONSTRAINT key_stage_claims_pkey PRIMARY KEY (key_id, api_id, stage))`,
+		`INSERT INTO deployments VALUES ('a', 'd')`,
+		`INSERT INTO stages VALUES ('a', 'prod', 'd')`,
+		`INSERT INTO key_stage_claims VALUES ('k', 'a', 'prod')`,
+	} {
+		if err := exec(sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	cases := []struct {
+		name, sql string
+		wrap      func(error) error
+		kind      plans.Kind
+		msg       string
+	}{
+		{"insert with a missing reference", `INSERT INTO stages VALUES ('a', 'beta', 'nosuch')`, func(e error) error { return e },
+			plans.KindInvalid, "Invalid Deployment identifier specified"},
+		{"delete of a referenced row", `DELETE FROM deployments`, deleting,
+			plans.KindInvalid, "Active stages pointing to this deployment must be moved or deleted"},
+		{"second claim", `INSERT INTO key_stage_claims VALUES ('k', 'a', 'prod')`, func(e error) error { return e },
+			plans.KindConflict, "An API key can be in only one usage plan per API stage"},
+	}
+	for _, c := range cases {
+		err := exec(c.sql)
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) {
+			t.Fatalf("%s: got %v, want a server error", c.name, err)
+		}
+		if strings.Contains(pg.Message, "violates") || strings.Contains(pg.Detail, "referenced") || strings.Contains(pg.Detail, "already exists") {
+			t.Fatalf("%s: the server answered in English (%q / %q); the test needs German messages", c.name, pg.Message, pg.Detail)
+		}
+		got := translate(c.wrap(err))
+		if plans.ErrorKind(got) != c.kind || plans.ErrorMessage(got) != c.msg {
+			t.Errorf("%s: got %v %q, want %v %q", c.name, plans.ErrorKind(got), plans.ErrorMessage(got), c.kind, c.msg)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,9 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 		if err != nil {
 			return err
 		}
+		if err := keyClaimFree(ctx, tx, planID, keyID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO usage_plan_keys (plan_id, key_id, created_at) VALUES ($1, $2, $3)`,
 			planID, keyID, now); err != nil {
 			return err
@@ -43,6 +47,46 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimConflict is the 409 of a key that already reaches (apiID, stage)
+// through another plan; the constraint key_stage_claims_pkey is the same
+// rule's last word (a race between two transactions gets its plain
+// message).
+func claimConflict(keyID, apiID, stage string) error {
+	return plans.Conflict("%s: key %s, stage %s:%s", conflicts["key_stage_claims_pkey"], keyID, apiID, stage)
+}
+
+// keyClaimFree returns claimConflict when key keyID reaches, through
+// another plan, a stage plan planID covers.
+func keyClaimFree(ctx context.Context, tx pgx.Tx, planID, keyID string) error {
+	var apiID, stage string
+	err := tx.QueryRow(ctx, `SELECT c.api_id, c.stage FROM key_stage_claims c
+		JOIN usage_plan_stages s ON s.api_id = c.api_id AND s.stage = c.stage AND s.plan_id = $1
+		WHERE c.key_id = $2 AND c.plan_id <> $1 ORDER BY c.api_id, c.stage LIMIT 1`, planID, keyID).Scan(&apiID, &stage)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return claimConflict(keyID, apiID, stage)
+}
+
+// stageClaimFree returns claimConflict when a key of plan planID reaches
+// (apiID, stage) through another plan.
+func stageClaimFree(ctx context.Context, tx pgx.Tx, planID, apiID, stage string) error {
+	var keyID string
+	err := tx.QueryRow(ctx, `SELECT c.key_id FROM key_stage_claims c
+		JOIN usage_plan_keys k ON k.key_id = c.key_id AND k.plan_id = $1
+		WHERE c.api_id = $2 AND c.stage = $3 AND c.plan_id <> $1 ORDER BY c.key_id LIMIT 1`, planID, apiID, stage).Scan(&keyID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return claimConflict(keyID, apiID, stage)
 }
 
 // GetUsagePlanKey returns the association of key keyID with plan planID.

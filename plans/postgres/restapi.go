@@ -174,10 +174,10 @@ func (db *DB) DeleteRestApi(ctx context.Context, id string) error {
 		rows, _ := tx.Query(ctx, `DELETE FROM stages WHERE api_id = $1 RETURNING name`, id)
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return err
+			return deleting(err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM rest_apis WHERE id = $1`, id); err != nil {
-			return err
+			return deleting(err)
 		}
 		c := &change{snapshot: true}
 		for _, n := range names {

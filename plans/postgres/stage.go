@@ -218,7 +218,7 @@ func (db *DB) DeleteStage(ctx context.Context, apiID, name string) error {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM stages WHERE api_id = $1 AND name = $2`, apiID, name); err != nil {
-			return err
+			return deleting(err)
 		}
 		if err := deleteStageRules(ctx, tx, apiID, name); err != nil {
 			return err

@@ -185,6 +185,8 @@ func syncPlanStages(ctx context.Context, tx pgx.Tx, planID string, old, new []pl
 		q := `INSERT INTO usage_plan_stages (plan_id, api_id, stage, position, throttle) VALUES ($1, $2, $3, $4, $5)`
 		if had[stageRef(as.ApiID, as.Stage)] {
 			q = `UPDATE usage_plan_stages SET position = $4, throttle = $5 WHERE plan_id = $1 AND api_id = $2 AND stage = $3`
+		} else if err := stageClaimFree(ctx, tx, planID, as.ApiID, as.Stage); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, q, planID, as.ApiID, as.Stage, i, emptyIfNil(as.Throttle)); err != nil {
 			return err
