@@ -128,6 +128,21 @@ func (db *DB) write(ctx context.Context, fn txFunc) error {
 	return db.inTx(ctx, pgx.TxOptions{}, fn)
 }
 
+// writeBulk runs fn as write does, within bound instead of the statement
+// timeout, on the client and the server: a bulk write (ImportApiKeys)
+// takes longer than one entity's write may. An earlier deadline of ctx
+// still applies.
+func (db *DB) writeBulk(ctx context.Context, bound time.Duration, fn txFunc) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return db.inTx(ctx, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(bound.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		return fn(ctx, tx, now)
+	})
+}
+
 // readOnly are the options of read transactions: REPEATABLE READ, so every
 // query of one sees the same committed state.
 var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}

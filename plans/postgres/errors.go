@@ -25,6 +25,9 @@ const (
 	msgNoDeployment  = "Invalid Deployment identifier specified"
 )
 
+// msgNameTooLong is the message of a name past a btree index row (54000).
+const msgNameTooLong = "name is too long to index: use fewer or shorter (ASCII) characters"
+
 // notFound turns pgx.ErrNoRows into a KindNotFound error with msg and
 // returns other errors unchanged (translate handles them later).
 func notFound(err error, msg string) error {
@@ -137,7 +140,7 @@ func translatePg(pg *pgconn.PgError, inDelete bool, err error) error {
 		// program_limit_exceeded: e.g. a 1024-character name of 4-byte
 		// characters is past a btree index row's 2704 bytes. Bad input, not
 		// a server fault.
-		return &plans.Error{Kind: plans.KindInvalid, Field: "name", Message: "name is too long to index: use fewer or shorter (ASCII) characters", Err: err}
+		return &plans.Error{Kind: plans.KindInvalid, Field: "name", Message: msgNameTooLong, Err: err}
 	case pg.Code == "23514", strings.HasPrefix(pg.Code, "22"):
 		return &plans.Error{Kind: plans.KindInvalid, Field: pg.ConstraintName, Message: "Invalid value", Err: err}
 	case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "53"),
