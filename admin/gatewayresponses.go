@@ -29,7 +29,8 @@ func responseType(r *http.Request) (string, error) {
 }
 
 // putGatewayResponse: PUT /restapis/{id}/gatewayresponses/{type} → 201
-// GatewayResponse. Body: statusCode, responseParameters,
+// GatewayResponse. Body: statusCode, responseParameters (none mapping a
+// header the gateway writes itself: plans.CheckResponseParameters),
 // responseTemplates. It reaches traffic with the next deployment.
 func (s *Server) putGatewayResponse(w http.ResponseWriter, r *http.Request) error {
 	t, err := responseType(r)
@@ -38,6 +39,9 @@ func (s *Server) putGatewayResponse(w http.ResponseWriter, r *http.Request) erro
 	}
 	gr := &plans.GatewayResponse{}
 	if err := decode(r, gr); err != nil {
+		return err
+	}
+	if err := plans.CheckResponseParameters("responseParameters", gr.ResponseParameters); err != nil {
 		return err
 	}
 	gr.ResponseType = t

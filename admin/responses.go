@@ -104,7 +104,8 @@ func (s *Server) deleteMethodResponse(w http.ResponseWriter, r *http.Request) er
 
 // putIntegrationResponse: PUT .../integration/responses/{code} → 201
 // IntegrationResponse (replacing any of that code). Body:
-// selectionPattern, responseParameters, responseTemplates,
+// selectionPattern, responseParameters (none mapping a header the gateway
+// writes itself: plans.CheckResponseParameters), responseTemplates,
 // contentHandling.
 func (s *Server) putIntegrationResponse(w http.ResponseWriter, r *http.Request) error {
 	t, code, err := responseTarget(r)
@@ -113,6 +114,9 @@ func (s *Server) putIntegrationResponse(w http.ResponseWriter, r *http.Request) 
 	}
 	ir := &plans.IntegrationResponse{}
 	if err := decode(r, ir); err != nil {
+		return err
+	}
+	if err := plans.CheckResponseParameters("responseParameters", ir.ResponseParameters); err != nil {
 		return err
 	}
 	ir.StatusCode = code
@@ -227,9 +231,16 @@ func patchIntegrationResponse(ir *plans.IntegrationResponse, op patchOp) error {
 }
 
 // patchMappings applies add/replace/remove of /responseParameters/{name}
-// and /responseTemplates/{content type}; ok is false for other paths.
+// and /responseTemplates/{content type}; ok is false for other paths. An
+// added or replaced parameter may not map a header the gateway writes
+// itself (plans.CheckResponseParameter); one stored earlier can be removed.
 func patchMappings(op patchOp, params, templates *map[string]string) (ok bool, err error) {
 	if name, found := strings.CutPrefix(op.Path, "/responseParameters/"); found {
+		if op.Op != opRemove {
+			if err := plans.CheckResponseParameter("responseParameters", name); err != nil {
+				return true, err
+			}
+		}
 		return true, patchMapEntry(op, params, name)
 	}
 	if ct, found := strings.CutPrefix(op.Path, "/responseTemplates/"); found {

@@ -106,3 +106,29 @@ func TestUpdateResponsesByPatch(t *testing.T) {
 		t.Errorf("UpdateGatewayResponse of a default type: got %+v", gr)
 	}
 }
+
+func TestResponsesCannotMapTheGatewaysOwnHeaders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, petsID := e.api("pets", "")
+	id, res, get := aws.String(apiID), aws.String(petsID), aws.String("GET")
+	_, err := e.c.PutGatewayResponse(e.ctx, &apigateway.PutGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeThrottled,
+		ResponseParameters: map[string]string{"gatewayresponse.header.Retry-After": "'999'"}})
+	wantBadRequest(t, err, "gatewayresponse.header.Retry-After")
+	_, err = e.c.UpdateGatewayResponse(e.ctx, &apigateway.UpdateGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeDefault4xx,
+		PatchOperations: []types.PatchOperation{op(types.OpAdd, "/responseParameters/gatewayresponse.header.X-Amzn-ErrorType", "'Mine'")}})
+	wantBadRequest(t, err, "gatewayresponse.header.X-Amzn-ErrorType")
+	_, err = e.c.PutIntegrationResponse(e.ctx, &apigateway.PutIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200"),
+		ResponseParameters: map[string]string{"method.response.header.x-ratelimit-remaining": "'999'"}})
+	wantBadRequest(t, err, "method.response.header.x-ratelimit-remaining")
+	call(e.c.PutIntegrationResponse(e.ctx, &apigateway.PutIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200")})).must(t)
+	_, err = e.c.UpdateIntegrationResponse(e.ctx, &apigateway.UpdateIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200"),
+		PatchOperations: []types.PatchOperation{op(types.OpReplace, "/responseParameters/method.response.header.Transfer-Encoding", "'chunked'")}})
+	wantBadRequest(t, err, "method.response.header.Transfer-Encoding")
+	if gr := call(e.c.GetGatewayResponse(e.ctx, &apigateway.GetGatewayResponseInput{RestApiId: id, ResponseType: types.GatewayResponseTypeDefault4xx})).must(t); !gr.DefaultResponse {
+		t.Errorf("after refused writes: got %+v, want the default DEFAULT_4XX", gr)
+	}
+	if ir := call(e.c.GetIntegrationResponse(e.ctx, &apigateway.GetIntegrationResponseInput{RestApiId: id, ResourceId: res, HttpMethod: get, StatusCode: aws.String("200")})).must(t); len(ir.ResponseParameters) != 0 {
+		t.Errorf("after refused writes: got %+v, want no response parameters", ir)
+	}
+}

@@ -40,7 +40,8 @@ type mockResponse struct {
 
 // compileMock resolves the answer of a MOCK integration of a stage. No
 // integration response matching the request template's status is an
-// unusable integration (500, as AWS).
+// unusable integration (500, as AWS). Header mappings of headers the
+// gateway writes itself (plans.GatewayOwnedHeader) are left out.
 func compileMock(in *plans.Integration, vars map[string]string) (mockResponse, error) {
 	if len(in.IntegrationResponses) == 0 {
 		return mockResponse{status: http.StatusOK, header: http.Header{headerContentType: jsonContentType}, body: mockBody}, nil
@@ -53,7 +54,7 @@ func compileMock(in *plans.Integration, vars map[string]string) (mockResponse, e
 	mr.status, _ = strconv.Atoi(ir.StatusCode)
 	for k, v := range ir.ResponseParameters {
 		name, ok := strings.CutPrefix(k, "method.response.header.")
-		if src := parseSource(v); ok && (src.loc == "literal" && plans.IsLiteral(v) || src.loc == "stage") {
+		if src := parseSource(v); ok && !plans.GatewayOwnedHeader(name) && (src.loc == "literal" && plans.IsLiteral(v) || src.loc == "stage") {
 			mr.header.Set(name, src.eval(nil, nil, vars))
 		}
 	}

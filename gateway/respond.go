@@ -134,7 +134,9 @@ func errorContextOf(w http.ResponseWriter) *errorContext {
 }
 
 // compileGatewayResponses compiles a stage's gateway responses; nil when
-// there are none.
+// there are none. A header mapping of a header the gateway writes itself
+// (plans.GatewayOwnedHeader; one stored before the admin refused them) is
+// left out.
 func compileGatewayResponses(in map[string]plans.GatewayResponse) gatewayResponses {
 	if len(in) == 0 {
 		return nil
@@ -144,7 +146,7 @@ func compileGatewayResponses(in map[string]plans.GatewayResponse) gatewayRespons
 		c := &gatewayResponse{responseType: t}
 		c.status, _ = strconv.Atoi(gr.StatusCode)
 		for k, v := range gr.ResponseParameters {
-			if name, ok := strings.CutPrefix(k, "gatewayresponse.header."); ok {
+			if name, ok := strings.CutPrefix(k, "gatewayresponse.header."); ok && !plans.GatewayOwnedHeader(name) {
 				c.headers = append(c.headers, mapping{loc: "header", name: name, src: parseSource(v)})
 			}
 		}
@@ -170,7 +172,7 @@ func (gs gatewayResponses) find(e errorType) *gatewayResponse {
 }
 
 // write answers e as gr: gr's status (or e's), the gateway's usual error
-// headers plus gr's header mappings, and gr's template (or e's message) as
+// headers plus gr's header mappings (none of them the gateway's own), and gr's template (or e's message) as
 // the body.
 func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorContext) {
 	h := w.Header()

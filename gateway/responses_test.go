@@ -133,3 +133,62 @@ func TestGatewayResponseStatusOverride(t *testing.T) {
 	// An unknown stage has no gateway responses: the gateway's own answer.
 	wantError(t, tg.do(t, "GET", "/test/pets"), 404, "Not Found", "NotFoundException")
 }
+
+func TestResponseMappingsLeaveTheGatewaysOwnHeaders(t *testing.T) {
+	t.Parallel()
+	owned := mock(true)
+	owned.MethodIntegration.IntegrationResponses = map[string]*plans.IntegrationResponse{"200": {StatusCode: "200",
+		ResponseParameters: map[string]string{
+			"method.response.header.x-amzn-RequestId":      "'fake'",
+			"method.response.header.X-RateLimit-Remaining": "'999'",
+			"method.response.header.ratelimit":             "'fake'",
+			"method.response.header.Content-Length":        "'1'",
+			"method.response.header.X-Ok":                  "'yes'",
+		}}}
+	snap := snapshot(plans.Stage{}, res{"/keyed", methods(owned, "GET")})
+	snap.Apis[testAPI].Stages[testStage].GatewayResponses = map[string]plans.GatewayResponse{
+		plans.ResponseThrottled: {ResponseType: plans.ResponseThrottled, ResponseParameters: map[string]string{
+			"gatewayresponse.header.Retry-After":                 "'999'",
+			"gatewayresponse.header.x-amzn-ErrorType":            "'Mine'",
+			"gatewayresponse.header.X-RateLimit-Limit":           "'1000'",
+			"gatewayresponse.header.Connection":                  "'upgrade'",
+			"gatewayresponse.header.Access-Control-Allow-Origin": "'*'",
+		}},
+	}
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Throttle: &plans.Throttle{RateLimit: 0.01, BurstLimit: 1}})
+	tg := mustGateway(t, snap, nil)
+	addTestKeys(tg.keys)
+
+	ok := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	if ok.status != 200 || ok.header.Get("X-Ok") != "yes" || ok.body != "" {
+		t.Fatalf("MOCK: got %d %q, X-Ok %q; want 200, an empty body, X-Ok yes", ok.status, ok.body, ok.header.Get("X-Ok"))
+	}
+	for _, name := range []string{"x-amzn-RequestId", "X-RateLimit-Remaining", "RateLimit"} {
+		if v := ok.header.Values(name); len(v) != 1 || v[0] == "fake" || v[0] == "999" {
+			t.Errorf("MOCK %s: got %q, want the gateway's one value", name, v)
+		}
+	}
+	throttled := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	if throttled.status != 429 || throttled.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("second request: got %d with Access-Control-Allow-Origin %q, want 429 with *", throttled.status, throttled.header.Get("Access-Control-Allow-Origin"))
+	}
+	for name, notWant := range map[string]string{"Retry-After": "999", "x-amzn-ErrorType": "Mine", "X-RateLimit-Limit": "1000"} {
+		if v := throttled.header.Values(name); len(v) != 1 || v[0] == notWant {
+			t.Errorf("429 %s: got %q, want the gateway's one value", name, v)
+		}
+	}
+	if c := throttled.header.Get("Connection"); c == "upgrade" {
+		t.Errorf("429 Connection: got %q, want the server's own", c)
+	}
+}
+
+// The headers the gateway writes are the ones response mappings may not
+// set (plans.GatewayOwnedHeader): this keeps the two lists together.
+func TestGatewayOwnedHeadersCoverWhatTheGatewayWrites(t *testing.T) {
+	t.Parallel()
+	for _, name := range append([]string{HeaderRetryAfter, headerErrorType, headerRequestID, headerContentLen}, ownedHeaders...) {
+		if !plans.GatewayOwnedHeader(name) {
+			t.Errorf("plans.GatewayOwnedHeader(%q) is false: a response mapping could replace the gateway's %s", name, name)
+		}
+	}
+}

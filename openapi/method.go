@@ -255,6 +255,9 @@ func integrationResponses(loc string, rs map[string]awsIntegrationReply) (map[st
 		if err := ir.Validate(); err != nil {
 			return nil, located(at, err)
 		}
+		if err := plans.CheckResponseParameters("responseParameters", ir.ResponseParameters); err != nil {
+			return nil, located(at, err)
+		}
 		if out[ir.StatusCode] != nil {
 			return nil, plans.Invalid(at+".statusCode", "%s.statusCode: another response already answers %s", at, ir.StatusCode)
 		}
@@ -287,6 +290,9 @@ func (im *importer) gatewayResponses(def *plans.ApiDefinition) error {
 		gr := plans.GatewayResponse{ResponseType: t, StatusCode: statusString(r.StatusCode),
 			ResponseParameters: r.ResponseParameters, ResponseTemplates: r.ResponseTemplates}
 		if err := gr.Validate(); err != nil {
+			return located(loc, err)
+		}
+		if err := plans.CheckResponseParameters("responseParameters", gr.ResponseParameters); err != nil {
 			return located(loc, err)
 		}
 		if def.GatewayResponses == nil {

@@ -99,6 +99,10 @@ func TestImportErrorsNameTheLocation(t *testing.T) {
 			"paths./pets.get.security"},
 		{"bad gateway response", `"paths":{},"x-amazon-apigateway-gateway-responses":{"THROTTLED":{"statusCode":"999"}}`,
 			"x-amazon-apigateway-gateway-responses.THROTTLED.statusCode"},
+		{"gateway response mapping Retry-After", `"paths":{},"x-amazon-apigateway-gateway-responses":{"THROTTLED":{"responseParameters":{"gatewayresponse.header.retry-after":"'9'"}}}`,
+			"x-amazon-apigateway-gateway-responses.THROTTLED.responseParameters"},
+		{"MOCK mapping x-amzn-RequestId", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"mock","responses":{"default":{"statusCode":"200","responseParameters":{"method.response.header.x-amzn-RequestId":"'x'"}}}}}}}`,
+			"paths./pets.get.x-amazon-apigateway-integration.responses.default.responseParameters"},
 		{"invalid OpenAPI", `"paths":{"/pets":{"get":{}}}`, "paths./pets.get"},
 		{"no title", `"paths":{}`, ""},
 	}

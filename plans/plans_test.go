@@ -269,3 +269,27 @@ func FuzzValidKeyValue(f *testing.F) {
 		}
 	})
 }
+
+func TestGatewayOwnedHeaders(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Retry-After": true, "retry-after": true, "x-amzn-ErrorType": true, "X-AMZN-REQUESTID": true,
+		"x-amzn-anything": true, "X-RateLimit-Remaining": true, "RateLimit-Policy": true, "ratelimit": true,
+		"Content-Length": true, "Transfer-Encoding": true, "connection": true, "Keep-Alive": true, "Upgrade": true,
+		"X-Cache": true, "Age": true,
+		"Access-Control-Allow-Origin": false, "Content-Type": false, "X-Amzn": false, "X-RateLimit": false, "Cache-Control": false,
+	} {
+		if got := GatewayOwnedHeader(name); got != want {
+			t.Errorf("GatewayOwnedHeader(%q): got %v, want %v", name, got, want)
+		}
+	}
+	err := CheckResponseParameters("responseParameters", map[string]string{
+		"gatewayresponse.header.Access-Control-Allow-Origin": "'*'",
+		"gatewayresponse.header.retry-after":                 "'1'",
+	})
+	if err == nil || !strings.Contains(ErrorMessage(err), `"gatewayresponse.header.retry-after"`) {
+		t.Errorf("a mapped retry-after: got %v, want a refusal naming the parameter", err)
+	}
+	if err := CheckResponseParameters("responseParameters", map[string]string{"method.response.header.X-Ok": "'1'"}); err != nil {
+		t.Errorf("a mapped X-Ok: got %v, want no error", err)
+	}
+}

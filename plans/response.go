@@ -2,6 +2,7 @@ package plans
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -172,6 +173,65 @@ func validateHeaderParam(field, prefix, k string) error {
 		return Invalid(field, "%s key %q must be %s<header name>", field, k, prefix)
 	}
 	return nil
+}
+
+// gatewayOwnedHeaders are the response headers, in lower case, that the
+// gateway writes itself: Retry-After, the rate-limit headers (README.md),
+// X-Cache and Age of the stage cache, and the framing and hop-by-hop
+// headers (RFC 9110 sections 7.6.1 and 8.6, RFC 9112 section 6.1). Every
+// x-amzn-* header is the gateway's too (GatewayOwnedHeader).
+var gatewayOwnedHeaders = map[string]bool{
+	"retry-after": true, "x-ratelimit-limit": true, "x-ratelimit-remaining": true, "x-ratelimit-reset": true,
+	"ratelimit": true, "ratelimit-policy": true, "x-cache": true, "age": true,
+	"content-length": true, "transfer-encoding": true, "connection": true, "keep-alive": true,
+	"proxy-connection": true, "proxy-authenticate": true, "proxy-authorization": true,
+	"te": true, "trailer": true, "upgrade": true,
+}
+
+// GatewayOwnedHeader reports whether the response header name (any case)
+// is one the gateway writes itself: a response mapping may not set it,
+// so a 429's Retry-After, the x-amzn-ErrorType and x-amzn-RequestId and
+// the rate-limit headers are always the gateway's.
+func GatewayOwnedHeader(name string) bool {
+	name = strings.ToLower(name)
+	return gatewayOwnedHeaders[name] || strings.HasPrefix(name, "x-amzn-")
+}
+
+// CheckResponseParameters refuses a header mapping of params (keys
+// "method.response.header.<name>" or "gatewayresponse.header.<name>")
+// whose name is GatewayOwnedHeader: KindInvalid on field, naming the
+// parameter. Admin writes and imports check what they are given; the
+// gateway ignores such a mapping stored before the rule.
+func CheckResponseParameters(field string, params map[string]string) error {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := CheckResponseParameter(field, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckResponseParameter is CheckResponseParameters for one key.
+func CheckResponseParameter(field, key string) error {
+	name, ok := MappedHeader(key)
+	if ok && GatewayOwnedHeader(name) {
+		return Invalid(field, "%s %q: %s is a header the gateway writes itself (Retry-After, x-amzn-*, the rate-limit, framing and hop-by-hop headers); a response cannot set it", field, key, name)
+	}
+	return nil
+}
+
+// MappedHeader returns the header name of a response mapping key
+// ("method.response.header.X" or "gatewayresponse.header.X" → "X").
+func MappedHeader(key string) (string, bool) {
+	if name, ok := strings.CutPrefix(key, "method.response.header."); ok {
+		return name, true
+	}
+	return strings.CutPrefix(key, "gatewayresponse.header.")
 }
 
 // IsLiteral reports whether a mapping source is a quoted 'literal'.
