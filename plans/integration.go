@@ -126,18 +126,27 @@ func validateIntegrationURI(uri string) error {
 }
 
 // validateResponses checks the request templates and integration responses
-// (each stored under its own status code).
+// (each stored under its own status code, each with its own
+// selectionPattern: at most one default response without one). An export
+// keys the responses by pattern, so two with one pattern could not be
+// imported back.
 func (in *Integration) validateResponses() error {
 	if err := validateTemplates("requestTemplates", in.RequestTemplates); err != nil {
 		return err
 	}
-	for code, ir := range in.IntegrationResponses {
+	byPattern := map[string]string{}
+	for _, code := range slices.Sorted(maps.Keys(in.IntegrationResponses)) {
+		ir := in.IntegrationResponses[code]
 		if ir == nil || ir.StatusCode != code {
 			return Invalid("integrationResponses", "integration response %q must carry statusCode %q", code, code)
 		}
 		if err := ir.Validate(); err != nil {
 			return err
 		}
+		if other, ok := byPattern[ir.SelectionPattern]; ok {
+			return Invalid("selectionPattern", "integration responses %s and %s have the same selectionPattern %q: each needs its own (one default response has none)", other, code, ir.SelectionPattern)
+		}
+		byPattern[ir.SelectionPattern] = code
 	}
 	return nil
 }

@@ -293,3 +293,23 @@ func TestGatewayOwnedHeaders(t *testing.T) {
 		t.Errorf("a mapped X-Ok: got %v, want no error", err)
 	}
 }
+
+func TestCheckPathParameters(t *testing.T) {
+	for _, tc := range []struct {
+		name, path     string
+		params, before map[string]bool
+		ok             bool
+	}{
+		{"declared", "/pets/{petId}", map[string]bool{"method.request.path.petId": true}, nil, true},
+		{"greedy", "/files/{proxy+}", map[string]bool{"method.request.path.proxy": true}, nil, true},
+		{"not in the path", "/pets", map[string]bool{"method.request.path.nope": true}, nil, false},
+		{"query and header are not path parameters", "/pets", map[string]bool{"method.request.querystring.nope": true, "method.request.header.nope": false}, nil, true},
+		{"stored earlier", "/pets", map[string]bool{"method.request.path.nope": true}, map[string]bool{"method.request.path.nope": true}, true},
+		{"added beside one stored earlier", "/pets", map[string]bool{"method.request.path.nope": true, "method.request.path.x": true}, map[string]bool{"method.request.path.nope": true}, false},
+	} {
+		err := CheckPathParameters(tc.path, tc.params, tc.before)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: got %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package plans
 
 import (
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -116,6 +118,26 @@ func (m *Method) Validate() error {
 		if err := mr.Validate(); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckPathParameters requires every path parameter of params
+// ("method.request.path.<name>") that before does not have to name a
+// {name} or {name+} part of the resource path: a parameter the path does
+// not have can never be set, and an export could not declare it. before
+// nil checks them all. Errors: KindInvalid on "requestParameters".
+func CheckPathParameters(path string, params, before map[string]bool) error {
+	have := map[string]bool{}
+	for part := range strings.SplitSeq(path, "/") {
+		have[ParamName(part)] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		loc, name, ok := ParseRequestParameter("method.request.", k)
+		if _, old := before[k]; !ok || loc != "path" || old || have[name] {
+			continue
+		}
+		return Invalid("requestParameters", "request parameter %q: the resource path %s has no {%s}", k, path, name)
 	}
 	return nil
 }

@@ -109,7 +109,8 @@ func ValidateStatusCode(field, code string) error {
 // MaxTemplateLen bounds one response or request template, in bytes.
 const MaxTemplateLen = 64 << 10
 
-// Validate checks the status code and header names of a method response.
+// Validate checks the status code, header names and model names of a
+// method response.
 func (mr *MethodResponse) Validate() error {
 	if err := ValidateStatusCode("statusCode", mr.StatusCode); err != nil {
 		return err
@@ -119,8 +120,18 @@ func (mr *MethodResponse) Validate() error {
 			return err
 		}
 	}
+	for ct, model := range mr.ResponseModels {
+		if !modelNamePattern.MatchString(model) {
+			return Invalid("responseModels", "responseModels[%s]: model name %q must be letters, digits, '.', '_' or '-'", ct, model)
+		}
+	}
 	return nil
 }
+
+// modelNamePattern is a model name: what OpenAPI allows as a component
+// name (OpenAPI 3.0.3, "Components Object"), so an export can name it.
+// AWS's CreateModel asks for alphanumeric names, a subset.
+var modelNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,256}$`)
 
 // Validate checks the status code, selection pattern (a regular
 // expression), header mappings and templates of an integration response.

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,18 +89,27 @@ func getMethod(ctx context.Context, tx pgx.Tx, apiID, resourceID, httpMethod str
 }
 
 func resourceExists(ctx context.Context, tx pgx.Tx, apiID, resourceID string) error {
+	_, err := resourcePath(ctx, tx, apiID, resourceID)
+	return err
+}
+
+// resourcePath returns the path of a resource; a missing API is reported
+// before a missing resource.
+func resourcePath(ctx context.Context, tx pgx.Tx, apiID, resourceID string) (string, error) {
 	if _, err := getAPI(ctx, tx, apiID, false); err != nil {
-		return err
+		return "", err
 	}
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM resources WHERE api_id = $1 AND id = $2`, apiID, resourceID).Scan(&one)
-	return notFound(err, msgNoResource)
+	var path string
+	err := tx.QueryRow(ctx, `SELECT path FROM resources WHERE api_id = $1 AND id = $2`, apiID, resourceID).Scan(&path)
+	return path, notFound(err, msgNoResource)
 }
 
 // PutMethod validates m and stores it on the resource, without an
-// integration (m's MethodIntegration is ignored and cleared). Errors:
-// KindNotFound (API, resource), KindInvalid ("httpMethod",
-// "authorizationType", "requestParameters", "methodResponses"),
+// integration (m's MethodIntegration is ignored and cleared). A path
+// parameter must name a {param} of the resource's path
+// (plans.CheckPathParameters). Errors: KindNotFound (API, resource),
+// KindInvalid ("httpMethod", "authorizationType", "requestParameters",
+// "methodResponses"),
 // KindConflict "Method already exists for this resource" when the
 // resource has the method (as AWS: nothing changes).
 func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error {
@@ -109,7 +119,11 @@ func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.
 	}
 	m.MethodIntegration = nil
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		if err := resourceExists(ctx, tx, apiID, resourceID); err != nil {
+		path, err := resourcePath(ctx, tx, apiID, resourceID)
+		if err != nil {
+			return err
+		}
+		if err := plans.CheckPathParameters(path, m.RequestParameters, nil); err != nil {
 			return err
 		}
 		return insertMethod(ctx, tx, apiID, resourceID, m)
@@ -142,8 +156,9 @@ func (db *DB) GetMethod(ctx context.Context, apiID, resourceID, httpMethod strin
 
 // UpdateMethod lets fn change a method's apiKeyRequired,
 // authorizationType, requestParameters or methodResponses (HTTPMethod and
-// the integration are kept), validates and stores it. Errors: KindNotFound, KindInvalid,
-// or fn's error.
+// the integration are kept), validates and stores it. A path parameter fn
+// adds must name a {param} of the resource's path (one stored earlier is
+// kept). Errors: KindNotFound, KindInvalid, or fn's error.
 func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod string, fn func(*plans.Method) error) (*plans.Method, error) {
 	var m *plans.Method
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
@@ -151,13 +166,20 @@ func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod st
 		if m, err = getMethod(ctx, tx, apiID, resourceID, httpMethod, true); err != nil {
 			return err
 		}
-		in := m.MethodIntegration
+		in, before := m.MethodIntegration, maps.Clone(m.RequestParameters)
 		if err := fn(m); err != nil {
 			return err
 		}
 		m.HTTPMethod, m.MethodIntegration = httpMethod, in
 		m.Normalize()
 		if err := m.Validate(); err != nil {
+			return err
+		}
+		path, err := resourcePath(ctx, tx, apiID, resourceID)
+		if err != nil {
+			return err
+		}
+		if err := plans.CheckPathParameters(path, m.RequestParameters, before); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE methods SET authorization_type = $4, api_key_required = $5, request_parameters = $6,

@@ -207,7 +207,8 @@ func (db *DB) CreateResource(ctx context.Context, apiID, parentID, pathPart stri
 
 // UpdateResource lets fn change a resource's PathPart or ParentID (as
 // AWS's patch of /pathPart and /parentId), checks the tree rules again and
-// rewrites the paths of the whole subtree. Errors: KindNotFound,
+// rewrites the paths of the whole subtree. Every method of the subtree
+// must keep its path parameters in its new path. Errors: KindNotFound,
 // KindInvalid (the root cannot change, a resource cannot move below
 // itself, "pathPart"), KindConflict (sibling with the same pathPart), or
 // fn's error.
@@ -231,6 +232,9 @@ func (db *DB) UpdateResource(ctx context.Context, apiID, resourceID string, fn f
 				return err
 			}
 			if err := moveResource(ctx, tx, apiID, res, plans.JoinPath(t[res.ParentID].Path, res.PathPart)); err != nil {
+				return err
+			}
+			if err := t.checkMovedMethods(ctx, tx, apiID, res.ID); err != nil {
 				return err
 			}
 		}
@@ -262,6 +266,31 @@ func (t tree) checkMove(orig, res plans.Resource) error {
 		return plans.Invalid("pathPart", "A resource with children cannot have a greedy path variable: %s", res.PathPart)
 	}
 	return t.checkChild(parent, orig.ID, res.PathPart)
+}
+
+// checkMovedMethods requires the path parameters of every method at or
+// below the moved resource (t is the tree before the move) to name a
+// {param} of its new path. Errors: KindInvalid on "pathPart" naming the
+// method and the parameter.
+func (t tree) checkMovedMethods(ctx context.Context, tx pgx.Tx, apiID, movedID string) error {
+	var ids []string
+	for id := range t {
+		if t.isAncestor(movedID, id) {
+			ids = append(ids, id)
+		}
+	}
+	rows, _ := tx.Query(ctx, `SELECT r.path, m.http_method, m.request_parameters FROM methods m
+		JOIN resources r ON r.api_id = m.api_id AND r.id = m.resource_id
+		WHERE m.api_id = $1 AND m.resource_id = ANY($2) ORDER BY r.path, m.http_method`, apiID, ids)
+	var path, verb string
+	var params map[string]bool
+	_, err := pgx.ForEachRow(rows, []any{&path, &verb, &params}, func() error {
+		if err := plans.CheckPathParameters(path, params, nil); err != nil {
+			return plans.Invalid("pathPart", "%s %s: %s", verb, path, plans.ErrorMessage(err))
+		}
+		return nil
+	})
+	return err
 }
 
 // moveResource stores res's parent and pathPart and rewrites the path of
