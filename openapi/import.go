@@ -54,7 +54,7 @@ func Import(data []byte) (*plans.ApiDefinition, []string, error) {
 }
 
 // load parses data as Swagger 2.0 (converted to OpenAPI 3) or OpenAPI 3.0,
-// declares the path parameters a path template has but an operation does
+// decodes the x-amazon-apigateway-any-method operations, declares the path parameters a path template has but an operation does
 // not, and validates the result with kin-openapi. External references are
 // never followed.
 func load(data []byte) (*openapi3.T, error) {
@@ -66,6 +66,7 @@ func load(data []byte) (*openapi3.T, error) {
 		return nil, plans.Invalid("body", "the document is neither JSON nor YAML: %v", err)
 	}
 	var doc *openapi3.T
+	var swagger *openapi2.T
 	switch {
 	case probe.Swagger == "2.0":
 		var doc2 openapi2.T
@@ -76,9 +77,7 @@ func load(data []byte) (*openapi3.T, error) {
 		if doc, err = openapi2conv.ToV3(&doc2); err != nil {
 			return nil, plans.Invalid("body", "converting the Swagger 2.0 document: %v", err)
 		}
-		if err := anyMethodsToV3(doc, &doc2); err != nil {
-			return nil, err
-		}
+		swagger = &doc2
 	case strings.HasPrefix(probe.OpenAPI, "3.0"):
 		loader := openapi3.NewLoader()
 		var err error
@@ -91,6 +90,9 @@ func load(data []byte) (*openapi3.T, error) {
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
 	}
+	if err := decodeAnyMethods(doc, swagger); err != nil {
+		return nil, err
+	}
 	declarePathParameters(doc)
 	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
 		return nil, validationError(err)
@@ -98,9 +100,11 @@ func load(data []byte) (*openapi3.T, error) {
 	return doc, nil
 }
 
-// anyMethodsToV3 converts the Swagger 2.0 operations in
-// x-amazon-apigateway-any-method (copied verbatim by ToV3) to OpenAPI 3.
-func anyMethodsToV3(doc *openapi3.T, doc2 *openapi2.T) error {
+// decodeAnyMethods decodes every path's x-amazon-apigateway-any-method
+// once, in place, into a validated *openapi3.Operation (converted from
+// Swagger 2.0 when doc2 is set), so the importer reads it as it reads the
+// other operations. A malformed one is a 400 naming its location.
+func decodeAnyMethods(doc *openapi3.T, doc2 *openapi2.T) error {
 	for path, item := range doc.Paths.Map() {
 		if item == nil {
 			continue
@@ -109,18 +113,37 @@ func anyMethodsToV3(doc *openapi3.T, doc2 *openapi2.T) error {
 		if !ok {
 			continue
 		}
-		var op2 openapi2.Operation
 		loc := "paths." + path + "." + extAnyMethod
-		if err := remarshal(raw, &op2); err != nil {
-			return jsonFieldError(loc, err)
-		}
-		op3, err := openapi2conv.ToV3Operation(doc.Components, &openapi2.PathItem{}, &op2, doc2.Consumes)
+		op, err := decodeAnyMethod(loc, raw, doc, doc2)
 		if err != nil {
-			return plans.Invalid(loc, "%s: %v", loc, err)
+			return err
 		}
-		item.Extensions[extAnyMethod] = op3
+		if err := op.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+			return plans.Invalid(loc, "%s: invalid operation: %v", loc, err)
+		}
+		item.Extensions[extAnyMethod] = op
 	}
 	return nil
+}
+
+// decodeAnyMethod decodes one x-amazon-apigateway-any-method value.
+func decodeAnyMethod(loc string, raw any, doc *openapi3.T, doc2 *openapi2.T) (*openapi3.Operation, error) {
+	if doc2 == nil {
+		op := &openapi3.Operation{}
+		if err := remarshal(raw, op); err != nil {
+			return nil, jsonFieldError(loc, err)
+		}
+		return op, nil
+	}
+	var op2 openapi2.Operation
+	if err := remarshal(raw, &op2); err != nil {
+		return nil, jsonFieldError(loc, err)
+	}
+	op3, err := openapi2conv.ToV3Operation(doc.Components, &openapi2.PathItem{}, &op2, doc2.Consumes)
+	if err != nil {
+		return nil, plans.Invalid(loc, "%s: %v", loc, err)
+	}
+	return op3, nil
 }
 
 // declarePathParameters adds a required string parameter for every
@@ -278,17 +301,11 @@ func (im *importer) path(path string, item *openapi3.PathItem) error {
 	return nil
 }
 
-// anyMethod decodes the x-amazon-apigateway-any-method operation of item.
+// anyMethod returns the x-amazon-apigateway-any-method operation of item
+// (load decoded it).
 func anyMethod(item *openapi3.PathItem) (*openapi3.Operation, bool) {
-	raw, ok := item.Extensions[extAnyMethod]
-	if !ok {
-		return nil, false
-	}
-	op := &openapi3.Operation{}
-	if err := remarshal(raw, op); err != nil {
-		return nil, false
-	}
-	return op, true
+	op, ok := item.Extensions[extAnyMethod].(*openapi3.Operation)
+	return op, ok
 }
 
 // resource returns the resource of path, creating it and its missing

@@ -103,6 +103,9 @@ func TestImportErrorsNameTheLocation(t *testing.T) {
 			"x-amazon-apigateway-gateway-responses.THROTTLED.responseParameters"},
 		{"MOCK mapping x-amzn-RequestId", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"mock","responses":{"default":{"statusCode":"200","responseParameters":{"method.response.header.x-amzn-RequestId":"'x'"}}}}}}}`,
 			"paths./pets.get.x-amazon-apigateway-integration.responses.default.responseParameters"},
+		{"malformed any-method", `"paths":{"/a":{"x-amazon-apigateway-any-method":{"parameters":5}}}`, "paths./a.x-amazon-apigateway-any-method"},
+		{"any-method without responses", `"paths":{"/a":{"x-amazon-apigateway-any-method":{}}}`, "paths./a.x-amazon-apigateway-any-method"},
+		{"any-method not an object", `"paths":{"/a":{"x-amazon-apigateway-any-method":"GET"}}`, "paths./a.x-amazon-apigateway-any-method"},
 		{"invalid OpenAPI", `"paths":{"/pets":{"get":{}}}`, "paths./pets.get"},
 		{"no title", `"paths":{}`, ""},
 	}
@@ -120,6 +123,10 @@ func TestImportErrorsNameTheLocation(t *testing.T) {
 		if tc.loc != "" && pe.Field != tc.loc {
 			t.Errorf("%s: got location %q (%s), want %q", tc.name, pe.Field, pe.Message, tc.loc)
 		}
+	}
+	swagger := `{"swagger":"2.0","info":{"title":"t","version":"1"},"paths":{"/a":{"x-amazon-apigateway-any-method":{"parameters":5}}}}`
+	if _, _, err := Import([]byte(swagger)); plans.ErrorKind(err) != plans.KindInvalid || !strings.HasPrefix(plans.ErrorMessage(err), "paths./a.x-amazon-apigateway-any-method") {
+		t.Errorf("swagger malformed any-method: got %v, want a 400 naming paths./a.x-amazon-apigateway-any-method", err)
 	}
 	for _, bad := range []string{"", "{", "openapi: 3.1.0\ninfo: {title: x, version: 1}\npaths: {}", "swagger: '1.2'", "[1,2]"} {
 		if _, _, err := Import([]byte(bad)); plans.ErrorKind(err) != plans.KindInvalid {
