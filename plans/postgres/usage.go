@@ -10,6 +10,16 @@ import (
 	"tollgate/plans"
 )
 
+// UsageWriterLock is the key of the transaction-level advisory lock
+// (pg_advisory_xact_lock) every writer that draws versions of usage_days
+// (an insert, or an update that sets version) takes before it does: the
+// lock is released only when its transaction ends, so writers draw versions
+// one transaction at a time and they become visible in the order drawn. It
+// is the ASCII bytes of "usageday". An advisory lock, unlike a table lock,
+// leaves VACUUM, ANALYZE, CREATE INDEX CONCURRENTLY and deletes alone
+// (docs/usage.md, "Writing to the ledger by hand").
+const UsageWriterLock int64 = 8463215221469897081
+
 // FlushUsage writes a batch of observed usage into the ledger in one
 // transaction and returns how many day rows it inserted or raised.
 //
@@ -21,7 +31,7 @@ import (
 // count (UpdateUsage) is kept and an older observation never overwrites a
 // newer one.
 //
-// The transaction first takes usage_days in SHARE ROW EXCLUSIVE mode, which
+// The transaction first takes the advisory lock UsageWriterLock, which
 // serialises flushes (but not readers): each draws its versions only after
 // the previous flush committed, so versions become visible in the order
 // they were drawn and the record feed (UsageRecords) never skips one.
@@ -33,7 +43,7 @@ func (db *DB) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error
 	}
 	var changed int64
 	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE usage_days IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, UsageWriterLock); err != nil {
 			return err
 		}
 		var err error

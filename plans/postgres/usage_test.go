@@ -217,34 +217,20 @@ func TestRecordFeedMissesNothingWhileFlushesRun(t *testing.T) {
 	wantCounts(t, rows, counts(allDays(t, db, "p1")))
 }
 
-// TestFlushWaitsForAnotherFlushToCommit holds a flush's table lock open in
-// another transaction, with a version drawn: FlushUsage must wait for it,
-// so its own versions are drawn after the other one is visible.
+// TestFlushWaitsForAnotherFlushToCommit holds the ledger's writer lock open
+// in another transaction, with a version drawn: FlushUsage must wait for
+// it, so its own versions are drawn after the other one is visible.
 func TestFlushWaitsForAnotherFlushToCommit(t *testing.T) {
-	t.Parallel()
-	url := postgrestest.MustURL(t)
-	db, err := postgres.Open(ctx, url, postgres.Options{})
-	must(t, err)
-	t.Cleanup(db.Close)
-	conn, err := pgx.Connect(ctx, url)
-	must(t, err)
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	db, url := newDBAt(t)
+	conn := mustConn(t, url)
 	tx, err := conn.Begin(ctx)
 	must(t, err)
-	_, err = tx.Exec(ctx, `LOCK TABLE usage_days IN SHARE ROW EXCLUSIVE MODE`)
+	_, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, postgres.UsageWriterLock)
 	must(t, err)
 	_, err = tx.Exec(ctx, `INSERT INTO usage_days (plan_id, key_id, day, count, updated_at) VALUES ('p1', 'held', $1, 1, now())`, day1)
 	must(t, err)
-	flushed := make(chan error, 1)
-	go func() {
-		_, err := db.FlushUsage(ctx, batch(seen("p1", "k1", map[time.Time]int64{day1: 1})))
-		flushed <- err
-	}()
-	select {
-	case err := <-flushed:
-		t.Fatalf("FlushUsage returned %v while another flush held the ledger, want it to wait", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	flushed := flushAsync(db, seen("p1", "k1", map[time.Time]int64{day1: 1}))
+	waitForLockWait(t, conn, "advisory", flushed)
 	must(t, tx.Commit(ctx))
 	must(t, <-flushed)
 	recs, err := db.UsageRecords(ctx, 0, 10)
@@ -252,6 +238,88 @@ func TestFlushWaitsForAnotherFlushToCommit(t *testing.T) {
 	if len(recs) != 2 || recs[0].KeyID != "held" || recs[1].KeyID != "k1" {
 		t.Fatalf("got records %+v, want the held row's version before the waiting flush's", recs)
 	}
+}
+
+// TestFlushLetsVacuumRun stops a flush midway (a row it raises is locked
+// by another transaction): VACUUM and ANALYZE of usage_days must not wait
+// for it. A table lock that conflicts with theirs (SHARE UPDATE EXCLUSIVE)
+// would let autovacuum be cancelled by every flush, and queue flushes
+// behind an anti-wraparound vacuum.
+func TestFlushLetsVacuumRun(t *testing.T) {
+	db, url := newDBAt(t)
+	flush(t, db, seen("p1", "k1", map[time.Time]int64{day1: 1}))
+	conn := mustConn(t, url)
+	tx, err := conn.Begin(ctx)
+	must(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM usage_days WHERE key_id = 'k1' FOR UPDATE`)
+	must(t, err)
+	flushed := flushAsync(db, seen("p1", "k1", map[time.Time]int64{day1: 2}))
+	waitForLockWait(t, conn, "transactionid", flushed)
+	vacuum := mustConn(t, url)
+	_, err = vacuum.Exec(ctx, `SET lock_timeout = '5s'`)
+	must(t, err)
+	for _, sql := range []string{`VACUUM usage_days`, `ANALYZE usage_days`} {
+		if _, err := vacuum.Exec(ctx, sql); err != nil {
+			t.Errorf("%s while a flush was under way: %v, want it to run", sql, err)
+		}
+	}
+	must(t, tx.Commit(ctx))
+	must(t, <-flushed)
+}
+
+// newDBAt returns a store on a fresh database (real clock) and the
+// database's URL. It marks the test parallel.
+func newDBAt(t *testing.T) (*postgres.DB, string) {
+	t.Helper()
+	t.Parallel()
+	url := postgrestest.MustURL(t)
+	db, err := postgres.Open(ctx, url, postgres.Options{})
+	must(t, err)
+	t.Cleanup(db.Close)
+	return db, url
+}
+
+// flushAsync flushes obs in a goroutine and delivers FlushUsage's error.
+func flushAsync(db *postgres.DB, obs ...plans.UsageObservation) <-chan error {
+	flushed := make(chan error, 1)
+	go func() {
+		_, err := db.FlushUsage(ctx, batch(obs...))
+		flushed <- err
+	}()
+	return flushed
+}
+
+// mustConn returns a connection of its own to url, closed at cleanup.
+func mustConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	must(t, err)
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// waitForLockWait waits until a backend of conn's database waits for a lock
+// of type lockType (pg_stat_activity.wait_event), failing t if done delivers first
+// or nothing waits within a minute.
+func waitForLockWait(t *testing.T, conn *pgx.Conn, lockType string, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("FlushUsage returned %v, want it to wait for a %s lock", err, lockType)
+		default:
+		}
+		var waiting bool
+		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = $1)`, lockType).Scan(&waiting)
+		must(t, err)
+		if waiting {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no backend waited for a %s lock within a minute", lockType)
 }
 
 func TestQuotaStateKeepsTheNewestSequence(t *testing.T) {
