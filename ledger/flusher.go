@@ -26,7 +26,12 @@ import (
 // token until Ack(token): observations of a token that is never
 // acknowledged (the worker died or its write failed for good) must be
 // handed out again by a later Drain, of this or another worker, once the
-// source's hold on them expires. Handing out a pair twice, or two workers
+// source's hold on them expires. Every hold must expire (a source whose
+// holds can outlive their worker loses usage). When Drain returns an
+// error, nothing it took stays held: the source hands those pairs out
+// again (putting them back, or, should that fail too, once the hold
+// expires), and the Flusher ignores any observations and token returned
+// with the error. Handing out a pair twice, or two workers
 // holding the same pair, is harmless: the ledger keeps the greater count
 // and the newer quota state. A pair that changes again while pending is
 // handed out again with its new counts. The token may be "" when there is
@@ -63,6 +68,9 @@ type Options struct {
 	MaxDrains int
 	// Timeout bounds one flush (drains, write and acks); default 30 s.
 	Timeout time.Duration
+	// StopTimeout bounds the flushes Run makes once its context ended
+	// (cmd/tollgate passes TOLLGATE_SHUTDOWN_TIMEOUT); default 30 s.
+	StopTimeout time.Duration
 	// Logger receives failures (one line per failed flush); nil discards.
 	Logger *slog.Logger
 	// Now is the clock for the lag metric; default time.Now.
@@ -109,6 +117,9 @@ func NewFlusher(src UsageSource, store Store, opts Options) *Flusher {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 30 * time.Second
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -129,11 +140,8 @@ func (f *Flusher) Lag() time.Duration {
 	return f.opts.Now().Sub(time.Unix(0, f.synced.Load()))
 }
 
-// finalFlushTimeout bounds the flush Run makes when its context ends.
-const finalFlushTimeout = 5 * time.Second
-
 // Run flushes every Options.Interval until ctx ends, then flushes until
-// the source holds nothing more (for at most 5 s, whatever ctx says), so
+// the source holds nothing more (for at most Options.StopTimeout), so
 // that a clean stop writes everything counted before it. A flush in
 // progress when ctx ends is not cut off (each is bounded by
 // Options.Timeout): it ends, then the final flushes drain what was
@@ -165,9 +173,9 @@ func (f *Flusher) Run(ctx context.Context) {
 }
 
 // finalFlush flushes until the source holds nothing more, a flush fails,
-// or finalFlushTimeout passes.
+// or Options.StopTimeout passes.
 func (f *Flusher) finalFlush(ctx context.Context) {
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.opts.StopTimeout)
 	defer cancel()
 	for {
 		more, err := f.Flush(final)

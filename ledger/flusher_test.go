@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
+	"tollgate/internal/redistest"
 	"tollgate/ledger"
 	"tollgate/ledger/ledgertest"
 	"tollgate/plans"
@@ -24,16 +26,20 @@ var (
 	before = today.AddDate(0, 0, -1)
 )
 
-// world is a fresh ledger database and a Redis usage source.
+// world is a fresh ledger database and a Redis usage source (its keys
+// under prefix in rdb).
 type world struct {
-	db  *postgres.DB
-	src *ledgertest.RedisSource
+	db     *postgres.DB
+	src    *ledgertest.RedisSource
+	rdb    *redis.Client
+	prefix string
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	t.Parallel()
-	return &world{db: postgrestest.MustDB(t), src: ledgertest.MustRedisSource(t)}
+	rdb, prefix := redistest.MustClient(t)
+	return &world{db: postgrestest.MustDB(t), src: ledgertest.NewRedisSource(rdb, prefix), rdb: rdb, prefix: prefix}
 }
 
 func (w *world) count(t *testing.T, keyID, planID string, day time.Time, n int64) {
@@ -372,4 +378,56 @@ func TestStopDuringAWriteStillFlushesEverythingCounted(t *testing.T) {
 	close(store.release)
 	<-done
 	wantLedger(t, w.ledger(t), map[string]int64{"p1/k1/2026-03-10": 7})
+}
+
+// A drain that fails after the source took pairs loses none of them: the
+// next flush writes them (TestAdminNodeFlushesUsageIntoTheLedger's 6 vs 7:
+// a failed read kept the pairs held for good).
+func TestAFailedDrainLosesNothing(t *testing.T) {
+	w := newWorld(t)
+	f := ledger.NewFlusher(w.src, w.db, ledger.Options{})
+	w.count(t, "k1", "p1", today, 6)
+	w.count(t, "k2", "p1", today, 1)
+	k2Usage := w.prefix + ":usage:{k2}:p1" // RedisSource's layout
+	if err := w.rdb.HSet(ctx, k2Usage, "2026-03-10", "unreadable").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Flush(ctx); err == nil {
+		t.Fatal("a flush whose drain could not read the counts: got no error")
+	}
+	if err := w.rdb.HSet(ctx, k2Usage, "2026-03-10", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, f)
+	wantLedger(t, w.ledger(t), map[string]int64{"p1/k1/2026-03-10": 6, "p1/k2/2026-03-10": 1})
+}
+
+// deadlineStore is the real store that records the deadline of each
+// write's context.
+type deadlineStore struct {
+	ledger.Store
+	deadlines []time.Time
+}
+
+func (s *deadlineStore) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error) {
+	d, _ := ctx.Deadline()
+	s.deadlines = append(s.deadlines, d)
+	return s.Store.FlushUsage(ctx, b)
+}
+
+// The flushes Run makes once stopped get Options.StopTimeout (the node's
+// shutdown timeout), not a fixed budget of their own.
+func TestRunGivesTheFinalFlushTheStopTimeout(t *testing.T) {
+	w := newWorld(t)
+	store := &deadlineStore{Store: w.db}
+	f := ledger.NewFlusher(w.src, store, ledger.Options{Interval: time.Hour, Timeout: time.Hour, StopTimeout: 10 * time.Minute})
+	w.count(t, "k1", "p1", today, 1)
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	start := time.Now()
+	f.Run(stopped)
+	wantLedger(t, w.ledger(t), map[string]int64{"p1/k1/2026-03-10": 1})
+	if len(store.deadlines) != 1 || store.deadlines[0].Sub(start) < 9*time.Minute {
+		t.Fatalf("final flush deadlines %v after a stop at %v: want one about 10 minutes later", store.deadlines, start)
+	}
 }

@@ -26,13 +26,13 @@ func checkFlushInterval(d time.Duration) error {
 
 // startFlusher runs the usage ledger's flush worker (package ledger) from
 // m.UsageSource into db until ctx ends; Close waits for its final flush
-// before it closes db. Without a usage source nothing runs.
+// (up to Config.ShutdownTimeout) before it closes db. Without a usage source nothing runs.
 func (m *Main) startFlusher(ctx context.Context, db *postgres.DB) {
 	if m.UsageSource == nil {
 		m.Logger.Info("usage ledger: no usage source configured; usage is read from the limiter Redis and the ledger is not fed")
 		return
 	}
-	f := ledger.NewFlusher(m.UsageSource, db, ledger.Options{Interval: m.Config.UsageFlushInterval, Logger: m.Logger})
+	f := ledger.NewFlusher(m.UsageSource, db, ledger.Options{Interval: m.Config.UsageFlushInterval, StopTimeout: m.Config.ShutdownTimeout, Logger: m.Logger})
 	m.registry.MustRegister(f.Collectors()...)
 	m.goRun(func() { f.Run(ctx) })
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,16 +27,27 @@ import (
 //	<prefix>:quota:{<keyId>}:<planId>  hash: start (Unix seconds), count, seq
 //	<prefix>:dirty                      set of "<keyId> <planId>" changed since handed out
 //	<prefix>:held:<token>               set of the pairs one Drain handed out, until Ack
-//	<prefix>:holds                      set of the tokens not yet acknowledged
+//	<prefix>:holds                      zset of the tokens not yet acknowledged, scored by
+//	                                    the Unix milliseconds (Redis time) their hold ends
 //
-// Drain moves up to limit pairs from dirty to a new held set in one script
-// (so a pair is never lost between the two) and reads their hashes; Ack
-// deletes the held set; Requeue puts every held pair back, as the end of a
-// lease would after a worker died. It is safe for concurrent use.
+// Drain first puts the pairs of expired holds back into dirty, then moves
+// up to limit pairs from dirty to a new held set, in one script (so a pair
+// is never lost between the two), and reads their hashes; when that read
+// fails it puts the pairs back before it returns the error. Ack deletes
+// the held set; Requeue puts every held pair back at once, as the end of
+// every lease would after a worker died. The script builds held keys from
+// the prefix, so the source runs on one Redis server, not a Cluster. It is
+// safe for concurrent use.
 type RedisSource struct {
 	rdb    redis.UniversalClient
 	prefix string
+	// HoldFor is how long what one Drain handed out stays held without an
+	// Ack before a later Drain hands it out again; default DefaultHoldFor.
+	HoldFor time.Duration
 }
+
+// DefaultHoldFor is RedisSource.HoldFor's default.
+const DefaultHoldFor = time.Minute
 
 // MustRedisSource returns a RedisSource on a fresh key prefix of the test
 // Redis (deleted at cleanup); it fails tb when Redis does not answer.
@@ -86,27 +98,51 @@ func (s *RedisSource) SetQuota(ctx context.Context, keyID, planID string, q plan
 	return err
 }
 
-// holdScript moves up to ARGV[1] members of the dirty set KEYS[1] into the
-// held set KEYS[2] and records ARGV[2] (the token) in the holds set
-// KEYS[3]; it returns the members moved.
+// holdScript puts the pairs of the holds in the zset KEYS[3] that ended
+// (score <= now, Redis time in ms) back into the dirty set KEYS[1] (held
+// sets are named ARGV[3] .. ':held:' .. token), then moves up to ARGV[1]
+// members of KEYS[1] into the held set KEYS[2] and records ARGV[2] (the
+// token) in KEYS[3] with the deadline now + ARGV[4] ms; it returns the
+// members moved.
 var holdScript = redis.NewScript(`
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for _, ended in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do
+  local held = ARGV[3] .. ':held:' .. ended
+  local back = redis.call('SMEMBERS', held)
+  if #back > 0 then
+    redis.call('SADD', KEYS[1], unpack(back))
+  end
+  redis.call('DEL', held)
+  redis.call('ZREM', KEYS[3], ended)
+end
 local pairs = redis.call('SPOP', KEYS[1], ARGV[1])
 if #pairs > 0 then
   redis.call('SADD', KEYS[2], unpack(pairs))
-  redis.call('SADD', KEYS[3], ARGV[2])
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[2])
 end
 return pairs`)
 
 // Drain implements ledger.UsageSource: it hands out up to limit changed
-// pairs with every day count and the quota state they have.
+// pairs with every day count and the quota state they have. On error
+// nothing stays held: pairs it took are put back (and should that fail
+// too, their hold ends after HoldFor).
 func (s *RedisSource) Drain(ctx context.Context, limit int) ([]plans.UsageObservation, string, error) {
 	token := newToken()
-	pairs, err := holdScript.Run(ctx, s.rdb, []string{s.dirtyKey(), s.heldKey(token), s.holdsKey()}, limit, token).StringSlice()
+	holdFor := s.HoldFor
+	if holdFor <= 0 {
+		holdFor = DefaultHoldFor
+	}
+	keys := []string{s.dirtyKey(), s.heldKey(token), s.holdsKey()}
+	pairs, err := holdScript.Run(ctx, s.rdb, keys, limit, token, s.prefix, holdFor.Milliseconds()).StringSlice()
 	if err != nil || len(pairs) == 0 {
 		return nil, "", err
 	}
 	obs, err := s.observe(ctx, pairs)
-	return obs, token, err
+	if err != nil {
+		return nil, "", errors.Join(err, s.requeue(ctx, token))
+	}
+	return obs, token, nil
 }
 
 // observe reads the hashes of pairs ("<keyId> <planId>").
@@ -172,7 +208,7 @@ func quotaCount(h map[string]string) (*plans.QuotaCount, error) {
 func (s *RedisSource) Ack(ctx context.Context, token string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.heldKey(token))
-		p.SRem(ctx, s.holdsKey(), token)
+		p.ZRem(ctx, s.holdsKey(), token)
 		return nil
 	})
 	return err
@@ -181,27 +217,32 @@ func (s *RedisSource) Ack(ctx context.Context, token string) error {
 // Requeue marks every held pair changed again and drops the holds, as the
 // end of their lease would after the worker that drained them died.
 func (s *RedisSource) Requeue(ctx context.Context) error {
-	tokens, err := s.rdb.SMembers(ctx, s.holdsKey()).Result()
+	tokens, err := s.rdb.ZRange(ctx, s.holdsKey(), 0, -1).Result()
 	if err != nil {
 		return err
 	}
 	for _, tok := range tokens {
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.SUnionStore(ctx, s.dirtyKey(), s.dirtyKey(), s.heldKey(tok))
-			p.Del(ctx, s.heldKey(tok))
-			p.SRem(ctx, s.holdsKey(), tok)
-			return nil
-		})
-		if err != nil {
+		if err := s.requeue(ctx, tok); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// requeue marks the pairs token holds changed again and drops the hold.
+func (s *RedisSource) requeue(ctx context.Context, token string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.SUnionStore(ctx, s.dirtyKey(), s.dirtyKey(), s.heldKey(token))
+		p.Del(ctx, s.heldKey(token))
+		p.ZRem(ctx, s.holdsKey(), token)
+		return nil
+	})
+	return err
+}
+
 // Held returns the number of pairs handed out and not acknowledged.
 func (s *RedisSource) Held(ctx context.Context) (int64, error) {
-	tokens, err := s.rdb.SMembers(ctx, s.holdsKey()).Result()
+	tokens, err := s.rdb.ZRange(ctx, s.holdsKey(), 0, -1).Result()
 	var n int64
 	for _, tok := range tokens {
 		if err != nil {
