@@ -206,7 +206,7 @@ func (f *Flusher) Flush(ctx context.Context) (more bool, err error) {
 		f.metrics.pending.Set(float64(f.pending.Len()))
 		if err != nil {
 			f.pendingMore = true // a drain cut short may have left pairs behind
-			f.metrics.errors.WithLabelValues(stageDrain).Inc()
+			f.metrics.errors.WithLabelValues(stepDrain).Inc()
 			return false, err
 		}
 	}
@@ -255,7 +255,7 @@ func (f *Flusher) write(ctx context.Context) error {
 	if f.pending.Len() > 0 {
 		changed, err := f.store.FlushUsage(ctx, &f.pending)
 		if err != nil {
-			f.metrics.errors.WithLabelValues(stageWrite).Inc()
+			f.metrics.errors.WithLabelValues(stepWrite).Inc()
 			return fmt.Errorf("ledger: write usage: %w", err)
 		}
 		f.metrics.changed.Add(float64(changed))
@@ -263,7 +263,7 @@ func (f *Flusher) write(ctx context.Context) error {
 	var ackErr error
 	for _, tok := range f.tokens {
 		if err := f.src.Ack(ctx, tok); err != nil {
-			f.metrics.errors.WithLabelValues(stageAck).Inc()
+			f.metrics.errors.WithLabelValues(stepAck).Inc()
 			ackErr = errors.Join(ackErr, err)
 		}
 	}

@@ -2,12 +2,13 @@ package ledger
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Stages of a flush, the values of tollgate_ledger_flush_errors_total's
-// stage label.
+// Steps of a flush, the values of tollgate_ledger_flush_errors_total's
+// step label (not "stage": that label names an API's stage on the
+// gateway's metrics).
 const (
-	stageDrain = "drain" // taking observations from the source
-	stageWrite = "write" // writing them to PostgreSQL
-	stageAck   = "ack"   // acknowledging them to the source
+	stepDrain = "drain" // taking observations from the source
+	stepWrite = "write" // writing them to PostgreSQL
+	stepAck   = "ack"   // acknowledging them to the source
 )
 
 // metrics are a Flusher's Prometheus collectors (see Flusher.Collectors).
@@ -32,8 +33,8 @@ func newMetrics(f *Flusher) *metrics {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_ledger_flush_errors_total",
-			Help: "Failed usage flushes by stage (drain, write, ack); a failed drain or write is retried at the next tick.",
-		}, []string{"stage"}),
+			Help: "Failed usage flushes by step (drain, write, ack); a failed drain or write is retried at the next tick.",
+		}, []string{"step"}),
 		changed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tollgate_ledger_rows_changed_total",
 			Help: "Usage ledger day rows inserted or raised by flushes.",
@@ -47,7 +48,7 @@ func newMetrics(f *Flusher) *metrics {
 			Help: "Usage observations drained but not yet written (day counts plus quota states); stays up while writes fail.",
 		}),
 	}
-	for _, s := range []string{stageDrain, stageWrite, stageAck} {
+	for _, s := range []string{stepDrain, stepWrite, stepAck} {
 		m.errors.WithLabelValues(s) // present at 0, so rate() works from the start
 	}
 	return m
@@ -56,7 +57,7 @@ func newMetrics(f *Flusher) *metrics {
 // Collectors returns the Flusher's collectors, for
 // prometheus.Registerer.MustRegister: tollgate_ledger_lag_seconds,
 // tollgate_ledger_last_sync_timestamp_seconds,
-// tollgate_ledger_flush_errors_total{stage},
+// tollgate_ledger_flush_errors_total{step},
 // tollgate_ledger_rows_changed_total,
 // tollgate_ledger_dropped_observations_total and
 // tollgate_ledger_pending_observations.

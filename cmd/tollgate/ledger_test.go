@@ -122,7 +122,7 @@ func TestAdminNodeFlushesUsageIntoTheLedger(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if m := a.get(t, "/metrics"); !strings.Contains(m, "tollgate_ledger_lag_seconds ") || !strings.Contains(m, `tollgate_ledger_flush_errors_total{stage="write"} 0`) {
+	if m := a.get(t, "/metrics"); !strings.Contains(m, "tollgate_ledger_lag_seconds ") || !strings.Contains(m, `tollgate_ledger_flush_errors_total{step="write"} 0`) {
 		t.Fatalf("/metrics lacks the ledger's metrics:\n%s", m)
 	}
 	must(t, "count", a.src.Count(ctx, key, plan, old, 1))
