@@ -16,7 +16,7 @@ import (
 // UsageLedger reads the usage ledger in PostgreSQL (implemented by
 // plans/postgres.DB; docs/usage.md).
 type UsageLedger interface {
-	// UsageDays returns the ledger rows q selects in (plan, key, day)
+	// UsageDays returns the ledger rows q selects in (day, plan, key)
 	// order, at most q.Limit (plans.MaxUsagePage when 0).
 	UsageDays(ctx context.Context, q plans.UsageQuery) ([]plans.UsageDay, error)
 	// UsageRecords returns up to limit rows with a version above after,

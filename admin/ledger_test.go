@@ -120,14 +120,14 @@ func TestUsageExportAsCSVAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := keys[0], keys[1]
-	if a > b { // rows come in key order
+	if a > b { // rows come in (day, key) order
 		a, b = b, a
 	}
 	name := map[string]string{keys[0]: "billinga", keys[1]: "billingb"}
 	count := map[string]map[int]string{keys[0]: {40: "2", 3: "11"}, keys[1]: {3: "1"}}
 	want := [][]string{plans.UsageExportHeader}
-	for _, k := range []string{a, b} {
-		for _, back := range []int{40, 3} {
+	for _, back := range []int{40, 3} {
+		for _, k := range []string{a, b} {
 			if n, ok := count[k][back]; ok {
 				want = append(want, []string{daysBack(back), plan, k, name[k], "", n})
 			}

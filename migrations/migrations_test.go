@@ -119,7 +119,7 @@ func TestUpDownUp(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(4); got != want { // 000004_rate_limit_rules
+	if got, want := migrations.Latest(), uint(7); got != want { // 000007_usage_days_by_day
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -71,7 +71,7 @@ type QuotaUsage struct {
 
 // UsageQuery selects ledger rows: the days From to To inclusive (UTC dates;
 // times of day are ignored), of plan PlanID ("" for every plan) and, when
-// KeyIDs is not empty, of those keys only. Rows come in (plan, key, day)
+// KeyIDs is not empty, of those keys only. Rows come in (day, plan, key)
 // order, at most Limit of them (1..MaxUsagePage; other values mean
 // MaxUsagePage), after the row After names (nil: from the first).
 type UsageQuery struct {

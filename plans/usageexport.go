@@ -18,8 +18,8 @@ const (
 	UsageFormatJSON = "json"
 )
 
-// UsageExportHeader is the CSV export's header row. Rows follow in (key,
-// day) order, one per key and UTC day with requests.
+// UsageExportHeader is the CSV export's header row. Rows follow in (day,
+// key) order, one per key and UTC day with requests.
 var UsageExportHeader = []string{"date", "usagePlanId", "keyId", "keyName", "customerId", "count"}
 
 // UsageExport writes the billing export of one plan's usage (docs/usage.md)
@@ -152,7 +152,7 @@ func spreadsheetText(s string) string {
 }
 
 // UsageDayReader reads ledger rows (plans/postgres.DB.UsageDays): those q
-// selects, in (plan, key, day) order, at most q.Limit.
+// selects, in (day, plan, key) order, at most q.Limit.
 type UsageDayReader interface {
 	UsageDays(ctx context.Context, q UsageQuery) ([]UsageDay, error)
 }

@@ -403,20 +403,42 @@ func TestUsageDaysSelectsPlanKeysAndDaysAndPages(t *testing.T) {
 	must(t, err)
 	wantCounts(t, rows, map[string]int64{"p1/gone/2026-03-02": 4})
 
-	var paged []plans.UsageDay
-	q := plans.UsageQuery{From: day1, To: day3, Limit: 2}
-	for {
-		page, err := db.UsageDays(ctx, q)
-		must(t, err)
-		if len(page) == 0 {
-			break
-		}
-		paged = append(paged, page...)
-		last := page[len(page)-1]
-		q.After = &plans.UsageCursor{PlanID: last.PlanID, KeyID: last.KeyID, Day: last.Day}
-	}
+	paged := pageDays(t, db, plans.UsageQuery{From: day1, To: day3, Limit: 2})
 	if len(paged) != 5 {
 		t.Fatalf("got %d rows over pages, want 5: %+v", len(paged), paged)
 	}
 	wantCounts(t, paged, counts(allDays(t, db, "")))
+	wantDayOrder(t, paged)
+	p1 := pageDays(t, db, plans.UsageQuery{PlanID: "p1", From: day1, To: day3, Limit: 1})
+	wantCounts(t, p1, counts(allDays(t, db, "p1")))
+	wantDayOrder(t, p1)
+}
+
+// pageDays reads every row q selects, page by page.
+func pageDays(t *testing.T, db *postgres.DB, q plans.UsageQuery) []plans.UsageDay {
+	t.Helper()
+	var out []plans.UsageDay
+	for {
+		page, err := db.UsageDays(ctx, q)
+		must(t, err)
+		if len(page) == 0 {
+			return out
+		}
+		out = append(out, page...)
+		last := page[len(page)-1]
+		q.After = &plans.UsageCursor{PlanID: last.PlanID, KeyID: last.KeyID, Day: last.Day}
+	}
+}
+
+// wantDayOrder fails t unless rows come in (day, plan, key) order, the
+// order of the index exports and restores walk (migration 000007).
+func wantDayOrder(t *testing.T, rows []plans.UsageDay) {
+	t.Helper()
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		if !a.Day.Before(b.Day) && !(a.Day.Equal(b.Day) && a.PlanID+" "+a.KeyID < b.PlanID+" "+b.KeyID) {
+			t.Fatalf("got row %s/%s/%s before %s/%s/%s, want (day, plan, key) order", a.Day.Format(plans.UsageDateLayout), a.PlanID, a.KeyID,
+				b.Day.Format(plans.UsageDateLayout), b.PlanID, b.KeyID)
+		}
+	}
 }
