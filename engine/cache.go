@@ -164,9 +164,9 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 // header (by the Vary names of ent.Header) and sets the key's expiry to
 // ent.TTL, in one MULTI. lk is a Lookup DecideLookup filled; the caller
 // checked cache.Storable. Older variants keep their own Stored and TTL
-// and are not served once stale. Errors come from Redis, or are
-// ErrCacheFull while the cache Redis is near maxmemory without eviction,
-// or say lk has no digest.
+// and are not served once stale. Errors come from Redis, or say that the
+// cache Redis (one master of a cluster) is near maxmemory without eviction
+// and the entry was not stored, or that lk has no digest.
 func (e *Engine) Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error {
 	if lk.Digest == "" {
 		return errors.New("engine: fill: the lookup has no digest (generation unknown)")
@@ -222,7 +222,7 @@ func (c *entries) get(ctx context.Context, key string, h http.Header) (*cache.En
 func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.Entry) error {
 	c.maybeCheckMemory()
 	if c.full.Load() {
-		return ErrCacheFull
+		return errCacheFull
 	}
 	names, _ := cache.VaryNames(e.Header)
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {

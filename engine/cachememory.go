@@ -5,14 +5,17 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// ErrCacheFull is Fill's error while the cache Redis is near its maxmemory and
+// errCacheFull is Fill's error while the cache Redis is near its maxmemory and
 // would not evict to make room: the entry is not written, so cache entries
 // never push other state (the limiter's, when the cache shares its Redis)
 // into out-of-memory refusals.
-var ErrCacheFull = errors.New("engine: cache Redis near maxmemory without eviction; entry not stored")
+var errCacheFull = errors.New("engine: cache Redis near maxmemory without eviction; entry not stored")
 
 // Memory guard defaults.
 const (
@@ -40,14 +43,32 @@ func (c *entries) maybeCheckMemory() {
 	}()
 }
 
-// checkMemory reads INFO memory and sets whether Fill must refuse. An error
-// leaves the previous state.
+// checkMemory reads INFO memory of the cache Redis (of every master of a
+// Redis Cluster: entries spread over all of them) and sets whether Fill
+// must refuse: when one of them is full. An error leaves the previous
+// state.
 func (c *entries) checkMemory(ctx context.Context) error {
-	info, err := c.rdb.Info(ctx, "memory").Result()
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		info, err := c.rdb.Info(ctx, "memory").Result()
+		if err != nil {
+			return err
+		}
+		c.full.Store(memoryFull(info))
+		return nil
+	}
+	var full atomic.Bool
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		info, err := m.Info(ctx, "memory").Result()
+		if err == nil && memoryFull(info) {
+			full.Store(true)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	c.full.Store(memoryFull(info))
+	c.full.Store(full.Load())
 	return nil
 }
 
@@ -55,7 +76,7 @@ func (c *entries) checkMemory(ctx context.Context) error {
 // refuses writes when full (maxmemory-policy noeviction) and uses more
 // than fullShare of its maxmemory. Without maxmemory (0) or with an
 // evicting policy (entries all have a TTL, so volatile-* policies evict
-// them too) it is never full. On a Redis Cluster the reply is one node's.
+// them too) it is never full. The reply is one server's.
 func memoryFull(info string) bool {
 	var used, limit float64
 	policy := ""

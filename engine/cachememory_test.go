@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"tollgate/cache"
 	"tollgate/internal/redistest"
+	"tollgate/keyspace"
 )
 
 func TestMemoryFull(t *testing.T) {
@@ -38,7 +40,7 @@ func TestMemoryFull(t *testing.T) {
 
 // TestPutStopsBeforeOutOfMemory fills a Redis of its own (maxmemory 4 MB,
 // noeviction, as a limiter Redis runs) with 512 KiB entries: Fill refuses
-// with ErrCacheFull before Redis refuses anything, so other writes still succeed.
+// with errCacheFull before Redis refuses anything, so other writes still succeed.
 func TestFillStopsBeforeOutOfMemory(t *testing.T) {
 	_, rdb := redistest.MustServer(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	s := New(rdb, Options{Prefix: "t"}).cache
@@ -51,10 +53,56 @@ func TestFillStopsBeforeOutOfMemory(t *testing.T) {
 		}
 		err = s.put(ctx, "t:cache:e:"+strconv.Itoa(i), http.Header{}, e)
 	}
-	if !errors.Is(err, ErrCacheFull) {
-		t.Fatalf("put until full: got %v, want ErrCacheFull", err)
+	if !errors.Is(err, errCacheFull) {
+		t.Fatalf("put until full: got %v, want errCacheFull", err)
 	}
 	if err := rdb.Set(ctx, "t:limiter", "1", 0).Err(); err != nil {
 		t.Errorf("a limiter write after the cache stopped: got %v, want success", err)
+	}
+}
+
+// On a Redis Cluster the cache is full when one master is: here the
+// second of two masters of a cluster of the test's own (maxmemory 4 MB,
+// noeviction) is filled past the share, the first is empty, and Fill
+// refuses (checkMemory reads every master, not one node picked at random).
+func TestFillStopsWhenOneClusterMasterIsFull(t *testing.T) {
+	t.Parallel()
+	rdb, masters := redistest.MustClusterServer(t, 2)
+	ctx := t.Context()
+	if err := masters[1].ConfigSet(ctx, "maxmemory", "4mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := masters[1].ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := New(rdb, Options{Prefix: "t"}).cache
+	if err := s.checkMemory(ctx); err != nil || s.full.Load() {
+		t.Fatalf("empty cluster: got full=%v (%v), want not full", s.full.Load(), err)
+	}
+	big := strings.Repeat("x", 512<<10)
+	for i := 0; ; i++ { // values in the second master's slots (8192..16383) until it is past the share
+		k := "t:fill:" + strconv.Itoa(i)
+		if keyspace.Slot(k) < 8192 {
+			continue
+		}
+		if err := rdb.Set(ctx, k, big, time.Hour).Err(); err != nil {
+			t.Fatalf("filling the second master: %v", err)
+		}
+		info, err := masters[1].Info(ctx, "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if memoryFull(info) {
+			break
+		}
+	}
+	for range 5 { // whichever node a single INFO would have picked
+		if err := s.checkMemory(ctx); err != nil || !s.full.Load() {
+			t.Fatalf("one master full: got full=%v (%v), want full", s.full.Load(), err)
+		}
+	}
+	e := &cache.Entry{Status: 200, Header: http.Header{}, Stored: time.Now(), TTL: time.Hour}
+	if err := s.put(ctx, "t:cache:e:1", http.Header{}, e); !errors.Is(err, errCacheFull) {
+		t.Fatalf("Fill with one master full: got %v, want errCacheFull", err)
 	}
 }

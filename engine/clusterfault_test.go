@@ -98,7 +98,7 @@ func (c *droppingConn) Read(b []byte) (int, error) {
 // flushing its scripts disturbs no other test.
 func TestClusterNoScriptReloadsAndDecides(t *testing.T) {
 	t.Parallel()
-	rdb := redistest.MustClusterServer(t)
+	rdb, _ := redistest.MustClusterServer(t, 1)
 	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
 	l := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: testTimeout, Clock: c.Now}))
 	k := l.keys

@@ -37,8 +37,9 @@ type Options struct {
 	// the limiter Redis, and then a request's limits and its cache entry
 	// are read in one pipeline.
 	CacheRedis redis.UniversalClient
-	// CacheMemoryCheck is how often Fill re-reads the cache Redis's memory
-	// state (see ErrCacheFull); 0 means DefaultCacheMemoryCheck.
+	// CacheMemoryCheck is how often Fill re-reads the memory state of the
+	// cache Redis (every master of a cluster), to refuse storing while it is
+	// near maxmemory without eviction; 0 means DefaultCacheMemoryCheck.
 	CacheMemoryCheck time.Duration
 	// RefusalEntries bounds the refusal memory (refusals.go); 0 means
 	// DefaultRefusalEntries.
@@ -66,6 +67,12 @@ type Engine struct {
 	cache    *entries
 	holds    *holds // requests in flight of CONCURRENCY rules
 }
+
+// CheckPrefix returns an error when prefix cannot be an Options.Prefix:
+// when it holds '{' or '}', which Redis Cluster would hash in place of
+// each key name's own hash tag (keyspace.CheckPrefix). Call it on
+// configuration, before New.
+func CheckPrefix(prefix string) error { return keyspace.CheckPrefix(prefix) }
 
 // New returns an Engine over rdb, the limiter Redis: a single client, a
 // Sentinel failover client (both: one primary, one script per batch) or a

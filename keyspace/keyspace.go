@@ -1,6 +1,9 @@
 package keyspace
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // DefaultPrefix is the prefix of every name when Space.Prefix is empty.
 const DefaultPrefix = "tg"
@@ -20,6 +23,19 @@ type Space struct {
 	// Prefix replaces "tg" in every name; "" means DefaultPrefix. Tests use
 	// a unique prefix each.
 	Prefix string
+}
+
+// CheckPrefix returns an error when prefix cannot start tollgate's names:
+// when it holds '{' or '}'. Redis Cluster hashes the first "{...}" of a
+// name (its hash tag) to pick its slot, so braces in the prefix would take
+// the place of every name's own tag: a key's state could split over slots
+// (which scripts cannot touch together) or every name would fall in one
+// slot (one master holding all state). The error names the prefix.
+func CheckPrefix(prefix string) error {
+	if strings.ContainsAny(prefix, "{}") {
+		return fmt.Errorf("key prefix %q contains { or }: Redis Cluster would hash it in place of each name's own hash tag", prefix)
+	}
+	return nil
 }
 
 func (s Space) prefix() string {

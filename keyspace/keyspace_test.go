@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -100,4 +101,19 @@ func FuzzKeys(f *testing.F) {
 			t.Fatalf("account hash tag: got %q, want %q", got, "acct")
 		}
 	})
+}
+
+// A prefix with a brace would take the place of every name's hash tag:
+// refused; the default and ordinary prefixes pass.
+func TestCheckPrefix(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		prefix string
+		ok     bool
+	}{{"", true}, {"tg", true}, {"prod:eu-1", true}, {"t{x}", false}, {"{", false}, {"a}", false}} {
+		err := CheckPrefix(c.prefix)
+		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), fmt.Sprintf("%q", c.prefix))) {
+			t.Errorf("CheckPrefix(%q): got %v, want ok=%v (an error naming the prefix)", c.prefix, err, c.ok)
+		}
+	}
 }

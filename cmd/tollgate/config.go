@@ -18,9 +18,9 @@ type Config struct {
 	Role                string        `help:"Which servers to run: admin, gateway or all." enum:"admin,gateway,all" default:"all" env:"TOLLGATE_ROLE"`
 	DatabaseTimeout     time.Duration `help:"Deadline of one PostgreSQL operation (admin): a database that accepts connections but does not answer gets 503 within it; also the server's statement_timeout. Opening a connection has 5 s unless the URL sets connect_timeout." default:"10s" env:"TOLLGATE_DATABASE_TIMEOUT"`
 	DatabaseURL         string        `help:"PostgreSQL URL (admin only)." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
-	RedisURL            string        `help:"Limiter Redis: redis://, rediss:// or redis-sentinel://h1:p1,h2:p2/db?master=name (a redis-cluster:// URL is refused: the limiter runs on one primary)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
-	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); also redis-cluster://h1:p1?addr=h2:p2." env:"TOLLGATE_CACHE_REDIS_URL"`
-	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis)." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
+	RedisURL            string        `help:"Limiter Redis: redis://, rediss://, redis-sentinel://h1:p1,h2:p2/db?master=name, or Redis Cluster: redis-cluster://h1:p1,h2:p2 (rediss-cluster:// over TLS; docs/scale.md)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
+	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); any scheme of TOLLGATE_REDIS_URL." env:"TOLLGATE_CACHE_REDIS_URL"`
+	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis); no { or }." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
 	RedisTimeout        time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
 	AdminAddr           string        `help:"Admin API listen address: loopback by default (reach it through a tunnel, or bind a private address on purpose; docs/operations.md)." default:"127.0.0.1:8001" env:"TOLLGATE_ADMIN_ADDR"`
 	GatewayAddr         string        `help:"Gateway listen address: every interface by default (partners must reach it)." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`

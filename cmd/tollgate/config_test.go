@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,14 @@ func TestVersionLine(t *testing.T) {
 	defer func() { version = old }()
 	if got := versionLine(); !strings.HasPrefix(got, "tollgate v1.2.3 (") {
 		t.Errorf("with a linked version: %q", got)
+	}
+}
+
+func TestRunRefusesARedisPrefixWithABrace(t *testing.T) {
+	m := NewMain(Config{Role: "gateway", RedisPrefix: "tg{eu}"})
+	err := m.Run(context.Background())
+	_ = m.Close()
+	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_PREFIX") || !strings.Contains(err.Error(), "tg{eu}") {
+		t.Errorf("got %v, want an error naming TOLLGATE_REDIS_PREFIX and the prefix", err)
 	}
 }

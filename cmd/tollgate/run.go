@@ -103,6 +103,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := checkFlushInterval(m.Config.UsageFlushInterval); err != nil {
 		return err
 	}
+	if err := engine.CheckPrefix(m.Config.RedisPrefix); err != nil {
+		return fmt.Errorf("TOLLGATE_REDIS_PREFIX: %w", err)
+	}
 	if m.gatewayProxies, err = trustedProxies("TOLLGATE_TRUSTED_PROXIES", m.Config.TrustedProxies); err != nil {
 		return err
 	}

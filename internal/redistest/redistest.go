@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -84,7 +85,7 @@ func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 // reconfigure a server: never the shared one.
 func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
 	tb.Helper()
-	port := freePort(tb)
+	port := FreePort(tb)
 	addr := net.JoinHostPort("127.0.0.1", port)
 	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", tb.TempDir()}, args...)...)
@@ -148,8 +149,8 @@ func MustCluster(tb testing.TB) (*redis.ClusterClient, string) {
 	return c, prefix
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(tb testing.TB) string {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort(tb testing.TB) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,31 +161,48 @@ func freePort(tb testing.TB) string {
 	return port
 }
 
-// MustClusterServer starts a Redis Cluster of the test's own: one
-// redis-server in cluster mode (MustServer, with a free cluster bus port)
-// serving all 16384 slots, and returns a cluster client of it (closed at
-// cleanup). The engine takes its Redis Cluster path on it, every slot on
-// one master. For fault tests that flush or reconfigure a master: never
-// the shared cluster.
-func MustClusterServer(tb testing.TB) *redis.ClusterClient {
+// MustClusterServer starts a Redis Cluster of the test's own: masters
+// redis-servers in cluster mode (MustServer with the extra arguments args,
+// each with a free cluster bus port) that share the 16384 slots in equal
+// ranges, and returns a cluster client of it and a client of each master
+// (all closed at cleanup). For fault tests on the Redis Cluster path that
+// flush or reconfigure a master: never the shared cluster.
+func MustClusterServer(tb testing.TB, masters int, args ...string) (*redis.ClusterClient, []*redis.Client) {
 	tb.Helper()
-	addr, node := MustServer(tb, "--cluster-enabled", "yes", "--cluster-port", freePort(tb), "--cluster-config-file", "nodes.conf")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := node.Do(ctx, "cluster", "addslotsrange", 0, 16383).Err(); err != nil {
-		tb.Fatalf("redistest: CLUSTER ADDSLOTSRANGE on %s: %v", addr, err)
-	}
-	for {
-		info, err := node.ClusterInfo(ctx).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") {
-			break
+	addrs := make([]string, masters)
+	nodes := make([]*redis.Client, masters)
+	bus := make([]string, masters) // cluster bus ports
+	for i := range masters {
+		bus[i] = FreePort(tb)
+		addrs[i], nodes[i] = MustServer(tb, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus[i],
+			"--cluster-config-file", "nodes.conf"}, args...)...)
+		first, last := i*16384/masters, (i+1)*16384/masters-1
+		if err := nodes[i].Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
+			tb.Fatalf("redistest: CLUSTER ADDSLOTSRANGE %d %d on %s: %v", first, last, addrs[i], err)
 		}
-		if ctx.Err() != nil {
-			tb.Fatalf("redistest: the cluster of %s is not ok: %v %s", addr, err, info)
+		if i > 0 {
+			host, port, _ := net.SplitHostPort(addrs[0])
+			if err := nodes[i].Do(ctx, "cluster", "meet", host, port, bus[0]).Err(); err != nil {
+				tb.Fatalf("redistest: CLUSTER MEET from %s: %v", addrs[i], err)
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+	want := fmt.Sprintf("cluster_known_nodes:%d", masters)
+	for _, n := range nodes {
+		for {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
+				break
+			}
+			if ctx.Err() != nil {
+				tb.Fatalf("redistest: the cluster of %v is not ok: %v %s", addrs, err, info)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { _ = c.Close() })
-	return c
+	return c, nodes
 }

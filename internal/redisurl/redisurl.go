@@ -6,6 +6,7 @@ package redisurl
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,7 +17,10 @@ import (
 // Open returns a client for a Redis URL: redis:// and rediss:// (one
 // server, go-redis's ParseURL), redis-cluster://[user:pass@]h1:p1[,h2:p2...]
 // (Redis Cluster; more seeds also as ?addr=h3:p3, one seed is enough; the
-// query takes go-redis's cluster options, e.g. max_redirects), and
+// query takes go-redis's cluster options, e.g. max_redirects),
+// rediss-cluster:// (the same over TLS: every node's certificate is checked
+// against the host the client dials for it, as the cluster announces it,
+// with the system's roots), and
 // redis-sentinel://[user:pass@]h1:p1[,h2:p2]/db?master=name (a primary
 // found through Sentinel). Errors name the URL's scheme or field; they
 // never include the password. Every client honours context deadlines
@@ -25,7 +29,7 @@ import (
 func Open(raw string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("redis url: missing scheme (want redis://, rediss://, redis-cluster:// or redis-sentinel://)")
+		return nil, fmt.Errorf("redis url: missing scheme (want redis://, rediss://, redis-cluster://, rediss-cluster:// or redis-sentinel://)")
 	}
 	switch scheme {
 	case "redis", "rediss":
@@ -35,17 +39,18 @@ func Open(raw string) (redis.UniversalClient, error) {
 		}
 		opt.ContextTimeoutEnabled = true
 		return redis.NewClient(opt), nil
-	case "redis-cluster":
-		return openCluster(rest)
+	case "redis-cluster", "rediss-cluster":
+		return openCluster(scheme, rest)
 	case "redis-sentinel":
 		return openSentinel(rest)
 	}
-	return nil, fmt.Errorf("redis url: scheme %q is not one of redis, rediss, redis-cluster, redis-sentinel", scheme)
+	return nil, fmt.Errorf("redis url: scheme %q is not one of redis, rediss, redis-cluster, rediss-cluster, redis-sentinel", scheme)
 }
 
-// openCluster parses [user:pass@]h1:p1[,h2:p2...][?query]: go-redis's
-// ParseClusterURL takes one host, so the others become addr parameters.
-func openCluster(rest string) (redis.UniversalClient, error) {
+// openCluster parses [user:pass@]h1:p1[,h2:p2...][?query] of scheme
+// redis-cluster or rediss-cluster (TLS): go-redis's ParseClusterURL takes
+// one host, so the others become addr parameters.
+func openCluster(scheme, rest string) (redis.UniversalClient, error) {
 	end := strings.IndexAny(rest, "/?")
 	if end < 0 {
 		end = len(rest)
@@ -57,12 +62,12 @@ func openCluster(rest string) (redis.UniversalClient, error) {
 	}
 	hosts := strings.Split(authority, ",")
 	if hosts[0] == "" {
-		return nil, fmt.Errorf("redis-cluster url: no host")
+		return nil, fmt.Errorf("%s url: no host", scheme)
 	}
 	var extra []string
 	for _, h := range hosts[1:] {
 		if h == "" {
-			return nil, fmt.Errorf("redis-cluster url: empty host in the host list")
+			return nil, fmt.Errorf("%s url: empty host in the host list", scheme)
 		}
 		extra = append(extra, "addr="+url.QueryEscape(h))
 	}
@@ -73,9 +78,30 @@ func openCluster(rest string) (redis.UniversalClient, error) {
 		}
 		tail += sep + strings.Join(extra, "&")
 	}
-	opt, err := redis.ParseClusterURL("redis://" + user + hosts[0] + tail)
+	base := "redis://"
+	if scheme == "rediss-cluster" {
+		base = "rediss://"
+	}
+	opt, err := redis.ParseClusterURL(base + user + hosts[0] + tail)
 	if err != nil {
-		return nil, fmt.Errorf("redis-cluster url: %w", err)
+		return nil, fmt.Errorf("%s url: %w", scheme, err)
+	}
+	if opt.TLSConfig != nil {
+		// go-redis names the first seed as every node's server name: each
+		// node's client checks its own host instead (the seed's when the
+		// cluster announces a node without one).
+		seed := opt.TLSConfig.ServerName
+		opt.NewClient = func(o *redis.Options) *redis.Client {
+			if o.TLSConfig != nil {
+				o.TLSConfig = o.TLSConfig.Clone()
+				if host, _, _ := net.SplitHostPort(o.Addr); host != "" {
+					o.TLSConfig.ServerName = host
+				} else {
+					o.TLSConfig.ServerName = seed
+				}
+			}
+			return redis.NewClient(o)
+		}
 	}
 	opt.ContextTimeoutEnabled = true
 	return redis.NewClusterClient(opt), nil

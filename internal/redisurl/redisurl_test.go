@@ -21,6 +21,8 @@ func TestOpen(t *testing.T) {
 		{"redis-cluster://u:p@127.0.0.1:7000,127.0.0.1:7001?addr=127.0.0.1:7002&max_redirects=5", "cluster",
 			[]string{"127.0.0.1:7000", "127.0.0.1:7002", "127.0.0.1:7001"}, false},
 		{"redis-cluster://127.0.0.1:7000", "cluster", []string{"127.0.0.1:7000"}, false},
+		{"rediss-cluster://127.0.0.1:7000,127.0.0.1:7001", "cluster", []string{"127.0.0.1:7000", "127.0.0.1:7001"}, false},
+		{"rediss-cluster://", "", nil, true},
 		{"redis-cluster://", "", nil, true},
 		{"redis-cluster://127.0.0.1:7000,,x:1", "", nil, true},
 		{"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/0?master=mymaster", "failover", nil, false},
