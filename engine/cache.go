@@ -192,13 +192,15 @@ func queueLookup(ctx context.Context, pipe redis.Pipeliner, key string, h http.H
 // result returns the entry read, nil without an error when there is none
 // (stale entries are returned: check Entry.Fresh). A NOSCRIPT reply (a
 // restarted or flushed cache Redis; go-redis cannot fall back inside a
-// pipeline) reads again on rdb with EVAL under ctx, which also loads the
-// script. An error means the cache Redis did not answer or the entry is
-// corrupt.
+// pipeline) loads the script on rdb and reads again under ctx
+// (redisscript.Reload). An error means the cache Redis did not answer or
+// the entry is corrupt.
 func (r *entryRead) result(ctx context.Context, rdb redis.UniversalClient) (*cache.Entry, error) {
 	s, err := r.cmd.Text()
-	if redisscript.IsNoScript(err) {
-		s, err = lookupScript.Eval(ctx, rdb, []string{r.key}, r.arg).Text()
+	if again, rerr := redisscript.Reload(ctx, rdb, lookupScript, err); rerr != nil {
+		err = rerr
+	} else if again {
+		s, err = lookupScript.EvalSha(ctx, rdb, []string{r.key}, r.arg).Text()
 	}
 	if errors.Is(err, redis.Nil) {
 		return nil, nil

@@ -67,3 +67,24 @@ func TestCacheUnavailable(t *testing.T) {
 		t.Errorf("get on a dead Redis: got no error, want one")
 	}
 }
+
+// A cache Redis that lost its scripts (restarted, SCRIPT FLUSH) answers
+// the entry read with NOSCRIPT: the engine loads lookup.lua and reads
+// again, so the entry is found.
+func TestCacheReadAfterScriptFlush(t *testing.T) {
+	t.Parallel()
+	_, rdb := redistest.MustServer(t)
+	s := mustLoaded(t, New(rdb, Options{Prefix: "t"})).cache
+	ctx := t.Context()
+	e := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("hit"), Stored: time.Now(), TTL: time.Minute}
+	if err := s.put(ctx, "t:cache:e:1", http.Header{}, e); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.get(ctx, "t:cache:e:1", http.Header{})
+	if err != nil || got == nil || string(got.Body) != "hit" {
+		t.Fatalf("read after SCRIPT FLUSH: got %v, %v, want the entry", got, err)
+	}
+}

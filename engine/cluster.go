@@ -239,23 +239,7 @@ func (r *slotRun) result(decisions int) error {
 // decideHome runs phase 2 and answers every call; it returns the buckets
 // to give back (phase 3), by slot.
 func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refund {
-	runs := map[int]*slotRun{}
-	var order []*slotRun
-	homeOf := map[*slotRun][]int{}
-	for pi := range plans {
-		p := &plans[pi]
-		if p.home < 0 || p.failed() != nil {
-			continue
-		}
-		r := runs[p.home]
-		if r == nil {
-			r = &slotRun{slot: p.home, args: newBatchArgs()}
-			runs[p.home] = r
-			order = append(order, r)
-		}
-		r.args.add(p.c.req, p.remotes())
-		homeOf[r] = append(homeOf[r], pi)
-	}
+	order, homeOf := homeRuns(plans)
 	var alongs []*call
 	for pi := range plans {
 		if plans[pi].c.along != nil {
@@ -270,6 +254,37 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 		cl.run(ctx, order, alongs)
 	}
 	refunds := map[int][]refund{}
+	answerHome(plans, order, homeOf, refunds)
+	answerShared(plans, refunds)
+	return refunds
+}
+
+// homeRuns groups the plans whose own state is to be decided (they have
+// one, and phase 1 did not fail) into one run per home slot; homeOf lists
+// each run's plans, in the order of its decisions.
+func homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun][]int) {
+	runs := map[int]*slotRun{}
+	homeOf = map[*slotRun][]int{}
+	for pi := range plans {
+		p := &plans[pi]
+		if p.home < 0 || p.failed() != nil {
+			continue
+		}
+		r := runs[p.home]
+		if r == nil {
+			r = &slotRun{slot: p.home, args: newBatchArgs()}
+			runs[p.home] = r
+			order = append(order, r)
+		}
+		r.args.add(p.c.req, p.remotes())
+		homeOf[r] = append(homeOf[r], pi)
+	}
+	return order, homeOf
+}
+
+// answerHome answers the calls phase 2 decided (or failed), adding the
+// shared tokens of those refused, or not run, to refunds.
+func answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refunds map[int][]refund) {
 	for _, r := range order {
 		err := r.result(len(homeOf[r]))
 		for i, pi := range homeOf[r] {
@@ -288,6 +303,12 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 			p.c.answer(&res, nil)
 		}
 	}
+}
+
+// answerShared answers the calls phase 2 did not decide: those whose
+// phase 1 failed, and those without own state (decided by phase 1 alone),
+// adding the shared tokens of those refused or failed to refunds.
+func answerShared(plans []plan, refunds map[int][]refund) {
 	for pi := range plans {
 		p := &plans[pi]
 		if p.c.answered {
@@ -304,7 +325,6 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 		}
 		p.c.answer(&res, nil)
 	}
-	return refunds
 }
 
 // failed returns the error of a phase-1 run of p, if any.
@@ -321,7 +341,9 @@ func (p *plan) failed() error {
 }
 
 // remotes describes, per bucket of p's request, the phase-1 outcome of
-// the buckets outside its home slot.
+// the buckets outside its home slot. A part that refused took nothing:
+// its other buckets count as admitted, so the first refusing bucket in
+// check order decides.
 func (p *plan) remotes() []remote {
 	rem := p.c.req.ruleRemotes(p.rulesOK, p.rulesRetry)
 	if len(p.parts) == 0 {
@@ -338,8 +360,6 @@ func (p *plan) remotes() []remote {
 			}
 		}
 	}
-	// A part that refused took nothing: its other buckets count as
-	// admitted, so the first refusing bucket in check order decides.
 	return rem
 }
 
@@ -434,23 +454,25 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 	pending := runs
 	for attempt := 0; ; attempt++ {
 		var again []*slotRun
-		noScript := false
+		var noScript error // a NOSCRIPT reply among them: load the script first
 		for _, r := range pending {
 			v, err := r.cmd.Result() // a string (op "decide") or an integer (op "refund")
 			r.reply, _ = v.(string)
 			r.err = err
 			if notRun(r.err) && ctx.Err() == nil {
 				again = append(again, r)
-				noScript = noScript || redisscript.IsNoScript(r.err)
+				if redisscript.IsNoScript(r.err) {
+					noScript = r.err
+				}
 			}
 		}
 		if len(again) == 0 {
 			return
 		}
-		if noScript {
-			if err := limitsScript.Load(ctx, cl.rdb).Err(); err != nil {
+		if noScript != nil {
+			if _, err := redisscript.Reload(ctx, cl.rdb, limitsScript, noScript); err != nil {
 				for _, r := range again {
-					r.err = fmt.Errorf("reload script: %w", err)
+					r.err = err
 				}
 				return
 			}

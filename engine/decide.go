@@ -41,7 +41,7 @@ type keyedRequest struct {
 // (the first bucket of either level), or -1.
 func (r *keyedRequest) planIndex() int {
 	for i := range r.Buckets {
-		if l := r.Buckets[i].Level; l == limit.LevelPlan || l == limit.LevelPlanMethod {
+		if r.Buckets[i].Level.PerKey() {
 			return i
 		}
 	}
@@ -64,7 +64,16 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 	return e.decideAlong(ctx, req, nil)
 }
 
-// decideAlong is Decide with along (see decideKeyed).
+// decideAlong is Decide with along. along, when not nil, queues commands
+// on the pipeline of the round trip that decides req (on Redis Cluster,
+// its last phase), so the caller reads other keys of the limiter Redis in
+// the same round trip (the stage cache generation and entry). along runs
+// before the round trip, possibly on another goroutine, and must only
+// queue commands on p, with ctx (the run's deadline). When along is not
+// nil, decideAlong returns only after the run, which ends by the call's
+// deadline, so the commands along queued hold their replies; when the
+// deadline passed before the run (or a refusal was answered from memory),
+// along is not called.
 func (e *Engine) decideAlong(ctx context.Context, req *limit.Request, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := e.newCall(ctx, req)
 	gen, sent := e.refusals.generation(), time.Now()
@@ -114,21 +123,6 @@ func (e *Engine) bucketKey(req *limit.Request, b *limit.Bucket) string {
 	default:
 		return e.names.account
 	}
-}
-
-// decideKeyed decides a resolved request, bypassing the refusal memory.
-// along, when not nil, queues commands on the pipeline of the round trip
-// that decides req (on Redis Cluster, its last phase), so the caller reads
-// other keys of the limiter Redis in the same round trip (the stage cache
-// generation and entry). along runs before the round trip, possibly on
-// another goroutine, and must only queue commands on p, with ctx (the
-// run's deadline). When along is not nil, decideKeyed returns only after
-// the run, which ends by the call's deadline, so the commands along queued
-// hold their replies; when the deadline passed before the run, along is
-// not called and the error is the context's.
-func (e *Engine) decideKeyed(ctx context.Context, req *keyedRequest, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
-	c := &call{ctx: ctx, req: req, done: make(chan struct{})}
-	return e.wait(ctx, c, along)
 }
 
 // wait queues c and waits for its decision.

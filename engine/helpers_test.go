@@ -1,11 +1,15 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"tollgate/internal/redistest"
+	"tollgate/limit"
 )
 
 // testTimeout replaces the 50 ms production deadline: tests run many
@@ -32,4 +36,11 @@ func mustLoaded(tb testing.TB, e *Engine) *Engine {
 // fmtDiff formats a mismatch as "field: got X, want Y".
 func fmtDiff(field string, got, want any) string {
 	return fmt.Sprintf("%s: got %v, want %v", field, got, want)
+}
+
+// decideKeyed decides a resolved request (names built by the test),
+// bypassing the refusal memory; along as decideAlong's.
+func (e *Engine) decideKeyed(ctx context.Context, req *keyedRequest, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
+	c := &call{ctx: ctx, req: req, done: make(chan struct{})}
+	return e.wait(ctx, c, along)
 }

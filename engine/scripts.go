@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -88,14 +87,21 @@ type processor interface {
 // NOSCRIPT (a restarted or flushed server: it did not run) it loads the
 // script and runs it again.
 func (e *Engine) runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) *redis.Cmd {
-	cmd := queueOnce(ctx, rdb, keys, args)
-	if !redisscript.IsNoScript(cmd.Err()) {
-		return cmd
-	}
-	if err := limitsScript.Load(ctx, rdb).Err(); err != nil {
+	return sendAgainOnNoScript(ctx, rdb, queueOnce(ctx, rdb, keys, args), keys, args)
+}
+
+// sendAgainOnNoScript returns cmd, a run of limits.lua, unless its reply
+// was NOSCRIPT: then it loads the script on rdb and runs it once more on
+// rdb (redisscript.Reload).
+func sendAgainOnNoScript(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd, keys []string, args []any) *redis.Cmd {
+	again, err := redisscript.Reload(ctx, rdb, limitsScript, cmd.Err())
+	if err != nil {
 		failed := redis.NewCmd(ctx)
-		failed.SetErr(fmt.Errorf("reload script: %w", err))
+		failed.SetErr(err)
 		return failed
+	}
+	if !again {
+		return cmd
 	}
 	return queueOnce(ctx, rdb, keys, args)
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
-
-	"tollgate/internal/redisscript"
 )
 
 // decideSingle decides a batch on one primary (a single server or the
@@ -34,9 +32,7 @@ func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 			}
 		}
 		_, _ = pipe.Exec(ctx)
-		if redisscript.IsNoScript(cmd.Err()) {
-			cmd = e.runOnce(ctx, e.rdb, keys, args)
-		}
+		cmd = sendAgainOnNoScript(ctx, e.rdb, cmd, keys, args)
 	}
 	reply, err := cmd.Text()
 	if rules {

@@ -45,3 +45,8 @@ func (l Level) String() string {
 		return "none"
 	}
 }
+
+// PerKey reports whether l is the level of a bucket of one API key
+// (LevelPlan or LevelPlanMethod: the caller's plan bucket, reported as
+// Decision.Plan) rather than a shared one.
+func (l Level) PerKey() bool { return l == LevelPlan || l == LevelPlanMethod }

@@ -17,3 +17,24 @@ func TestLevelString(t *testing.T) {
 		}
 	}
 }
+
+// The plan bucket of a request is its first bucket of a per-key level,
+// whichever of the two it is; shared buckets never are.
+func TestPlanBucketIsTheFirstPerKeyBucket(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		levels []Level
+		want   bool
+	}{
+		{[]Level{LevelPlan, LevelStage}, true}, {[]Level{LevelPlanMethod, LevelAccount}, true},
+		{[]Level{LevelStage, LevelAccount}, false}, {nil, false},
+	} {
+		r := &Request{}
+		for _, l := range tc.levels {
+			r.Buckets = append(r.Buckets, Bucket{Level: l})
+		}
+		if got := r.PlanBucket() != nil; got != tc.want || (got && r.PlanBucket() != &r.Buckets[0]) {
+			t.Errorf("%v: PlanBucket: got %v, want %v (the first bucket)", tc.levels, got, tc.want)
+		}
+	}
+}

@@ -70,7 +70,7 @@ type Request struct {
 // bucket, by construction), or nil.
 func (r *Request) PlanBucket() *Bucket {
 	if len(r.Buckets) > 0 {
-		if l := r.Buckets[0].Level; l == LevelPlan || l == LevelPlanMethod {
+		if r.Buckets[0].Level.PerKey() {
 			return &r.Buckets[0]
 		}
 	}

@@ -26,7 +26,7 @@ func LoadKeyRecords(ctx context.Context, rdb redis.UniversalClient, prefix strin
 		pipe := rdb.Pipeline()
 		for i := start; i < min(n, start+loadBatch); i++ {
 			hash, rec := record(i)
-			doc, _ := encodeRecord(rec, rec.Version)
+			doc, _ := encodeRecord(rec, rec.Version) // no error to ignore: the second value is the version, rec.Version
 			pipe.Set(ctx, keys.KeyRecord(hash), doc, 0)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

@@ -39,3 +39,20 @@ func Load(ctx context.Context, rdb redis.UniversalClient, scripts ...*redis.Scri
 func IsNoScript(err error) bool {
 	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
+
+// Reload loads s on every shard of rdb (Load) when err is Redis's NOSCRIPT
+// reply, and reports whether the command that got it should be sent again
+// (it did not run). Any other err, and nil, report false and nothing is
+// loaded. A failed load is returned, wrapped; then nothing is sent again.
+// It is the one answer to NOSCRIPT of every script call site: go-redis
+// falls back to EVAL by itself only outside pipelines and NoRetry
+// commands.
+func Reload(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, err error) (bool, error) {
+	if !IsNoScript(err) {
+		return false, nil
+	}
+	if lerr := Load(ctx, rdb, s); lerr != nil {
+		return false, fmt.Errorf("reload script: %w", lerr)
+	}
+	return true, nil
+}
