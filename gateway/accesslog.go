@@ -15,9 +15,14 @@ import (
 // metrics. Unwrap lets http.ResponseController (and ReverseProxy's
 // flushing) reach the underlying writer.
 //
-// An interim response (1xx but 101, e.g. an upstream's 100 Continue that
+// An interim response (1xx but 101, e.g. an upstream's 103 Early Hints that
 // ReverseProxy forwards) is passed on but not recorded: the request is
-// logged and counted with its final status. ReverseProxy clears the header
+// logged and counted with its final status. An upstream's 100 Continue is
+// not passed on: the client's own 100 Continue comes from net/http's server
+// when the body is first read (by the transport, once the upstream asked
+// for it), and forwarding the upstream's as well raced with it, so a client
+// could read two 100s (RFC 9110 section 10.1.1: a proxy answers the
+// expectation on its own hop). ReverseProxy clears the header
 // map after forwarding one, so the headers set before it (request id,
 // rate-limit headers, X-Cache) are put back for the final response.
 type statusWriter struct {
@@ -33,7 +38,9 @@ func (w *statusWriter) WriteHeader(code int) {
 		if w.interim == nil {
 			w.interim = w.Header().Clone()
 		}
-		w.ResponseWriter.WriteHeader(code)
+		if code != http.StatusContinue {
+			w.ResponseWriter.WriteHeader(code)
+		}
 		return
 	}
 	if w.status == 0 {
