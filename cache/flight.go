@@ -15,9 +15,8 @@ type Flight struct {
 
 // Call is one upstream call in flight for an entry key.
 type Call struct {
-	done    chan struct{}
-	res     *Shared
-	waiters int // guarded by Flight.mu
+	done chan struct{}
+	res  *Shared
 }
 
 // Shared is the leader's response as waiters may reuse it.
@@ -37,7 +36,6 @@ func (f *Flight) Join(key string) (c *Call, leader bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c := f.calls[key]; c != nil {
-		c.waiters++
 		return c, false
 	}
 	if f.calls == nil {
@@ -46,17 +44,6 @@ func (f *Flight) Join(key string) (c *Call, leader bool) {
 	c = &Call{done: make(chan struct{})}
 	f.calls[key] = c
 	return c, true
-}
-
-// Waiters returns how many requests joined the call in flight for key (0
-// when there is none), for metrics and tests.
-func (f *Flight) Waiters(key string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c := f.calls[key]; c != nil {
-		return c.waiters
-	}
-	return 0
 }
 
 // Done ends the leader's call for key, handing res (nil: nothing to

@@ -30,6 +30,7 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *c
 	key := lk.Digest
 	call, leader := s.flight.Join(key)
 	if !leader {
+		s.metrics.CacheFillWaits.WithLabelValues(ex.api, ex.stage, methodLabel(ex.method), ex.resource).Inc()
 		sh := call.Wait(r.Context())
 		if sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header) {
 			writeEntry(w, r, sh.Entry, xcache)

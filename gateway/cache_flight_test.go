@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"tollgate/cache"
 	"tollgate/plans"
 )
 
@@ -28,19 +27,19 @@ func TestCacheSingleFlight(t *testing.T) {
 			u.set(func(u *upstream) { u.header, u.gate = c.header, gate })
 			tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(300)}), nil,
 				res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
-			key := cache.Digest(nil, &cache.Request{APIID: testAPI, Stage: testStage, Method: "GET", Host: testHost, Path: "/prod/items"})
 			var wg sync.WaitGroup
 			got := make([]response, 5)
 			for i := range got {
 				wg.Go(func() { got[i] = tg.get(t, "/prod/items") })
 			}
-			for tries := 0; tg.flight.Waiters(key) < 4; tries++ {
+			waits := tg.metrics.CacheFillWaits.WithLabelValues(testAPI, testStage, "GET", "/items")
+			for tries := 0; counterValue(t, waits) < 4; tries++ {
 				if tries == 5000 { // single flight broken: fail, do not hang
-					n := tg.flight.Waiters(key)
+					n := counterValue(t, waits)
 					u.set(func(u *upstream) { u.gate = nil })
 					close(gate)
 					wg.Wait()
-					t.Fatalf("waiters on the fill: got %d after 5 s, want 4", n)
+					t.Fatalf("waiters on the fill: got %v after 5 s, want 4", n)
 				}
 				sleepMillis(1)
 			}

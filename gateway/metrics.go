@@ -36,6 +36,12 @@ type Metrics struct {
 	// as CloudWatch's CacheMissCount counts requests served from the
 	// backend while caching is enabled.
 	CacheHits, CacheMisses *prometheus.CounterVec
+	// CacheFillWaits counts the requests of caching methods that missed
+	// while another request of this node was already filling the same
+	// entry, and waited for that fill instead of calling the upstream too
+	// (single flight), by api, stage, method and resource. Counted when the
+	// wait starts; each is also counted in CacheMisses.
+	CacheFillWaits *prometheus.CounterVec
 	// Latency is the time from request to response end, seconds, by api,
 	// stage, method and resource.
 	Latency *prometheus.HistogramVec
@@ -76,6 +82,9 @@ func NewMetrics() *Metrics {
 		CacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_misses_total", Help: "Requests of caching methods served from the upstream (X-Cache Miss, Refresh or Bypass), by API, stage, method and resource.",
 		}, route),
+		CacheFillWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_cache_fill_waits_total", Help: "Cache misses that waited for another request's fill of the same entry instead of calling the upstream, by API, stage, method and resource.",
+		}, route),
 		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tollgate_latency_seconds", Help: "Gateway request latency in seconds, from request to response end.", Buckets: buckets,
 		}, route),
@@ -100,7 +109,7 @@ func NewMetrics() *Metrics {
 // Collectors returns every collector, for prometheus.Registerer.MustRegister.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.Latency,
+		m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency,
 		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
 }

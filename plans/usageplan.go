@@ -222,16 +222,6 @@ func (p *UsagePlan) MethodThrottle(apiID, stage, path, method string) (Throttle,
 	return Throttle{}, false
 }
 
-// Covers reports whether the plan includes (apiID, stage).
-func (p *UsagePlan) Covers(apiID, stage string) bool {
-	for _, as := range p.ApiStages {
-		if as.ApiID == apiID && as.Stage == stage {
-			return true
-		}
-	}
-	return false
-}
-
 // CheckMethodThrottlePaths refuses a per-method throttle of as that was
 // added or changed since before (its throttles as stored; nil for a new
 // plan or api stage) and names no method of deployed, the stage's

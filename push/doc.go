@@ -19,7 +19,7 @@
 //
 //	<p>:config:snapshot        JSON of plans.Snapshot; its text starts with {"version":N
 //	<p>:key:{<hash>}           JSON key record (see below), one per API key hash
-//	<p>:config:changes         stream of change, flush, usage and reload entries (XADD MAXLEN ~ cap)
+//	<p>:config:changes         stream of change, usage and reload entries (XADD MAXLEN ~ cap)
 //	<p>:config:version         watermark: the last config version fully written (decimal)
 //	<p>:cache:gen:{<api>:<st>} a stage's cache generation (INCR on flush, never expires)
 //
@@ -43,7 +43,6 @@
 // All field values are strings.
 //
 //	change: version=N snapshot=0|1 keys=h1,h2 plans=p1,p2 stages=api:stage,...
-//	flush:  flush=apiId:stage
 //	usage:  usage=planId:keyId             (UpdateUsage of one key)
 //	reload: version=N snapshot=1 reload=1   (written by a full republish)
 //

@@ -220,9 +220,9 @@ func (p *Publisher) watermark(ctx context.Context) (v int64, ok bool, err error)
 
 // FlushStageCache invalidates every cache entry of a stage at once: it
 // increments <prefix>:cache:gen:{<apiID>:<stage>} (a persistent counter
-// that is part of every cache key) and announces the flush on the change
-// stream. Entries of older generations are never read again and expire by
-// their TTL. Errors come from Redis.
+// that is part of every cache key; every caching decision reads it, so no
+// stream entry is needed). Entries of older generations are never read
+// again and expire by their TTL. Errors come from Redis.
 func (p *Publisher) FlushStageCache(ctx context.Context, apiID, stage string) error {
 	if apiID == "" || stage == "" {
 		return fmt.Errorf("push: flush needs an api id and a stage name, got %q:%q", apiID, stage)
@@ -230,7 +230,7 @@ func (p *Publisher) FlushStageCache(ctx context.Context, apiID, stage string) er
 	if err := p.rdb.Incr(ctx, p.keys.CacheGeneration(apiID, stage)).Err(); err != nil {
 		return fmt.Errorf("push: bump cache generation of %s:%s: %w", apiID, stage, err)
 	}
-	return p.xadd(ctx, flushValues(apiID, stage))
+	return nil
 }
 
 // AnnounceUsageUpdate tells every gateway node that the usage of keyID in

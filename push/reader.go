@@ -29,9 +29,6 @@ type ReaderOptions struct {
 	// snapshot is accepted. The snapshot must not be modified afterwards by
 	// the Reader; the callee owns it.
 	OnSnapshot func(*plans.Snapshot) error
-	// OnFlush, optional, is called for each stage cache flush announced on
-	// the stream (the generation itself is read from Redis per request).
-	OnFlush func(apiID, stage string)
 	// OnEvent, optional, is called for each config change read from the
 	// stream (after its key records were dropped from the local cache and
 	// the snapshot, if it changed, was loaded): the plans, stages and key
@@ -300,10 +297,7 @@ func (r *Reader) apply(ctx context.Context, msgs []redis.XMessage) error {
 			return r.reload(ctx)
 		}
 		r.lastID = m.ID
-		if e.flush != "" {
-			if r.opts.OnFlush != nil {
-				r.opts.OnFlush(splitPair(e.flush))
-			}
+		if e.ignore {
 			continue
 		}
 		if e.usage != "" {

@@ -23,23 +23,25 @@ const (
 	fieldKeys     = "keys"
 	fieldPlans    = "plans"
 	fieldStages   = "stages"
-	fieldFlush    = "flush"
+	fieldFlush    = "flush" // written by publishers before 2026-12: read and ignored
 	fieldUsage    = "usage"
 	fieldReload   = "reload"
 )
 
-// entry is one decoded stream entry: a config change, a cache flush of one
-// stage ("apiId:stage" in flush), a usage update of one key in one plan
-// ("planId:keyId" in usage) or a reload order.
+// entry is one decoded stream entry: a config change, a usage update of one
+// key in one plan ("planId:keyId" in usage), a reload order, or an entry
+// this reader has no use for (ignore: a stage cache flush entry of an older
+// publisher; a flush reaches the gateway through the stage's cache
+// generation, which every caching decision reads).
 type entry struct {
 	change plans.Change
-	flush  string
 	usage  string
 	reload bool
+	ignore bool
 }
 
 // isChange reports whether e announces a config version.
-func (e entry) isChange() bool { return e.flush == "" && e.usage == "" && e.change.Version > 0 }
+func (e entry) isChange() bool { return !e.ignore && e.usage == "" && e.change.Version > 0 }
 
 // changeValues returns the XADD field/value list of a change entry.
 func changeValues(c plans.Change) []any {
@@ -56,11 +58,6 @@ func changeValues(c plans.Change) []any {
 // config version v.
 func reloadValues(v int64) []any {
 	return []any{fieldVersion, strconv.FormatInt(v, 10), fieldSnapshot, "1", fieldReload, "1"}
-}
-
-// flushValues returns the XADD field/value list of a flush entry.
-func flushValues(apiID, stage string) []any {
-	return []any{fieldFlush, apiID + ":" + stage}
 }
 
 // usageValues returns the XADD field/value list of a usage update entry.
@@ -80,11 +77,8 @@ func boolField(b bool) string {
 func decodeEntry(values map[string]any) (entry, error) {
 	str := func(name string) string { s, _ := values[name].(string); return s }
 	var e entry
-	if f := str(fieldFlush); f != "" {
-		if !isPair(f) {
-			return e, fmt.Errorf("push: flush entry %q is not apiId:stage", f)
-		}
-		e.flush = f
+	if str(fieldFlush) != "" {
+		e.ignore = true
 		return e, nil
 	}
 	if u := str(fieldUsage); u != "" {
@@ -122,8 +116,8 @@ func isPair(s string) bool {
 	return i > 0 && i < len(s)-1
 }
 
-// splitPair splits "a:b" at its first colon (a flush's "apiId:stage", a
-// usage update's "planId:keyId").
+// splitPair splits "a:b" at its first colon (a usage update's
+// "planId:keyId").
 func splitPair(s string) (a, b string) {
 	i := strings.IndexByte(s, ':')
 	return s[:i], s[i+1:]

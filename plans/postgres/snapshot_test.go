@@ -56,7 +56,7 @@ func TestSnapshot(t *testing.T) {
 	if !slices.Equal(paths, []string{"/", "/pets"}) {
 		t.Errorf("got paths %v, want / and /pets", paths)
 	}
-	if got := s.Plans[p.ID]; got == nil || !got.Covers(f.api.ID, "prod") {
+	if got := s.Plans[p.ID]; got == nil || !slices.ContainsFunc(got.ApiStages, func(as plans.ApiStage) bool { return as.ApiID == f.api.ID && as.Stage == "prod" }) {
 		t.Errorf("got plans %+v, want %s covering prod", s.Plans, p.ID)
 	}
 }
