@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"tollgate/internal/shardmap"
 )
 
 func TestBoundedMapStaysBounded(t *testing.T) {
@@ -16,10 +18,10 @@ func TestBoundedMapStaysBounded(t *testing.T) {
 			m.putIf(fmt.Sprint(i), i, epoch.Load())
 		}
 		limit := max
-		if limit < cacheShards {
-			limit = cacheShards // at least one per shard
+		if limit < shardmap.Shards {
+			limit = shardmap.Shards // at least one per shard
 		} else {
-			limit = (max + cacheShards - 1) / cacheShards * cacheShards
+			limit = (max + shardmap.Shards - 1) / shardmap.Shards * shardmap.Shards
 		}
 		if got := m.len(); got > limit || got == 0 {
 			t.Errorf("max %d: got %d entries, want 1..%d", max, got, limit)

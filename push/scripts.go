@@ -40,16 +40,16 @@ func runCAS(ctx context.Context, rdb redis.Scripter, w casWrite) (bool, error) {
 
 // runCASBatch stores many documents through cas.lua in one pipeline. Inside
 // a pipeline go-redis cannot fall back to EVAL, so a NOSCRIPT reply loads the
-// script and runs the whole batch once more (the writes are idempotent).
+// script on every shard (redisscript.Reload) and runs the whole batch once
+// more (the writes are idempotent).
 func runCASBatch(ctx context.Context, rdb redis.UniversalClient, ws []casWrite) error {
 	if len(ws) == 0 {
 		return nil
 	}
 	err := casPipeline(ctx, rdb, ws)
-	if redisscript.IsNoScript(err) {
-		if lerr := casScript.Load(ctx, rdb).Err(); lerr != nil {
-			return fmt.Errorf("push: load cas script: %w", lerr)
-		}
+	if again, lerr := redisscript.Reload(ctx, rdb, casScript, err); lerr != nil {
+		return fmt.Errorf("push: cas script: %w", lerr)
+	} else if again {
 		err = casPipeline(ctx, rdb, ws)
 	}
 	if err != nil {
