@@ -10,10 +10,12 @@
 -- absolutely, so a flush stores GREATEST(stored, observed): a retried,
 -- late or concurrent flush never lowers or double counts a row. version
 -- rises on every change of the row (usage_version_seq) and orders the
--- record feed. Writers take usage_days in SHARE ROW EXCLUSIVE mode before
--- drawing versions (plans/postgres: FlushUsage), so versions become visible
--- in the order they were drawn and a feed reader's cursor never skips a
--- row that commits later with a lower version.
+-- record feed. Writers serialise on a transaction-level advisory lock
+-- before drawing versions (plans/postgres: UsageWriterLock, FlushUsage;
+-- this comment first named a SHARE ROW EXCLUSIVE table lock, replaced
+-- because it blocked autovacuum), so versions become visible in the order
+-- they were drawn and a feed reader's cursor never skips a row that
+-- commits later with a lower version.
 CREATE SEQUENCE usage_version_seq AS bigint;
 
 CREATE TABLE usage_days (

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -41,12 +42,35 @@ func (c *usageExportCmd) Run(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	if err := c.checkPlan(ctx, db); err != nil {
+		return err
+	}
 	if c.Output == "" {
-		return plans.ExportUsage(ctx, db, os.Stdout, c.Format, q)
+		w := bufio.NewWriter(os.Stdout)
+		if err := plans.ExportUsage(ctx, db, w, c.Format, q); err != nil {
+			return err
+		}
+		return w.Flush()
 	}
 	return writeFileWhole(c.Output, func(w io.Writer) error {
 		return plans.ExportUsage(ctx, db, w, c.Format, q)
 	})
+}
+
+// checkPlan refuses a --plan that names no usage plan and has no usage in
+// the ledger (a typo), which would otherwise export an empty file that
+// looks like a plan nobody used. A deleted plan whose usage the ledger
+// keeps is exported.
+func (c *usageExportCmd) checkPlan(ctx context.Context, db *postgres.DB) error {
+	_, err := db.GetUsagePlan(ctx, c.Plan)
+	if plans.ErrorKind(err) != plans.KindNotFound {
+		return err
+	}
+	has, err := db.HasPlanUsage(ctx, c.Plan)
+	if err != nil || has {
+		return err
+	}
+	return fmt.Errorf("--plan: no usage plan %q, and the ledger holds no usage of a plan by that id", c.Plan)
 }
 
 // query is the ledger query the flags name.

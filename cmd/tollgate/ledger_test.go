@@ -163,6 +163,30 @@ func TestUsageExportCommandWritesWhatTheAdminAPIExports(t *testing.T) {
 	}
 }
 
+// A --plan that names no plan and has no usage in the ledger is an error
+// naming --plan, and no file is written; a plan without usage exports the
+// header row.
+func TestUsageExportCommandRefusesAnUnknownPlan(t *testing.T) {
+	t.Parallel()
+	a := startLedgerAdmin(t)
+	plan, _ := a.planWithKey(t)
+	day := plans.UTCDate(time.Now()).Format(plans.UsageDateLayout)
+	out := filepath.Join(t.TempDir(), "usage.csv")
+	typo := usageExportCmd{Plan: plan + "x", Start: day, End: day, Format: "csv", Output: out, DatabaseURL: a.dbURL}
+	if err := typo.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "--plan") {
+		t.Errorf("unknown plan: got %v, want an error naming --plan", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unknown plan: the output file exists (%v), want none", err)
+	}
+	unused := typo
+	unused.Plan = plan
+	must(t, "export of a plan without usage", unused.Run(context.Background()))
+	if b, err := os.ReadFile(out); err != nil || !strings.HasPrefix(string(b), "date,") || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("plan without usage: got %q (%v), want the header row only", b, err)
+	}
+}
+
 func TestUsageExportCommandRefusesBadDates(t *testing.T) {
 	for _, c := range []struct {
 		cmd  usageExportCmd

@@ -141,6 +141,17 @@ func (db *DB) UsageDays(ctx context.Context, q plans.UsageQuery) ([]plans.UsageD
 	return out, err
 }
 
+// HasPlanUsage reports whether the ledger holds any usage of planID, on any
+// day (a deleted plan's usage stays). One index probe of usage_days's
+// primary key. Errors: KindUnavailable.
+func (db *DB) HasPlanUsage(ctx context.Context, planID string) (bool, error) {
+	var has bool
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM usage_days WHERE plan_id = $1)`, planID).Scan(&has)
+	})
+	return has, err
+}
+
 // usageLimit is limit, or plans.MaxUsagePage when it is outside
 // 1..MaxUsagePage.
 func usageLimit(limit int) int {
