@@ -16,6 +16,12 @@ type config struct {
 	apis    map[string]*apiConfig
 }
 
+// hasStage reports whether c serves stage of apiID.
+func (c *config) hasStage(apiID, stage string) bool {
+	ac := c.apis[apiID]
+	return ac != nil && ac.stages[stage] != nil
+}
+
 // apiConfig is one RestApi: its compiled stages by name.
 type apiConfig struct {
 	stages map[string]*stageConfig

@@ -106,6 +106,20 @@ func NewMetrics() *Metrics {
 	}
 }
 
+// forgetStage deletes every series labelled with api and stage, once the
+// config no longer has that stage (deleted, or its API deleted), so that a
+// long-running node's series follow the config instead of growing with
+// every stage it ever served. A stage that comes back starts from zero,
+// which Prometheus's rate() and increase() treat as a counter reset.
+func (m *Metrics) forgetStage(api, stage string) {
+	match := prometheus.Labels{"api": api, "stage": stage}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency, m.IntegrationLatency, m.KeyRefusals} {
+		v.DeletePartialMatch(match)
+	}
+}
+
 // Collectors returns every collector, for prometheus.Registerer.MustRegister.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{

@@ -115,3 +115,56 @@ func TestCacheCountsAreByRouteAndCountBypassAsMiss(t *testing.T) {
 		t.Errorf("misses of POST, which does not cache: got %v, want 0", m)
 	}
 }
+
+// seriesWith counts the series of c that carry label name=value.
+func seriesWith(c prometheus.Collector, name, value string) int {
+	ch := make(chan prometheus.Metric, 1000)
+	c.Collect(ch)
+	close(ch)
+	n := 0
+	for m := range ch {
+		var d dto.Metric
+		_ = m.Write(&d)
+		for _, l := range d.GetLabel() {
+			if l.GetName() == name && l.GetValue() == value {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A stage that leaves the config takes its series with it; the stages
+// that stay keep theirs.
+func TestMetricsOfARemovedStageAreDeleted(t *testing.T) {
+	t.Parallel()
+	metrics := NewMetrics()
+	snap := proxySnapshot(mustUpstream(t))
+	api := snap.Apis[testAPI]
+	beta := *api.Stages[testStage]
+	beta.Stage.StageName = "beta"
+	api.Stages["beta"] = &beta
+	tg := mustGateway(t, snap, func(o *Options) { o.Metrics = metrics })
+	for _, path := range []string{"/prod/get", "/beta/get"} {
+		res := tg.do(t, "GET", path)
+		tg.logLine(t, res.header.Get("x-amzn-RequestId")) // metrics precede the log line
+	}
+	if n := seriesWith(metrics.Requests, "stage", "beta"); n != 1 {
+		t.Fatalf("before: got %d beta series of tollgate_requests_total, want 1", n)
+	}
+	next := *snap
+	next.Version++
+	next.Apis = map[string]*plans.ApiConfig{testAPI: {ID: testAPI, ApiKeySource: api.ApiKeySource,
+		Stages: map[string]*plans.StageConfig{testStage: api.Stages[testStage]}}}
+	if err := tg.SetSnapshot(&next); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []prometheus.Collector{metrics.Requests, metrics.Latency, metrics.IntegrationLatency} {
+		if n := seriesWith(c, "stage", "beta"); n != 0 {
+			t.Errorf("after beta left the config: got %d beta series, want 0", n)
+		}
+		if n := seriesWith(c, "stage", testStage); n != 1 {
+			t.Errorf("after beta left the config: got %d %s series, want 1", n, testStage)
+		}
+	}
+}

@@ -169,9 +169,18 @@ func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
 		s.log.LogAttrs(context.Background(), slog.LevelError, "config snapshot rejected; keeping the previous one", slog.String("error", err.Error()))
 		return err
 	}
-	s.cfg.Store(cfg)
+	old := s.cfg.Swap(cfg)
 	s.rejected.Store(nil)
 	s.metrics.ConfigVersion.Set(float64(cfg.version))
+	if old != nil {
+		for apiID, ac := range old.apis {
+			for name := range ac.stages {
+				if !cfg.hasStage(apiID, name) {
+					s.metrics.forgetStage(apiID, name)
+				}
+			}
+		}
+	}
 	return nil
 }
 
