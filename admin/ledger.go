@@ -50,7 +50,7 @@ func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string
 	if s.ledger != nil && len(keyIDs) > 0 {
 		err := plans.EachUsageDay(ctx, s.ledger, plans.UsageQuery{PlanID: planID, KeyIDs: keyIDs, From: from, To: to}, func(rows []plans.UsageDay) error {
 			for _, r := range rows {
-				out[r.KeyID][r.Day.Format(usageDateLayout)] = r.Count
+				out[r.KeyID][r.Day.Format(plans.UsageDateLayout)] = r.Count
 			}
 			return nil
 		})
@@ -158,7 +158,7 @@ func exportFormat(r *http.Request) string {
 func startExport(w http.ResponseWriter, format, planID string, from, to time.Time) {
 	w.Header().Set("Content-Type", plans.UsageContentType(format))
 	w.Header().Set("Content-Disposition", `attachment; filename="usage-`+planID+"-"+
-		from.Format(usageDateLayout)+"-"+to.Format(usageDateLayout)+"."+format+`"`)
+		from.Format(plans.UsageDateLayout)+"-"+to.Format(plans.UsageDateLayout)+"."+format+`"`)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -210,7 +210,7 @@ func (s *Server) usageRecords(w http.ResponseWriter, r *http.Request) error {
 	out := usageRecordsOutput{Item: []usageRecord{}, NextAfter: after, HasMore: len(rows) > int(limit)}
 	rows = rows[:min(len(rows), int(limit))]
 	for _, d := range rows {
-		out.Item = append(out.Item, usageRecord{KeyID: d.KeyID, UsagePlanID: d.PlanID, Date: d.Day.Format(usageDateLayout),
+		out.Item = append(out.Item, usageRecord{KeyID: d.KeyID, UsagePlanID: d.PlanID, Date: d.Day.Format(plans.UsageDateLayout),
 			Count: d.Count, Version: d.Version, UpdatedDate: d.UpdatedAt.Unix(), KeyName: d.KeyName, CustomerID: d.CustomerID})
 		out.NextAfter = d.Version
 	}

@@ -40,9 +40,6 @@ type UsageAnnouncer interface {
 // MaxUsageDays is the longest GetUsage range, in days (both ends included).
 const MaxUsageDays = 90
 
-// usageDateLayout is the format of startDate, endDate and usage days.
-const usageDateLayout = plans.UsageDateLayout
-
 // usageOutput is AWS's Usage shape. The per-key map is "values" on the
 // wire (the SDK's GetUsageOutput.Items): keyId → one [used, remaining]
 // pair per day, remaining being -1 without a quota.
@@ -118,8 +115,8 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := usageOutput{
 		UsagePlanID: planID,
-		StartDate:   from.Format(usageDateLayout),
-		EndDate:     to.Format(usageDateLayout),
+		StartDate:   from.Format(plans.UsageDateLayout),
+		EndDate:     to.Format(plans.UsageDateLayout),
 		Values:      make(map[string][][]int64, len(keyIDs)),
 		Position:    next,
 	}
@@ -173,7 +170,7 @@ func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Qu
 	var start time.Time // of the period d is in
 	var used int64
 	for d := first; !d.After(to); d = d.AddDate(0, 0, 1) {
-		n := counts[d.Format(usageDateLayout)]
+		n := counts[d.Format(plans.UsageDateLayout)]
 		remaining := int64(-1)
 		if q != nil {
 			if ps, _ := q.Bounds(d); !ps.Equal(start) {
@@ -257,8 +254,8 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, usageOutput{
 		UsagePlanID: planID,
-		StartDate:   today.Format(usageDateLayout),
-		EndDate:     today.Format(usageDateLayout),
+		StartDate:   today.Format(plans.UsageDateLayout),
+		EndDate:     today.Format(plans.UsageDateLayout),
 		Values:      map[string][][]int64{keyID: v},
 	})
 	return nil
