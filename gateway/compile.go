@@ -27,14 +27,15 @@ type apiConfig struct {
 	stages map[string]*stageConfig
 }
 
-// stageConfig is one stage: its path tree, variables and the usage plans
-// that cover it, by plan id.
+// stageConfig is one stage: its path tree, variables, the usage plans
+// that cover it, by plan id, and its rate-limit rules.
 type stageConfig struct {
 	apiID, name string
 	root        *node
 	vars        map[string]string
 	plans       map[string]*stagePlan
 	responses   gatewayResponses // nil when the deployment puts none
+	rules       []*stageRule
 }
 
 // stagePlan is a usage plan as one stage sees it. throttle is nil when the
@@ -49,7 +50,8 @@ type stagePlan struct {
 // that does not depend on the caller. shared holds the stage method bucket
 // (when the stage has one for this method) and the account bucket.
 // planThrottles holds the per-method throttles plans set for
-// this method, by plan id.
+// this method, by plan id. rules are the stage's rate-limit rules that
+// may apply to it (methodRules).
 type method struct {
 	stage         *stageConfig
 	path, verb    string
@@ -58,6 +60,7 @@ type method struct {
 	shared        []limit.Bucket
 	planThrottles map[string]plans.Throttle
 	cache         *methodCache // nil when the method does not cache
+	rules         []*stageRule
 }
 
 // compile validates snap and builds its compiled form. An error means the
@@ -110,6 +113,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 		vars:      maps.Clone(st.Stage.Variables),
 		plans:     make(map[string]*stagePlan, len(covering)),
 		responses: compileGatewayResponses(st.GatewayResponses),
+		rules:     compileRules(st.RateLimitRules),
 	}
 	for _, p := range covering {
 		sc.plans[p.ID] = newStagePlan(p)
@@ -155,6 +159,7 @@ func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *pl
 		integ:       compileIntegration(m.MethodIntegration, stage.Variables),
 		shared:      make([]limit.Bucket, 0, 2),
 		cache:       compileCache(stage, path, verb, m.MethodIntegration),
+		rules:       methodRules(sc.rules, path, verb),
 	}
 	if t, ok := stage.StageThrottle(path, verb, acct); ok {
 		cm.shared = append(cm.shared, limit.Bucket{Level: limit.LevelStage, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit, Method: verb, Path: path})

@@ -33,6 +33,8 @@ type exchange struct {
 	buckets           [3]limit.Bucket
 	quota             limit.Quota
 	lreq              limit.Request
+	rules             []limit.Rule  // the rules of lreq.Rules (reused)
+	release           func()        // ends the request's concurrency slots; nil without any
 	cache             string        // X-Cache outcome of a caching method
 	body              *reqbody.Body // the request body under its deadline; nil without one
 }
@@ -55,12 +57,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method, body: body}
+	defer ex.endSlots() // also when serving panics or the client went away
 	ex.peer = clientaddr.Peer(r)
 	ex.client = clientaddr.Client(r, ex.peer, s.trusted)
 	sw := &statusWriter{ResponseWriter: w}
 	sw.Header()[headerRequestID] = []string{ex.id}
 	s.serveAPI(sw, r, ex)
 	s.finish(r, sw, ex)
+}
+
+// endSlots ends the request's concurrency slots (limit.Decision.Release),
+// once its response has ended.
+func (ex *exchange) endSlots() {
+	if ex.release != nil {
+		ex.release()
+	}
 }
 
 // serveAPI runs the order of work of docs/behaviour.md ("Order of work")
@@ -84,6 +95,7 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 		r.Header[HeaderAPIKeyID] = []string{ex.keyID}
 	}
 	s.buildRequest(ex) // once: the limit and the cache path use ex.lreq
+	s.buildRules(r, ex)
 	if ex.m.cache != nil && ex.m.cache.eligible(r.Method) {
 		s.serveCached(w, r, ex) // limits and cache in one round trip
 		return

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"strconv"
@@ -31,10 +32,13 @@ var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRat
 // writeRateLimitHeaders sets the caller's own rate-limit headers from a
 // decision: X-RateLimit-* from the quota when the plan has one, else from
 // the plan (or plan-method) bucket; RateLimit-Policy and RateLimit with a
-// "throttle" item for that bucket and a "quota" item. A bucket at rate 0
-// never refills, so its items are left out. Times are relative to d.Now,
-// the limiter's (Redis) clock.
-func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket, hasQuota bool) {
+// "throttle" item for that bucket, a "quota" item, and an item per
+// enforcing rule of rules that counts by something of the caller's own
+// (limit.Rule.Private: a rule counting every caller together describes
+// other callers' traffic too), named after the rule (docs/rules.md). A
+// bucket at rate 0 never refills, so its items are left out. Times are
+// relative to d.Now, the limiter's (Redis) clock.
+func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket, hasQuota bool, rules []limit.Rule) {
 	var ts, qs *limit.State
 	if bucket != nil && bucket.RateLimit > 0 {
 		ts = d.Plan
@@ -42,19 +46,18 @@ func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket
 	if hasQuota {
 		qs = d.Quota
 	}
-	if qs == nil && ts == nil {
+	shown := shownRules(d, rules)
+	if qs == nil && ts == nil && shown == 0 {
 		return
 	}
 	vals := make([]string, 5) // one backing array for the five header values
-	st := qs
-	if st == nil {
-		st = ts
+	if st := cmp.Or(qs, ts); st != nil {
+		vals[0] = strconv.FormatInt(st.Limit, 10)
+		vals[1] = strconv.FormatInt(max(st.Remaining, 0), 10)
+		vals[2] = strconv.FormatInt(ceilUnix(st.Reset), 10)
+		h[HeaderLimit], h[HeaderRemaining], h[HeaderReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
 	}
-	vals[0] = strconv.FormatInt(st.Limit, 10)
-	vals[1] = strconv.FormatInt(max(st.Remaining, 0), 10)
-	vals[2] = strconv.FormatInt(ceilUnix(st.Reset), 10)
-	h[HeaderLimit], h[HeaderRemaining], h[HeaderReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
-	var pbuf, cbuf [128]byte // both lists fit: two items of at most 19-digit numbers
+	var pbuf, cbuf [128]byte // the plan's two items fit: at most 19-digit numbers
 	policy, current := pbuf[:0], cbuf[:0]
 	if ts != nil {
 		policy = appendItem(policy, "throttle", 'q', ts.Limit, ceilSeconds(ts.Window))
@@ -64,12 +67,46 @@ func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket
 		policy = appendItem(policy, "quota", 'q', qs.Limit, ceilSeconds(qs.Window))
 		current = appendItem(current, "quota", 'r', max(qs.Remaining, 0), ceilSeconds(qs.Reset.Sub(d.Now)))
 	}
+	if shown > 0 {
+		for i := range d.Rules {
+			if !showRule(&rules[i]) {
+				continue
+			}
+			st := &d.Rules[i].State
+			w, t := ceilSeconds(st.Window), ceilSeconds(st.Reset.Sub(d.Now))
+			if rules[i].Algorithm == limit.Concurrency { // a count in flight: no window, no reset
+				w, t = -1, -1
+			}
+			policy = appendItem(policy, rules[i].Name, 'q', st.Limit, w)
+			current = appendItem(current, rules[i].Name, 'r', max(st.Remaining, 0), t)
+		}
+	}
 	vals[3], vals[4] = string(policy), string(current)
 	h[HeaderRatePolicy], h[HeaderRateLimit] = vals[3:4:4], vals[4:5:5]
 }
 
+// shownRules counts the rules of d that the caller's headers show: those
+// decided (d.Rules has their outcomes) that showRule accepts.
+func shownRules(d limit.Decision, rules []limit.Rule) int {
+	if len(d.Rules) != len(rules) {
+		return 0
+	}
+	n := 0
+	for i := range rules {
+		if showRule(&rules[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// showRule reports whether a rule's state is the caller's to see: it
+// enforces (a shadow rule limits nothing) and counts by something of the
+// caller's own.
+func showRule(r *limit.Rule) bool { return r.Private && !r.Shadow }
+
 // appendItem appends one structured-field item `"name";<k>=<n>;<w|t>=<secs>`
-// to a list.
+// to a list; secs < 0 leaves out its parameter.
 func appendItem(b []byte, name string, k byte, n, secs int64) []byte {
 	if len(b) > 0 {
 		b = append(b, ", "...)
@@ -78,6 +115,9 @@ func appendItem(b []byte, name string, k byte, n, secs int64) []byte {
 	b = append(b, name...)
 	b = append(b, '"', ';', k, '=')
 	b = strconv.AppendInt(b, n, 10)
+	if secs < 0 {
+		return b
+	}
 	if k == 'q' {
 		b = append(b, ";w="...)
 	} else {

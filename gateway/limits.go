@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // buildRequest fills ex.lreq with the limits that apply to this request,
@@ -64,24 +65,50 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 			slog.Int("buckets", len(ex.lreq.Buckets)), slog.Bool("quota", ex.lreq.Quota != nil),
 			slog.Duration("retry_after", d.RetryAfter))
 	}
-	if ex.sp != nil {
-		writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.sp.quota != nil)
+	ex.release = d.Release // ServeHTTP calls it when the response has ended
+	writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.sp != nil && ex.sp.quota != nil, ex.lreq.Rules)
+	s.reportShadow(r.Context(), ex, &d)
+	if !d.Allowed {
+		s.writeRefusal(w, ex, d)
+		return false
 	}
-	if d.Allowed {
-		s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
-		return true
-	}
-	s.writeRefusal(w, ex, d)
-	return false
+	s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
+	return d.Delay <= 0 || s.delay(w, r, ex, d.Delay)
 }
 
-// writeRefusal writes the 429 of a refusal d (throttle or quota) with its
-// Retry-After and counts it; the rate-limit headers are already set.
+// delay holds an admitted request for its turn (a LEAKY_BUCKET rule's
+// Decision.Delay, at most the rule's maxDelayMillis) before it goes on.
+// When the client goes away meanwhile it returns false, with the request
+// logged as closed by the client; the turn it took stays taken (the
+// engine has no give-back for an admitted request), as for a request
+// served.
+func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d time.Duration) bool {
+	d = min(d, plans.MaxDelayMillis*time.Millisecond)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		ex.errType, ex.reason = ErrorTypeClientClosed, "client went away while its request waited for its turn"
+		w.status = statusClientClosed
+		return false
+	}
+}
+
+// writeRefusal writes the 429 of a refusal d (throttle, quota or rule)
+// with its Retry-After and counts it; the rate-limit headers are already
+// set. A rule's refusal is logged with the rule's name.
 func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
 	e := errThrottled
 	ex.errType, ex.reason = ErrorTypeThrottled, d.Refused.String()
-	if d.Refused == limit.LevelQuota {
+	switch d.Refused {
+	case limit.LevelQuota:
 		e, ex.errType = errQuota, ErrorTypeQuota
+	case limit.LevelRule:
+		if i := d.RefusedRule; i >= 0 && i < len(ex.lreq.Rules) {
+			ex.reason = "rule " + ex.lreq.Rules[i].Name
+		}
 	}
 	s.metrics.Throttled.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name, d.Refused.String()).Inc()
 	if !d.NoRetry {

@@ -26,9 +26,14 @@ type Metrics struct {
 	// refused (the operator console's live view reads both).
 	Admitted *prometheus.CounterVec
 	// Throttled counts 429s by api, stage and the refusing level
-	// (plan, method, stage, account, quota, or key_attempts: too many
+	// (plan, method, stage, account, quota, rule, or key_attempts: too many
 	// failed key attempts from the client address).
 	Throttled *prometheus.CounterVec
+	// ShadowRefusals counts the refusals shadow limits would have made,
+	// by api, stage, level ("rule" for a shadow rule, the plan's levels
+	// for a usage plan in shadow mode) and rule (the rule's name; empty
+	// for a plan's level). The requests went on (docs/rules.md).
+	ShadowRefusals *prometheus.CounterVec
 	// CacheHits and CacheMisses count the requests of methods that cache
 	// (they answer X-Cache) by api, stage, method and resource: hits, and
 	// misses, which are every other request served from the upstream
@@ -74,8 +79,11 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_admitted_total", Help: "Requests the limiter admitted (or failure mode open let through), by API and stage.",
 		}, []string{"api", "stage"}),
 		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, key_attempts).",
+			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, rule, key_attempts).",
 		}, []string{"api", "stage", "level"}),
+		ShadowRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_shadow_refusals_total", Help: "Refusals shadow limits would have made (the requests went on), by API, stage, level and rule.",
+		}, []string{"api", "stage", "level", "rule"}),
 		CacheHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_hits_total", Help: "Responses served from the stage cache, by API, stage, method and resource.",
 		}, route),
@@ -115,7 +123,7 @@ func (m *Metrics) forgetStage(api, stage string) {
 	match := prometheus.Labels{"api": api, "stage": stage}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency, m.IntegrationLatency, m.KeyRefusals} {
+	}{m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency, m.IntegrationLatency, m.KeyRefusals} {
 		v.DeletePartialMatch(match)
 	}
 }
@@ -123,7 +131,7 @@ func (m *Metrics) forgetStage(api, stage string) {
 // Collectors returns every collector, for prometheus.Registerer.MustRegister.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.Requests, m.Admitted, m.Throttled, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency,
+		m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency,
 		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
 }

@@ -1,0 +1,326 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/plans"
+)
+
+// withRules returns snap with rules on (testAPI, testStage), each given a
+// counter id of its own.
+func withRules(snap *plans.Snapshot, rules ...plans.RateLimitRule) *plans.Snapshot {
+	st := snap.Apis[testAPI].Stages[testStage]
+	for i, r := range rules {
+		r.SetDefaults()
+		st.RateLimitRules = append(st.RateLimitRules, plans.StageRule{RateLimitRule: r, CounterID: "c" + r.Name + string(rune('a'+i))})
+	}
+	return snap
+}
+
+func i32(v int32) *int32      { return &v }
+func f64(v float64) *float64  { return &v }
+func trustLocal(o *Options)   { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }
+func from(ip string) []string { return []string{"X-Forwarded-For", ip} }
+func wantStatus(t *testing.T, got response, want int, what string) {
+	t.Helper()
+	if got.status != want {
+		t.Fatalf("%s: status %d, want %d (body %s)", what, got.status, want, got.body)
+	}
+}
+
+// A per-IP rule protects a method that requires no API key: each trusted
+// client address has its own count, the 429 is a rule's (message,
+// Retry-After) and the headers name the rule.
+func TestPerIPRuleProtectsAPublicMethod(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/login", methods(mock(false), "POST")}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "login-per-ip", ResourcePath: "/login", HTTPMethod: "POST", KeyBy: []string{"ip"},
+			Algorithm: plans.FixedWindow, Limit: i32(2), WindowSeconds: i32(3600)})
+	tg := mustGateway(t, snap, trustLocal)
+	for i := range 2 {
+		got := tg.do(t, "POST", "/prod/login", from("203.0.113.7")...)
+		wantStatus(t, got, 200, "request within the limit")
+		if p := got.header.Get("RateLimit-Policy"); p != `"login-per-ip";q=2;w=3600` {
+			t.Errorf("request %d: RateLimit-Policy %q", i, p)
+		}
+		if !strings.HasPrefix(got.header.Get("RateLimit"), `"login-per-ip";r=`+string(rune('1'-i))+";t=") {
+			t.Errorf("request %d: RateLimit %q", i, got.header.Get("RateLimit"))
+		}
+	}
+	got := tg.do(t, "POST", "/prod/login", from("203.0.113.7")...)
+	wantError(t, got, http.StatusTooManyRequests, "Too Many Requests", "TooManyRequestsException")
+	if ra := got.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After %q", ra)
+	}
+	if !strings.HasPrefix(got.header.Get("RateLimit"), `"login-per-ip";r=0;t=`) {
+		t.Errorf("refusal's RateLimit %q", got.header.Get("RateLimit"))
+	}
+	wantStatus(t, tg.do(t, "POST", "/prod/login", from("203.0.113.8")...), 200, "another client address")
+	wantStatus(t, tg.do(t, "GET", "/prod/pets", from("203.0.113.7")...), 200, "another method")
+	if h := tg.do(t, "GET", "/prod/pets", from("203.0.113.7")...).header.Get("RateLimit-Policy"); h != "" {
+		t.Errorf("a method the rule does not cover shows %q", h)
+	}
+	if !strings.Contains(tg.logs.String(), `"reason":"rule login-per-ip"`) {
+		t.Error("the refusal's access log line does not name the rule")
+	}
+}
+
+// Without trusted proxies a client cannot pick its address: every request
+// of the connection's peer counts under the peer, whatever
+// X-Forwarded-For says.
+func TestPerIPRuleIgnoresForwardedForFromUntrustedPeers(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/login", methods(mock(false), "POST")}),
+		plans.RateLimitRule{Name: "per-ip", KeyBy: []string{"ip"}, Algorithm: plans.FixedWindow, Limit: i32(1), WindowSeconds: i32(3600)})
+	tg := mustGateway(t, snap, nil)
+	wantStatus(t, tg.do(t, "POST", "/prod/login", from("203.0.113.1")...), 200, "first")
+	wantStatus(t, tg.do(t, "POST", "/prod/login", from("203.0.113.2")...), 429, "a spoofed address")
+}
+
+// Rules match by resourcePath and httpMethod ("*" for any); on an ANY
+// method the request's own method is compared, and HEAD served by GET
+// counts as GET.
+func TestRulesMatchResourceAndMethod(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{},
+		res{"/pets", methods(mock(false), "GET", "POST")}, res{"/any", methods(mock(false), "ANY")}, res{"/other", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "pets-get", ResourcePath: "/pets", HTTPMethod: "GET", Algorithm: plans.FixedWindow, Limit: i32(1), WindowSeconds: i32(3600)},
+		plans.RateLimitRule{Name: "any-post", ResourcePath: "/any", HTTPMethod: "POST", Algorithm: plans.FixedWindow, Limit: i32(1), WindowSeconds: i32(3600)})
+	tg := mustGateway(t, snap, nil)
+	wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "GET /pets")
+	wantStatus(t, tg.do(t, "HEAD", "/prod/pets"), 429, "HEAD /pets (served by GET)")
+	wantStatus(t, tg.do(t, "POST", "/prod/pets"), 200, "POST /pets")
+	wantStatus(t, tg.do(t, "POST", "/prod/pets"), 200, "POST /pets again")
+	wantStatus(t, tg.do(t, "GET", "/prod/other"), 200, "GET /other")
+	wantStatus(t, tg.do(t, "GET", "/prod/any"), 200, "GET on ANY")
+	wantStatus(t, tg.do(t, "GET", "/prod/any"), 200, "GET on ANY again")
+	wantStatus(t, tg.do(t, "POST", "/prod/any"), 200, "POST on ANY")
+	wantStatus(t, tg.do(t, "POST", "/prod/any"), 429, "POST on ANY again")
+}
+
+// A rule counts per combination of its keyBy values (header, query
+// parameter, API key); a request without a value counts under the empty
+// one. A rule that counts every caller together is never shown in
+// headers.
+func TestRuleCountsPerCombinationOfValues(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "tenant-channel", KeyBy: []string{"header:X-Tenant", "query:channel"}, Algorithm: plans.SlidingWindow, Limit: i32(1), WindowSeconds: i32(3600)},
+		plans.RateLimitRule{Name: "everyone", Algorithm: plans.TokenBucket, RateLimit: f64(100), BurstLimit: i32(100)})
+	tg := mustGateway(t, snap, nil)
+	first := tg.do(t, "GET", "/prod/pets?channel=web", "X-Tenant", "acme")
+	wantStatus(t, first, 200, "acme/web")
+	if p := first.header.Get("RateLimit-Policy"); p != `"tenant-channel";q=1;w=3600` {
+		t.Errorf("RateLimit-Policy %q: want the private rule only", p)
+	}
+	wantStatus(t, tg.do(t, "GET", "/prod/pets?channel=web", "X-Tenant", "acme"), 429, "acme/web again")
+	wantStatus(t, tg.do(t, "GET", "/prod/pets?channel=app", "X-Tenant", "acme"), 200, "acme/app")
+	wantStatus(t, tg.do(t, "GET", "/prod/pets?channel=web", "X-Tenant", "acme:web"), 200, "a value that would collide if joined")
+	wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "no values")
+	wantStatus(t, tg.do(t, "GET", "/prod/pets?channel="), 429, "empty values count as missing ones")
+}
+
+// A sliding-window rule binds: limit requests per window, then 429.
+func TestSlidingWindowRuleBinds(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "sliding", KeyBy: []string{"ip"}, Algorithm: plans.SlidingWindow, Limit: i32(3), WindowSeconds: i32(3600)})
+	tg := mustGateway(t, snap, nil)
+	for range 3 {
+		wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "within the window's limit")
+	}
+	got := tg.do(t, "GET", "/prod/pets")
+	wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException")
+	if got.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+}
+
+// blockingUpstream is an upstream whose requests wait until release is
+// closed (or their client went away); started receives one value per
+// request it got, gone one per request whose context ended.
+type blockingUpstream struct {
+	started, gone chan struct{}
+	release       chan struct{}
+}
+
+func newBlockingUpstream(t *testing.T) (*blockingUpstream, string) {
+	u := &blockingUpstream{started: make(chan struct{}, 16), gone: make(chan struct{}, 16), release: make(chan struct{})}
+	srv := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.started <- struct{}{}
+		select {
+		case <-u.release:
+			w.WriteHeader(200)
+		case <-r.Context().Done():
+			u.gone <- struct{}{}
+		}
+	}))
+	t.Cleanup(func() {
+		select {
+		case <-u.release:
+		default:
+			close(u.release)
+		}
+	})
+	return u, srv.URL
+}
+
+// A concurrency rule binds while a request is in flight and frees its
+// slot when the response ends, and when the client goes away.
+func TestConcurrencyRuleReleasedWhenTheResponseEndsOrTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	up, url := newBlockingUpstream(t)
+	snap := withRules(snapshot(plans.Stage{}, res{"/slow", methods(proxy(false, url), "GET")}, res{"/fast", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "one-at-a-time", KeyBy: []string{"header:X-Tenant"}, Algorithm: plans.Concurrency, Limit: i32(1)})
+	tg := mustGateway(t, snap, nil)
+
+	// a client that goes away frees its slot
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequestWithContext(ctx, "GET", tg.http.URL+"/prod/slow", nil)
+		req.Host, req.Header = testHost, http.Header{"X-Tenant": {"acme"}}
+		if resp, err := tg.http.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-up.started
+	got := tg.do(t, "GET", "/prod/fast", "X-Tenant", "acme")
+	wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException")
+	if p := got.header.Get("RateLimit-Policy"); p != `"one-at-a-time";q=1` {
+		t.Errorf("RateLimit-Policy %q", p)
+	}
+	wantStatus(t, tg.do(t, "GET", "/prod/fast", "X-Tenant", "other"), 200, "another tenant")
+	cancel()
+	<-done
+	<-up.gone
+	eventually(t, "the slot of a client that went away freed", func() bool {
+		return tg.do(t, "GET", "/prod/fast", "X-Tenant", "acme").status == 200
+	})
+
+	// a response that ends frees its slot
+	finished := make(chan int)
+	go func() {
+		req, _ := http.NewRequest("GET", tg.http.URL+"/prod/slow", nil)
+		req.Host, req.Header = testHost, http.Header{"X-Tenant": {"acme"}}
+		resp, err := tg.http.Client().Do(req)
+		if err != nil {
+			finished <- 0
+			return
+		}
+		resp.Body.Close()
+		finished <- resp.StatusCode
+	}()
+	<-up.started
+	wantStatus(t, tg.do(t, "GET", "/prod/fast", "X-Tenant", "acme"), 429, "while the slow request runs")
+	close(up.release)
+	if s := <-finished; s != 200 {
+		t.Fatalf("slow request: %d", s)
+	}
+	wantStatus(t, tg.do(t, "GET", "/prod/fast", "X-Tenant", "acme"), 200, "once the response ended")
+}
+
+// A leaky-bucket rule delays the excess rather than refusing it: requests
+// arriving together leave one turn (1/rate) apart, up to burstLimit
+// waiting; the one beyond is refused.
+func TestLeakyBucketRuleDelaysRatherThanRefuses(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "smooth", KeyBy: []string{"ip"}, Algorithm: plans.LeakyBucket, RateLimit: f64(10), BurstLimit: i32(2), MaxDelayMillis: i32(1000)})
+	tg := mustGateway(t, snap, nil)
+	type result struct {
+		status int
+		took   time.Duration
+	}
+	results := make([]result, 4)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			start := time.Now()
+			got := tg.do(t, "GET", "/prod/pets")
+			results[i] = result{got.status, time.Since(start)}
+		})
+	}
+	wg.Wait()
+	var admitted []time.Duration
+	refused := 0
+	for _, r := range results {
+		switch r.status {
+		case 200:
+			admitted = append(admitted, r.took)
+		case 429:
+			refused++
+		}
+	}
+	if len(admitted) != 3 || refused != 1 {
+		t.Fatalf("results %v: want 3 admitted (one at once, two waiting) and 1 refused", results)
+	}
+	sort.Slice(admitted, func(i, j int) bool { return admitted[i] < admitted[j] })
+	// Each waits at least its turn: 0, 100 ms, 200 ms after the first was
+	// decided (1 ms of slack for the rounding of the clocks).
+	for i, took := range admitted {
+		if min := time.Duration(i)*100*time.Millisecond - time.Millisecond; took < min {
+			t.Errorf("admitted request %d took %v, want at least %v (its turn)", i, took, min)
+		}
+	}
+	t.Logf("leaky bucket: admitted after %v", admitted)
+}
+
+// A shadow rule only reports: every request goes on, each would-be
+// refusal is logged with its rule and counted, and the caller's headers
+// do not show the rule.
+func TestShadowRuleOnlyReports(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "trial", KeyBy: []string{"ip"}, Algorithm: plans.FixedWindow, Limit: i32(1), WindowSeconds: i32(3600), Mode: plans.ModeShadow})
+	tg := mustGateway(t, snap, nil)
+	for i := range 3 {
+		got := tg.do(t, "GET", "/prod/pets")
+		wantStatus(t, got, 200, "shadow rule")
+		if h := got.header.Get("RateLimit-Policy") + got.header.Get("Retry-After"); h != "" {
+			t.Errorf("request %d shows the shadow rule: %q", i, h)
+		}
+	}
+	if n := counterValue(t, tg.metrics.ShadowRefusals.WithLabelValues(testAPI, testStage, "rule", "trial")); n != 2 {
+		t.Errorf("tollgate_shadow_refusals_total: %v, want 2", n)
+	}
+	if n := strings.Count(tg.logs.String(), `"msg":"shadow limit would refuse"`); n != 2 {
+		t.Errorf("%d would-be refusals logged, want 2:\n%s", n, tg.logs.String())
+	}
+	if !strings.Contains(tg.logs.String(), `"limit":"rule"`) ||
+		!strings.Contains(tg.logs.String(), `"rule":"trial"`) {
+		t.Errorf("the log does not name the rule:\n%s", tg.logs.String())
+	}
+}
+
+// On a keyed method a rule by API key is decided with the plan's bucket,
+// all or nothing, and the headers list the plan's policy and the rule's.
+func TestRuleByAPIKeyBesideThePlan(t *testing.T) {
+	t.Parallel()
+	snap := withRules(keyedSnapshot(),
+		plans.RateLimitRule{Name: "per-key", ResourcePath: "/keyed", KeyBy: []string{"apiKey"}, Algorithm: plans.FixedWindow, Limit: i32(1), WindowSeconds: i32(60)})
+	tg := mustGateway(t, snap, nil)
+	addTestKeys(tg.keys)
+	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	wantStatus(t, got, 200, "first")
+	if p := got.header.Get("RateLimit-Policy"); p != `"throttle";q=100;w=1, "per-key";q=1;w=60` {
+		t.Errorf("RateLimit-Policy %q", p)
+	}
+	if x := got.header.Get("X-RateLimit-Remaining"); x != "99" {
+		t.Errorf("X-RateLimit-Remaining %q: the plan's", x)
+	}
+	refused := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	wantError(t, refused, 429, "Too Many Requests", "TooManyRequestsException")
+	if r := refused.header.Get("RateLimit"); !strings.Contains(r, `"per-key";r=0;t=`) {
+		t.Errorf("RateLimit %q after the rule refused", r)
+	}
+	wantStatus(t, tg.do(t, "GET", "/prod/open"), 200, "the open method, outside the rule's path")
+}
