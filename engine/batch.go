@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -222,14 +223,17 @@ type batchArgs struct {
 	state, usage []string
 	stateIdx     map[string]uint16 // 1-based index in state
 	usageIdx     map[string]uint16 // 1-based index in usage
-	spec         []byte
-	keys         []string
-	args         [argCount]any
-	live         []*call
+	// changes is the usage change set of the run's slot (usagesource.go),
+	// named in KEYS when the run counts usage; "" for none.
+	changes string
+	spec    []byte
+	keys    []string
+	args    [argCount]any
+	live    []*call
 }
 
 // argCount is the number of ARGV entries of limits.lua's op "decide".
-const argCount = 5
+const argCount = 6
 
 var argsPool = sync.Pool{New: func() any { return newBatchArgs() }}
 
@@ -240,7 +244,7 @@ func newBatchArgs() *batchArgs {
 func (a *batchArgs) reset() {
 	clear(a.state)
 	clear(a.usage)
-	a.state, a.usage, a.spec = a.state[:0], a.usage[:0], a.spec[:0]
+	a.state, a.usage, a.spec, a.changes = a.state[:0], a.usage[:0], a.spec[:0], ""
 	clear(a.stateIdx)
 	clear(a.usageIdx)
 }
@@ -333,11 +337,17 @@ func (a *batchArgs) refundArgs(clock string) ([]string, []any) {
 	return a.keys, []any{opRefund, clock, a.spec}
 }
 
-// keysAndArgs returns KEYS and ARGV for the decisions added so far. Both
-// alias a's buffers: use them before the next reset.
+// keysAndArgs returns KEYS and ARGV for the decisions added so far: the
+// usage change set, when the run counts usage, is the last key. Both alias
+// a's buffers: use them before the next reset.
 func (a *batchArgs) keysAndArgs(clock string, decisions int) ([]string, []any) {
 	a.keys = append(append(a.keys[:0], a.state...), a.usage...)
-	a.args = [argCount]any{opDecide, clock, decisions, len(a.state), a.spec}
+	changes := ""
+	if a.changes != "" && len(a.usage) > 0 {
+		a.keys = append(a.keys, a.changes)
+		changes = strconv.Itoa(len(a.keys))
+	}
+	a.args = [argCount]any{opDecide, clock, decisions, len(a.state), a.spec, changes}
 	return a.keys, a.args[:]
 }
 

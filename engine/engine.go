@@ -66,6 +66,9 @@ type Engine struct {
 	cluster  *cluster // nil unless rdb is a *redis.ClusterClient
 	cache    *entries
 	holds    *holds // requests in flight of CONCURRENCY rules
+	// changes0 is the usage change set of slot 0: on one primary, every
+	// key's (usage.go)
+	changes0 string
 }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:
@@ -85,7 +88,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	}
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
-		refusals: newRefusals(opts.RefusalEntries)}
+		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0)}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		e.cluster = newCluster(e, cc)
 	}

@@ -22,6 +22,7 @@ share those keys: a busy stage or account bucket is read and written once
 per batch, not once per request. Every decision of a batch sees the same
 now.
   KEYS  1..m  bucket and quota states (formats below); m+1.. daily usage hashes
+        and the usage change set
   ARGV  3  D, the number of decisions
         4  m, the number of state keys
         5  the decisions, packed little-endian one after the other:
@@ -37,6 +38,13 @@ now.
                          it refused; rate its retry-after in µs (-1: never).
                          It keeps its place in the check order and is
                          neither read nor charged here.
+        6  the index in KEYS of the usage change set of this slot (a sorted
+           set, engine/usagesource.go), or "" for none: every usage hash a run
+           counts into is added to it with the UTC day (days since
+           1970-01-01) as score, ZADD LT: a member keeps the earliest day
+           counted since the flush worker last took it, and a member the
+           worker holds (a hold's score is far above any day) is marked
+           changed again
   Reply: one string, per decision '<i8' x 9:
     1 allowed (1/0)     2 refusing index (0 none, i bucket i, nb+1 quota)
     3 now (µs)          4 retry-after (µs; 0 when allowed; -1 never: rate 0)
@@ -74,9 +82,12 @@ library: packing a double is exact and costs a fraction of
 string.format('%.17g') or tostring, and one MGET reads any number of them.
   bucket: "\1" then '<dddd' = tokens t (float), time l of t (Unix µs), rate
           r (tokens/s) and burst b the state was written under
-  quota:  "\2" then '<ddd' = s the period start (Unix s, the latest one
+  quota:  "\2" then '<dddd' = s the period start (Unix s, the latest one
           seen), n requests admitted since, e the period end (Unix s) the
-          key's TTL was set for
+          key's TTL was set for, q the change sequence number: each
+          admission and each set (op "quota") adds 1 (the usage ledger
+          keeps the state with the highest q, docs/usage.md). The older
+          '<ddd' form (no q) reads as q = 0.
 Anything else in such a key (another type, another length) counts as
 absent and is replaced by the next write (SET replaces any type), so a
 stray key never fails a decision.
@@ -205,17 +216,23 @@ local function bucket_value(s)
   return spack('<Bdddd', BUCKET_MARK, s[1], s[2], s[3], s[4])
 end
 
--- quota_state(v) -> {period_start, used, ttl_period_end}, or false
+-- quota_state(v) -> {period_start, used, ttl_period_end}, seq; or false, 0
 local function quota_state(v)
-  if v and #v == 25 and sbyte(v, 1) == QUOTA_MARK then
-    local period_start, used, period_end = sunpack('<ddd', v, 2)
-    return {period_start, used, period_end}
+  if v and sbyte(v, 1) == QUOTA_MARK then
+    if #v == 33 then
+      local period_start, used, period_end, seq = sunpack('<dddd', v, 2)
+      return {period_start, used, period_end}, seq
+    elseif #v == 25 then
+      local period_start, used, period_end = sunpack('<ddd', v, 2)
+      return {period_start, used, period_end}, 0
+    end
   end
-  return false
+  return false, 0
 end
 
-local function quota_value(s)
-  return spack('<Bddd', QUOTA_MARK, s[1], s[2], s[3])
+-- the stored form of quota state s with change sequence number seq
+local function quota_value(s, seq)
+  return spack('<Bdddd', QUOTA_MARK, s[1], s[2], s[3], seq)
 end
 
 -- Token buckets ------------------------------------------------------------
@@ -279,7 +296,8 @@ end
 
 -- Operations ---------------------------------------------------------------
 
-local function decide()
+-- changes: the index in KEYS of the usage change set, nil for none
+local function decide(changes)
   local ndec, m, spec = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
   local vals = read_states(m)
 
@@ -288,6 +306,7 @@ local function decide()
   -- order lists the changed ones, to write once.
   local states, dirty, order, ndirty = {}, {}, {}, 0
   local ttl_end = {} -- quota key index -> the period end its TTL was set for
+  local seqs = {} -- quota key index -> its change sequence number, +1 per admission
   local function bucket_at(ki)
     local s = states[ki]
     if s == nil then
@@ -299,7 +318,7 @@ local function decide()
   local function quota_at(ki)
     local s = states[ki]
     if s == nil then
-      s = quota_state(vals[ki])
+      s, seqs[ki] = quota_state(vals[ki])
       if s then ttl_end[ki] = s[3] end
       states[ki] = s
     end
@@ -383,6 +402,7 @@ local function decide()
       end
       if qki > 0 then
         used = used + 1
+        seqs[qki] = seqs[qki] + 1
         mark(qki)
         local q = states[qki]
         if q then
@@ -441,9 +461,9 @@ local function decide()
       write_bucket(KEYS[ki], s)
     elseif ttl_end[ki] == s[3] then
       -- the TTL ends at a fixed moment (period end + margin), already set
-      redis.call('SET', KEYS[ki], quota_value(s), 'KEEPTTL')
+      redis.call('SET', KEYS[ki], quota_value(s, seqs[ki]), 'KEEPTTL')
     else
-      redis.call('SET', KEYS[ki], quota_value(s), 'PX', mceil(((s[3] + QUOTA_MARGIN_S) * US - now) / 1000))
+      redis.call('SET', KEYS[ki], quota_value(s, seqs[ki]), 'PX', mceil(((s[3] + QUOTA_MARGIN_S) * US - now) / 1000))
     end
   end
 
@@ -454,6 +474,7 @@ local function decide()
     for j = 1, nusage do
       local uki = usage_order[j]
       local ukey, count = KEYS[m + uki], usage[uki]
+      if changes then redis.call('ZADD', KEYS[changes], 'LT', days, ukey) end
       -- pcall: a key of another type (not written by tollgate) loses its
       -- count rather than failing every decision of the batch
       if redis.pcall('HINCRBY', ukey, today, count) == count then
@@ -498,16 +519,16 @@ local function quota()
   local period_start, period_end = period(days, ARGV[4], tonumber(ARGV[5]))
   -- as decide: the stored start is the latest period start seen
   local used, kept_start = 0, period_start
-  local q = quota_state(redis.call('MGET', KEYS[1])[1])
+  local q, seq = quota_state(redis.call('MGET', KEYS[1])[1])
   if q and q[1] >= period_start then used, kept_start = q[2], q[1] end
   if ARGV[6] ~= '' then
     used = limit - tonumber(ARGV[6])
-    redis.call('SET', KEYS[1], quota_value({kept_start, used, period_end}), 'PX', mceil(((period_end + QUOTA_MARGIN_S) * US - now) / 1000))
+    redis.call('SET', KEYS[1], quota_value({kept_start, used, period_end}, seq + 1), 'PX', mceil(((period_end + QUOTA_MARGIN_S) * US - now) / 1000))
   end
   return {mmax(0, limit - used), period_start, period_end, now}
 end
 
-local ops = {decide = decide, refund = refund, quota = quota}
+local ops = {decide = function() return decide(tonumber(ARGV[6] or '')) end, refund = refund, quota = quota}
 local run = ops[ARGV[1]]
 if not run then return redis.error_reply('ERR tollgate limits.lua: unknown operation ' .. tostring(ARGV[1])) end
 return run()

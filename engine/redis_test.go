@@ -135,6 +135,8 @@ func TestTTLOnEveryKey(t *testing.T) {
 			lo, hi = time.Hour, midnight.Sub(now)+time.Hour+slack
 		case strings.Contains(name, ":u:"):
 			lo, hi = 99*24*time.Hour, 100*24*time.Hour
+		case name == a.changes0: // emptied by the ledger's flush worker; holds the restore mark
+			lo, hi = -1, -1
 		default:
 			t.Errorf("unexpected key %s", name)
 		}
@@ -145,7 +147,7 @@ func TestTTLOnEveryKey(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatalf("SCAN: %v", err)
 	}
-	if want := 50*3 + 2 + 2; n != want { // per key: bucket, quota, usage; stage; account; "zero": bucket, usage
+	if want := 50*3 + 2 + 2 + 1; n != want { // per key: bucket, quota, usage; stage; account; "zero": bucket, usage; the usage change set
 		t.Fatalf("keys: got %d, want %d", n, want)
 	}
 }

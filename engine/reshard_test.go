@@ -129,9 +129,10 @@ func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Dur
 }
 
 // A key whose own state is half migrated (its quota key moved, its plan
-// bucket and usage hash not yet) meets TRYAGAIN, and the engine sends the
-// run again until it can run; once all of them moved (the slot still
-// migrating) it meets ASK and decides on the target. Neither costs an
+// bucket, usage hash and the slot's usage change set not yet) meets
+// TRYAGAIN, and the engine sends the run again until it can run; once all
+// of them moved (the slot still migrating) it meets ASK and decides on the
+// target. Neither costs an
 // error, a lost count or a double count. Deterministic: the test moves
 // the keys itself, and moves the last two only after a run was sent again.
 func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
@@ -160,7 +161,8 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 		for l.cluster.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
 			time.Sleep(time.Millisecond)
 		}
-		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1")} { // ...the rest of the key's state moved too
+		slot := keyspace.Slot(k.Usage(keyID, "p1"))
+		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1"), k.UsageChanges(slot)} { // ...the rest of the key's state moved too
 			if err := m.move(key); err != nil {
 				t.Errorf("move %s: %v", key, err)
 			}

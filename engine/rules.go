@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"tollgate/limit"
@@ -207,11 +208,22 @@ func (e *Engine) packBatch(a *batchArgs, live []*call) ([]string, []any, bool) {
 	if ra == nil {
 		return keys, args, false
 	}
-	out := make([]any, 0, len(args)+2)
+	// decide_rules: the rule states follow the usage hashes, and the
+	// change set (when named) comes last, its index in ARGV[8]
+	changes := ""
+	if args[5] != "" {
+		keys = keys[:len(keys)-1]
+	}
+	keys = append(keys, ra.keys...)
+	if args[5] != "" {
+		keys = append(keys, a.changes)
+		changes = strconv.Itoa(len(keys))
+	}
+	out := make([]any, 0, len(args)+3)
 	out = append(out, opDecideRules)
-	out = append(out, args[1:]...)
-	out = append(out, len(a.usage), ra.spec)
-	return append(keys, ra.keys...), out, true
+	out = append(out, args[1:5]...)
+	out = append(out, len(a.usage), ra.spec, changes)
+	return keys, out, true
 }
 
 // splitReply peels the rule results off a reply of op "decide_rules" and

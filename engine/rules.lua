@@ -79,11 +79,13 @@ runs the batch; the rules of every decision decide refused are undone.
 (A request refused in the batch may thus hold a rule's unit while the
 decisions after it in the same batch are decided: it can only refuse, never
 admit, one of them.)
-  KEYS  limits.lua's (m states, then u usage hashes), then rule states
+  KEYS  limits.lua's (m states, then u usage hashes), then rule states,
+        then the usage change set when there is one
   ARGV  3, 4, 5 as op "decide" (5 holds the placeholders)
         6 u    7 the rules: per decision '<I4B' placeholder offset + 1 in
                  ARGV[5] (0: none), nr, then nr rule specs (key indexes
                  among the rule states)
+        8 as op "decide"'s 6: the index of the usage change set, or ""
   Reply: decide's reply, then the rule results of every decision.
 
 op "unrules": undo rules a request was charged (it was refused by another
@@ -444,7 +446,7 @@ local function decide_rules()
   end
   pieces[#pieces + 1] = string.sub(dspec, last + 1)
   ARGV[5] = table.concat(pieces)
-  local reply = decide()
+  local reply = decide(tonumber(ARGV[8] or ''))
   for d = 1, ndec do
     local allowed = sunpack('<i8', reply, (d - 1) * 72 + 1)
     if allowed ~= 1 and #undos[d] > 0 then undo_rules(m + u, table.concat(undos[d])) end

@@ -19,6 +19,7 @@ func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 	for _, c := range live {
 		alongs = alongs || c.along != nil
 	}
+	a.changes = e.changes0
 	keys, args, rules := e.packBatch(a, live)
 	var cmd *redis.Cmd
 	if !alongs {

@@ -25,6 +25,7 @@
 //	<p>:{s:<apiId>:<stage>}:tb:<METHOD><path>                    stage method bucket
 //	<p>:{acct}:tb                                                account bucket
 //	<p>:{r:<counterId>:<digest>}:<tb|sw|fw|cc|lb>                rate-limit rule state
+//	<p>:{c<n>}:uc                                                usage change set of one slot (SlotTag)
 //	<p>:cache:e:<digest>                                         response cache entry
 //	<p>:cache:gen:{<apiId>:<stage>}                              stage cache generation
 //	<p>:config:snapshot                                          published snapshot

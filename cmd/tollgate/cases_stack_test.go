@@ -36,6 +36,7 @@ type stackOptions struct {
 	logs           *logBuffer    // when set, every node logs into it
 	allInOne       bool          // one node of role "all" is the admin and both gateways
 	adminToken     string        // TOLLGATE_ADMIN_TOKEN besides the SigV4 credentials
+	flushInterval  time.Duration // TOLLGATE_USAGE_FLUSH_INTERVAL; 0 = the default
 }
 
 // mustStackWith starts one admin and two gateway Mains sharing one database
@@ -78,7 +79,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		RedisTimeout: o.redisTimeout, AdminAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
-		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second,
+		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, UsageFlushInterval: o.flushInterval,
 		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken},
 	}
 	if o.allInOne {

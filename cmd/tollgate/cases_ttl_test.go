@@ -78,8 +78,9 @@ func inParallel(workers, n int, f func(i int)) {
 
 // checkTTLs scans the stack's keys: a key whose name contains one of
 // limits' markers must have a TTL in (0, limit]; any other key must be
-// config state (config:*, key:{...}, cache:gen:*). It returns how many keys
-// matched each marker.
+// config state (config:*, key:{...}, cache:gen:*) or a usage change set
+// (which the ledger's flush worker empties), without a TTL. It returns how
+// many keys matched each marker.
 func (s *stack) checkTTLs(t *testing.T, limits map[string]time.Duration) map[string]int {
 	t.Helper()
 	ctx := context.Background()
@@ -112,9 +113,9 @@ func (s *stack) checkTTLs(t *testing.T, limits map[string]time.Duration) map[str
 			if ttl <= 0 || ttl > limits[marker] {
 				t.Errorf("%s: TTL %v, want in (0, %v]", name, ttl, limits[marker])
 			}
-		case isConfigKey(strings.TrimPrefix(name, prefix)):
+		case isConfigKey(strings.TrimPrefix(name, prefix)) || strings.HasSuffix(name, "}:uc"):
 			if ttl >= 0 {
-				t.Errorf("config key %s: TTL %v, want none (config state persists)", name, ttl)
+				t.Errorf("config key or usage change set %s: TTL %v, want none (it persists)", name, ttl)
 			}
 		default:
 			t.Errorf("unexpected key %s (TTL %v)", name, ttl)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"tollgate/engine"
 	"tollgate/ledger"
 	"tollgate/plans/postgres"
 )
@@ -25,12 +26,12 @@ func checkFlushInterval(d time.Duration) error {
 }
 
 // startFlusher runs the usage ledger's flush worker (package ledger) from
-// m.UsageSource into db until ctx ends; Close waits for its final flush
-// (up to Config.ShutdownTimeout) before it closes db. Without a usage source nothing runs.
-func (m *Main) startFlusher(ctx context.Context, db *postgres.DB) {
+// m.UsageSource (by default the limiter's, limiter.UsageSource) into db
+// until ctx ends; Close waits for its final flush (up to
+// Config.ShutdownTimeout) before it closes db.
+func (m *Main) startFlusher(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
 	if m.UsageSource == nil {
-		m.Logger.Info("usage ledger: no usage source configured; usage is read from the limiter Redis and the ledger is not fed")
-		return
+		m.UsageSource = limiter.UsageSource()
 	}
 	f := ledger.NewFlusher(m.UsageSource, db, ledger.Options{Interval: m.Config.UsageFlushInterval, StopTimeout: m.Config.ShutdownTimeout, Logger: m.Logger})
 	m.registry.MustRegister(f.Collectors()...)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/internal/redistest"
 	"tollgate/ledger/ledgertest"
@@ -229,5 +230,65 @@ func TestRunRefusesAFlushIntervalOutOfRange(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "TOLLGATE_USAGE_FLUSH_INTERVAL") {
 			t.Errorf("%v: got %v, want an error naming TOLLGATE_USAGE_FLUSH_INTERVAL", d, err)
 		}
+	}
+}
+
+// TestGatewayTrafficLandsInTheLedger: with no usage source set, the admin
+// node's flush worker takes what the gateways counted from the limiter
+// Redis (one primary and Redis Cluster): each key's day count and quota
+// state reach PostgreSQL within a few flush intervals of the last request.
+func TestGatewayTrafficLandsInTheLedger(t *testing.T) {
+	t.Parallel()
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "primary", true: "cluster"}[cluster], func(t *testing.T) {
+			t.Parallel()
+			const interval = 200 * time.Millisecond
+			s := mustStackWith(t, stackOptions{cluster: cluster, flushInterval: interval})
+			if s.admin.UsageSource == nil {
+				t.Fatal("the admin node runs no usage source")
+			}
+			api := s.mustCaseAPI(t)
+			p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(10000, 10000), Quota: quota(1000, types.QuotaPeriodTypeDay, 0)})
+			want := map[string]int64{}
+			keys := map[string]string{}
+			for i := range 3 {
+				id, key := s.mustKey(t, p)
+				keys[id], want[id] = key, int64(2+3*i)
+			}
+			s.sync(t)
+			for id, key := range keys {
+				for i := range want[id] {
+					if res := s.call(t, int(i%2), api.id, "/prod/items", key); res.StatusCode != 200 {
+						t.Fatalf("request %d of %s: %d", i, id, res.StatusCode)
+					}
+				}
+			}
+			last := time.Now()
+			today := plans.UTCDate(time.Now())
+			dbURL := s.admin.Config.DatabaseURL
+			for id, n := range want {
+				for ledgerCount(t, dbURL, p, id, today) != n {
+					if time.Since(last) > 30*time.Second {
+						t.Fatalf("key %s: the ledger has %d 30 s after the last request, want %d", id, ledgerCount(t, dbURL, p, id, today), n)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			t.Logf("every count was in the ledger %v after the last request (flush interval %v)", time.Since(last).Round(time.Millisecond), interval)
+			db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+			must(t, "open", err)
+			defer db.Close()
+			quotas, err := db.QuotaUsages(context.Background(), "", "", 100)
+			must(t, "QuotaUsages", err)
+			got := map[string]int64{}
+			for _, q := range quotas {
+				if q.PlanID == p && q.PeriodStart.Equal(today) {
+					got[q.KeyID] = q.Count
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("quota states in the ledger: got %v, want %v", got, want)
+			}
+		})
 	}
 }

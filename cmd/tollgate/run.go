@@ -47,7 +47,8 @@ type Main struct {
 	MetricsAddr string
 
 	// UsageSource is where an admin node's flush worker takes usage from
-	// (docs/usage.md); nil runs no flush worker. Set it before Run.
+	// (docs/usage.md); nil means the limiter Redis's own (the admin's
+	// engine.UsageSource). Tests may set another before Run.
 	UsageSource ledger.UsageSource
 
 	registry       *prometheus.Registry
@@ -156,7 +157,8 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
 	m.goRun(func() { m.pruneChanges(ctx, db) })
-	m.startFlusher(ctx, db)
+	limiter := engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})
+	m.startFlusher(ctx, db, limiter)
 	handler := admin.New(admin.Options{
 		TrustedProxies: m.adminProxies,
 		Store:          db,
@@ -173,7 +175,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Metrics:    promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
 		Ready:      m.adminReady,
 		BodyLimits: cfg.bodyLimits(),
-		Usage:      usageCounter{engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})},
+		Usage:      usageCounter{limiter},
 		Ledger:     db,
 	})
 	bound, err := m.listen("admin", addr, handler, 0)

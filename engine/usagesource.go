@@ -1,0 +1,381 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/redisscript"
+	"tollgate/keyspace"
+	"tollgate/plans"
+)
+
+//go:embed usage.lua
+var usageSource string
+
+// usageScript is usage.lua: the flush worker's hold on changed usage.
+var usageScript = redis.NewScript(usageSource)
+
+// DefaultUsageHold is UsageSource.HoldFor's default: how long usage one
+// Drain handed out stays held without an Ack before a later Drain (of any
+// admin node) hands it out again.
+const DefaultUsageHold = time.Minute
+
+// UsageSource is the limiter's ledger.UsageSource (docs/usage.md): it
+// hands the ledger's flush worker the (key, plan) pairs whose usage the
+// limiter counted since they were last handed out, with their absolute
+// day counts and quota state. Create it with Engine.UsageSource; it is
+// safe for concurrent use, and any number of admin nodes may drain one
+// limiter at once.
+//
+// limits.lua marks a usage hash changed in the same atomic run that
+// counts into it: it adds the hash to its slot's change set (a sorted
+// set, keyspace.UsageChanges; one set on one primary, one per slot on
+// Redis Cluster) scored by the earliest UTC day counted since it was last
+// taken. Drain takes ready members with usage.lua (op "hold"), which
+// re-scores them with the hold's end (Redis time), so they are not handed
+// out again until the hold ends; it then reads their day counts (from the
+// marked day to today; every day the hash keeps when the mark was lost to
+// an ended hold) and quota states. Ack removes the members still scored
+// with their hold (ZREMRANGEBYSCORE of that one score): a member counted
+// again meanwhile was re-scored with its day and stays, to be handed out
+// again. When a read fails, Drain gives the members back their earlier
+// scores; when that fails too, their hold ends after HoldFor. A member
+// whose hold ends without an Ack is ready again, for any worker.
+//
+// On Redis Cluster each Drain probes the change set of every slot
+// (16384 ZCOUNTs in one pipeline, one round trip per master), then holds
+// in the slots that have ready members.
+type UsageSource struct {
+	e *Engine
+	// HoldFor is how long a Drain's hold lasts; DefaultUsageHold when 0.
+	HoldFor time.Duration
+
+	mu   sync.Mutex
+	next int // the slot the next cluster drain starts at (fairness)
+}
+
+// UsageSource returns the engine's source of changed usage for the
+// ledger's flush worker (package ledger).
+func (e *Engine) UsageSource() *UsageSource { return &UsageSource{e: e} }
+
+// held is one change set's part of a Drain token: the score of its hold.
+type held struct {
+	Set  string `json:"s"`
+	Hold string `json:"h"`
+}
+
+// taken is what one hold run took from one change set.
+type taken struct {
+	set     string
+	hold    string
+	nowMS   int64
+	members []string
+	scores  []string // each member's score before the hold
+}
+
+// Drain implements ledger.UsageSource: up to limit observations of pairs
+// whose usage changed, and a token to Ack them with. Errors are wrapped;
+// after an error nothing stays held (see UsageSource).
+func (s *UsageSource) Drain(ctx context.Context, limit int) ([]plans.UsageObservation, string, error) {
+	if limit < 1 {
+		limit = 1
+	}
+	sets, err := s.readySets(ctx, limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: usage drain: %w", err)
+	}
+	if len(sets) == 0 {
+		return nil, "", nil
+	}
+	takes, err := s.hold(ctx, sets)
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: usage drain: %w", errors.Join(err, s.putBack(ctx, takes)))
+	}
+	obs, err := s.observe(ctx, takes)
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: usage drain: %w", errors.Join(err, s.putBack(ctx, takes)))
+	}
+	var tok []held
+	for _, t := range takes {
+		if len(t.members) > 0 {
+			tok = append(tok, held{Set: t.set, Hold: t.hold})
+		}
+	}
+	if len(tok) == 0 {
+		return obs, "", nil
+	}
+	b, err := json.Marshal(tok)
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: usage drain: %w", errors.Join(err, s.putBack(ctx, takes)))
+	}
+	return obs, string(b), nil
+}
+
+// Ack implements ledger.UsageSource: it ends the holds of token, removing
+// the members still held by them.
+func (s *UsageSource) Ack(ctx context.Context, token string) error {
+	if token == "" {
+		return nil
+	}
+	var tok []held
+	if err := json.Unmarshal([]byte(token), &tok); err != nil {
+		return fmt.Errorf("engine: usage ack: token: %w", err)
+	}
+	pipe := s.e.rdb.Pipeline()
+	for _, h := range tok {
+		pipe.ZRemRangeByScore(ctx, h.Set, h.Hold, h.Hold)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("engine: usage ack: %w", err)
+	}
+	return nil
+}
+
+// setLimit is one change set to hold in, with the most members to take.
+type setLimit struct {
+	set   string
+	limit int
+}
+
+// readySets returns the change sets to hold in and how many members to
+// take from each, limit in all: the one set on one primary; on Redis
+// Cluster the slots whose sets have ready members (a probe by the node's
+// clock; the hold decides by Redis time), from a start that moves on
+// between drains so no slot waits behind busier ones.
+func (s *UsageSource) readySets(ctx context.Context, limit int) ([]setLimit, error) {
+	if s.e.cluster == nil {
+		return []setLimit{{set: s.e.changes0, limit: limit}}, nil
+	}
+	max := strconv.FormatInt(time.Now().UnixMilli()*1000, 10)
+	counts := make([]*redis.IntCmd, keyspace.Slots)
+	pipe := s.e.rdb.Pipeline()
+	for slot := range counts {
+		counts[slot] = pipe.ZCount(ctx, s.e.keys.UsageChanges(slot), "-inf", max)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	start := s.next
+	s.mu.Unlock()
+	var out []setLimit
+	left, last := limit, start
+	for i := range keyspace.Slots {
+		slot := (start + i) % keyspace.Slots
+		n := int(counts[slot].Val())
+		if n == 0 {
+			continue
+		}
+		n = min(n, left)
+		out = append(out, setLimit{set: s.e.keys.UsageChanges(slot), limit: n})
+		left -= n
+		last = slot
+		if left == 0 {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.next = (last + 1) % keyspace.Slots
+	s.mu.Unlock()
+	return out, nil
+}
+
+// hold runs usage.lua's op "hold" on every set of sets, in one pipeline
+// (NOSCRIPT: the script is loaded and the runs that got it are sent
+// again). It returns what the runs took, also when some failed.
+func (s *UsageSource) hold(ctx context.Context, sets []setLimit) ([]taken, error) {
+	holdFor := s.HoldFor
+	if holdFor <= 0 {
+		holdFor = DefaultUsageHold
+	}
+	cmds := make([]*redis.Cmd, len(sets))
+	todo := make([]int, len(sets))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := s.e.rdb.Pipeline()
+		for _, i := range todo {
+			cmds[i] = usageScript.EvalSha(ctx, pipe, []string{sets[i].set}, "hold", sets[i].limit, holdFor.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx)
+		var again []int
+		var noScript error
+		for _, i := range todo {
+			if redisscript.IsNoScript(cmds[i].Err()) {
+				again, noScript = append(again, i), cmds[i].Err()
+			}
+		}
+		if len(again) == 0 || attempt > 0 {
+			break
+		}
+		if _, err := redisscript.Reload(ctx, s.e.rdb, usageScript, noScript); err != nil {
+			return nil, err
+		}
+		todo = again
+	}
+	var out []taken
+	var errs error
+	for i, cmd := range cmds {
+		vals, err := cmd.StringSlice()
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("hold in %s: %w", sets[i].set, err))
+			continue
+		}
+		if len(vals) < 2 {
+			continue
+		}
+		t := taken{set: sets[i].set, hold: vals[0]}
+		if t.nowMS, err = strconv.ParseInt(vals[1], 10, 64); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("hold in %s: time %q", sets[i].set, vals[1]))
+		}
+		for j := 2; j+1 < len(vals); j += 2 {
+			t.members, t.scores = append(t.members, vals[j]), append(t.scores, vals[j+1])
+		}
+		out = append(out, t)
+	}
+	return out, errs
+}
+
+// putBack gives the members of takes their earlier scores (ZADD XX LT:
+// a member acknowledged meanwhile is not added, one counted again keeps
+// its day), so the next Drain hands them out again.
+func (s *UsageSource) putBack(ctx context.Context, takes []taken) error {
+	if len(takes) == 0 {
+		return nil
+	}
+	// context.WithoutCancel: the drain may have failed on ctx's deadline
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	pipe := s.e.rdb.Pipeline()
+	for _, t := range takes {
+		for i, m := range t.members {
+			score, _ := strconv.ParseFloat(t.scores[i], 64)
+			pipe.ZAddArgs(ctx, t.set, redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: score, Member: m}}})
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("put back (their holds end after %v): %w", s.HoldFor, err)
+	}
+	return nil
+}
+
+// maxDayScore is the highest score of a member marked by a day (days
+// since 1970-01-01); a higher one is a hold.
+const maxDayScore = 1 << 30
+
+// observe reads the day counts and quota states of what takes took, in
+// one pipeline.
+func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.UsageObservation, error) {
+	type read struct {
+		obs   plans.UsageObservation
+		days  []string
+		hmget *redis.SliceCmd
+		all   *redis.MapStringStringCmd
+		quota *redis.StringCmd
+	}
+	var reads []*read
+	pipe := s.e.rdb.Pipeline()
+	for _, t := range takes {
+		today := s.e.usageToday(t.nowMS)
+		for i, m := range t.members {
+			keyID, planID, ok := s.e.keys.ParseUsage(m)
+			if !ok {
+				continue // not a usage hash of this prefix: acknowledged with the rest
+			}
+			r := &read{obs: plans.UsageObservation{KeyID: keyID, PlanID: planID}}
+			score, err := strconv.ParseFloat(t.scores[i], 64)
+			if err == nil && score <= maxDayScore {
+				from := time.Unix(int64(score)*86400, 0).UTC()
+				if from.After(today) {
+					from = today
+				}
+				if from.Before(today.AddDate(0, 0, -usageKeepDays)) {
+					from = today.AddDate(0, 0, -usageKeepDays)
+				}
+				r.days = usageDays(from, today)
+				r.hmget = pipe.HMGet(ctx, m, r.days...)
+			} else {
+				r.all = pipe.HGetAll(ctx, m) // the mark's day was lost with an ended hold
+			}
+			r.quota = pipe.Get(ctx, s.e.keys.Quota(keyID, planID))
+			reads = append(reads, r)
+		}
+	}
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]plans.UsageObservation, 0, len(reads))
+	for _, r := range reads {
+		counts := map[string]string{}
+		if r.hmget != nil {
+			for i, v := range r.hmget.Val() {
+				if str, ok := v.(string); ok {
+					counts[r.days[i]] = str
+				}
+			}
+		} else {
+			counts = r.all.Val()
+		}
+		for day, v := range counts {
+			d, err := time.Parse(dayLayout, day)
+			if err != nil {
+				continue // not a day field
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("usage of key %s on %s: count %q", r.obs.KeyID, day, v)
+			}
+			r.obs.Days = append(r.obs.Days, plans.DayCount{Day: d, Count: n})
+		}
+		if q, ok := decodeQuota(r.quota.Val()); ok {
+			r.obs.Quota = &q
+		}
+		out = append(out, r.obs)
+	}
+	return out, nil
+}
+
+// usageKeepDays is how many days back the limiter keeps usage days
+// (limits.lua's USAGE_KEEP_DAYS).
+const usageKeepDays = 100
+
+// usageToday is the UTC date of the limiter's today: the injected test
+// clock's when there is one, else nowMS (Redis time).
+func (e *Engine) usageToday(nowMS int64) time.Time {
+	if e.clock != nil {
+		if t := e.clock(); !t.IsZero() {
+			return utcDay(t)
+		}
+	}
+	return utcDay(time.UnixMilli(nowMS))
+}
+
+// decodeQuota reads a quota state as limits.lua stores it ("\2" then
+// '<dddd' period start, count, period end, change sequence number; or
+// the older '<ddd' without one, sequence 0). ok is false for anything
+// else.
+func decodeQuota(v string) (plans.QuotaCount, bool) {
+	if (len(v) != 33 && len(v) != 25) || v[0] != 2 {
+		return plans.QuotaCount{}, false
+	}
+	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[1+8*i : 9+8*i]))) }
+	q := plans.QuotaCount{PeriodStart: time.Unix(int64(f(0)), 0).UTC(), Count: int64(f(1))}
+	if len(v) == 33 {
+		q.Seq = int64(f(3))
+	}
+	return q, true
+}
