@@ -46,9 +46,9 @@
 // # Rate-limit rules
 //
 // A limit.Request may carry rate-limit rules (docs/rules.md): token
-// bucket, sliding and fixed windows, concurrency and a delaying leaky
-// bucket, each counted per value of what it counts by, under its own hash
-// tag. They are decided with the request's buckets and quota, all or
+// bucket, sliding and fixed windows, concurrency, a delaying leaky bucket
+// and a calendar quota (a usage plan's quota in shadow mode), each counted
+// per value of what it counts by, under its own hash tag. They are decided with the request's buckets and quota, all or
 // nothing (rules.go, rules.lua): in the batch's one atomic run on one
 // primary; on Redis Cluster taken beside the shared buckets in phase 1 and
 // undone with them in phase 3. Shadow rules are decided and counted but

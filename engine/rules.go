@@ -31,7 +31,7 @@ import (
 
 // ruleKinds are the keyspace kinds of each algorithm's state.
 var ruleKinds = [...]string{limit.TokenBucket: "tb", limit.SlidingWindow: "sw", limit.FixedWindow: "fw",
-	limit.Concurrency: "cc", limit.LeakyBucket: "lb"}
+	limit.Concurrency: "cc", limit.LeakyBucket: "lb", limit.CalendarQuota: "qt"}
 
 // keyedRule is a limit.Rule with the Redis key of its state and, for a
 // CONCURRENCY rule, the member the request holds.
@@ -109,6 +109,9 @@ func appendRule(s []byte, r *keyedRule, ki uint16, leaseUS int64) []byte {
 		s = le.AppendUint64(s, uint64(leaseUS))
 		s = le.AppendUint32(s, r.hold.node)
 		s = le.AppendUint32(s, r.hold.seq)
+	case limit.CalendarQuota:
+		s = le.AppendUint32(s, uint32(max(rl.Limit, 0)))
+		s = append(s, periodCode(rl.Period), uint8(min(max(rl.Offset, 0), math.MaxUint8)))
 	default: // LeakyBucket
 		s = le.AppendUint64(s, math.Float64bits(rl.RateLimit))
 		s = le.AppendUint32(s, uint32(max(rl.BurstLimit, 0)))
@@ -126,6 +129,8 @@ func appendUndo(s []byte, r *keyedRule, ki uint16, res *ruleResult) []byte {
 	switch r.Rule.Algorithm {
 	case limit.SlidingWindow, limit.FixedWindow:
 		s = le.AppendUint64(s, uint64(max(r.Rule.Window.Microseconds(), 1)))
+		s = le.AppendUint64(s, uint64(res[4]))
+	case limit.CalendarQuota:
 		s = le.AppendUint64(s, uint64(res[4]))
 	case limit.Concurrency:
 		s = le.AppendUint32(s, r.hold.node)
@@ -149,7 +154,7 @@ func checkRules(req *keyedRequest) error {
 	}
 	for i := range req.Rules {
 		r := req.Rules[i].Rule
-		if r.Algorithm < limit.TokenBucket || r.Algorithm > limit.LeakyBucket {
+		if r.Algorithm < limit.TokenBucket || r.Algorithm > limit.CalendarQuota {
 			return fmt.Errorf("rule %q: unknown algorithm %d", r.Name, r.Algorithm)
 		}
 		if r.Algorithm == limit.LeakyBucket && !(r.RateLimit > 0) {
@@ -344,7 +349,7 @@ func ruleOutcome1(r *limit.Rule, res *ruleResult, now time.Time) limit.RuleOutco
 		}
 	case limit.SlidingWindow, limit.FixedWindow:
 		o.State.Limit, o.State.Window = int64(r.Limit), r.Window
-	case limit.Concurrency:
+	case limit.Concurrency, limit.CalendarQuota:
 		o.State.Limit = int64(r.Limit)
 	case limit.LeakyBucket:
 		q := leakyAtOnce(r)

@@ -3,9 +3,10 @@ tollgate rules: the rate-limit rules of docs/rules.md. This file is not a
 script of its own: engine/scripts.go inserts it into limits.lua just
 before that file's dispatch (its last lines, from "local run ="), in one
 documented step, so the names it uses and does not define are
-limits.lua's: now, US, EPS, SLACK_US, mmin, mmax, mfloor, mceil, spack,
-sunpack, sbyte, ceil_us, until_full, ttl_us, tokens_now, bucket_state,
-bucket_value, write_bucket, decide and ops. It adds five operations to ops.
+limits.lua's: now, days, US, EPS, SLACK_US, QUOTA_MARGIN_S, PERIODS, mmin,
+mmax, mfloor, mceil, spack, sunpack, sbyte, ceil_us, until_full, ttl_us,
+tokens_now, bucket_state, bucket_value, write_bucket, period, quota_state,
+quota_value, decide and ops. It adds five operations to ops.
 
 A rule's state for one value of what it counts by is one key (named by
 keyspace.RuleState; one hash tag, so one Redis Cluster slot):
@@ -20,6 +21,9 @@ keyspace.RuleState; one hash tag, so one Redis Cluster slot):
   LEAKY_BUCKET (5)   "\5" then '<d' = tat, the Unix µs at which the queue
                      of admitted requests has drained (GCRA's theoretical
                      arrival time)
+  QUOTA (6)          a quota state of limits.lua (period start, count,
+                     period end): a usage plan's quota decided as a rule
+                     (a plan in shadow mode, docs/rules.md)
 A string of another shape counts as absent. Every write sets a TTL: a
 bucket as limits.lua's, a window until it can no longer count (end of the
 next window for SLIDING_WINDOW, of the window for FIXED_WINDOW) + 1 s, a
@@ -44,18 +48,23 @@ The algorithms (now is the run's time, W a window in µs, T = 1/rate in
                  delay <= burst * T (at most burst wait), then tat =
                  start + T; T is 1/rate rounded up to a whole µs. (Seed 003's limit-req: excess requests wait for
                  their slot, up to a burst, instead of being refused.)
+  QUOTA          as limits.lua's quota: the count of the current UTC
+                 calendar period (a later period resets it); admitted
+                 when count + 1 <= limit.
 
 A rule packed for a decision ("rule spec"): '<BBH' algorithm, flags (1:
 shadow), key index, then
   1 '<di4' rate, burst          2, 3 '<i4i8' limit, W (µs)
   4 '<i4i8I4I4' limit, lease (µs), node, seq (the member)
   5 '<di4i8' rate, burst, maxDelay (µs)
+  6 '<i4BB' limit, period (0 DAY, 1 WEEK, 2 MONTH), offset (days)
 and its result, '<i8' x 5: admitted (1/0; a shadow rule: would it have),
 retry (µs until it could admit; -1 never: rate or limit 0), remaining
 (whole requests left after this one), reset (µs until remaining is whole
-again: bucket full, window over, queue drained; -1 none), aux (LEAKY_BUCKET:
-the delay in µs; the windows: the start of the window the request was
-counted in, for an undo; else 0).
+again: bucket full, window over, queue drained, period over; -1 none), aux
+(LEAKY_BUCKET: the delay in µs; the windows: the start of the window the
+request was counted in, for an undo; QUOTA: the start in Unix s of the
+period it was counted in, for an undo; else 0).
 
 A decision's rules are decided all or nothing: each is checked first; when
 every rule that is not shadow admits, each rule that admits (shadow ones
@@ -93,7 +102,8 @@ limit), and end requests in flight (CONCURRENCY: the response ended).
   KEYS  rule states      ARGV 3 entries: '<BBH' algorithm, 0, key index,
         then 1 nothing (a token back under the bucket's stored limits; a
         full bucket is deleted); 2, 3 '<i8i8' W, the window charged (aux);
-        4 '<I4I4' node, seq; 5 '<d' rate (tat goes back by T)
+        4 '<I4I4' node, seq; 5 '<d' rate (tat goes back by T); 6 '<i8'
+        the period start charged (aux)
   Reply: the number of entries undone.
 
 op "renew": extend the leases of requests in flight (CONCURRENCY).
@@ -103,7 +113,7 @@ op "renew": extend the leases of requests in flight (CONCURRENCY).
   Reply: the number of members renewed.
 ]]
 
-local RULE_TB, RULE_SW, RULE_FW, RULE_CC, RULE_LB = 1, 2, 3, 4, 5
+local RULE_TB, RULE_SW, RULE_FW, RULE_CC, RULE_LB, RULE_QT = 1, 2, 3, 4, 5, 6
 local SW_MARK, FW_MARK, LB_MARK = 3, 4, 5
 local RULE_RESULT = '<i8i8i8i8i8'
 local CC_RETRY_US = US -- a refused CONCURRENCY request may retry after 1 s
@@ -267,6 +277,34 @@ local function check_lb(key, get, rate, burst, max_delay)
   end
 end
 
+-- quota_at(v, code, offset) -> the kept period start, the count and the
+-- current period end (Unix s) of quota state v at now, as op "decide"
+-- counts a quota
+local function quota_at(v, code, offset)
+  local first, last = period(days, PERIODS[code] or 'DAY', offset)
+  local q = quota_state(v)
+  if q and q[1] >= first then return q[1], q[2], last end
+  return first, 0, last
+end
+
+local function write_quota(key, start, count, last)
+  redis.call('SET', key, quota_value({start, count, last}), 'PX', mceil(((last + QUOTA_MARGIN_S) * US - now) / 1000))
+end
+
+local function check_qt(key, get, limit, code, offset)
+  local start, count, last = quota_at(get(key), code, offset)
+  local res = {1, 0, mmax(0, limit - count), last * US - now, start}
+  if count + 1 > limit then
+    res[1], res[2] = 0, last * US - now
+    return false, res
+  end
+  return true, res, function(put)
+    put(key, quota_value({start, count + 1, last}))
+    write_quota(key, start, count + 1, last)
+    res[3] = limit - count - 1
+  end
+end
+
 -- Decisions --------------------------------------------------------------
 
 -- new_rule_run(base) -> a run over rule states KEYS[base + ki]: take(spec,
@@ -323,6 +361,11 @@ local function new_rule_run(base)
       limit, lease, node, seq, pos = sunpack('<i4i8I4I4', spec, pos)
       ok, res, commit = check_cc(key, held, limit, lease, node .. ':' .. seq)
       undo = spack('<BBHI4I4', algo, 0, ki, node, seq)
+    elseif algo == RULE_QT then
+      local limit, code, offset
+      limit, code, offset, pos = sunpack('<i4BB', spec, pos)
+      ok, res, commit = check_qt(key, get, limit, code, offset)
+      undo = spack('<BBHi8', algo, 0, ki, res[5])
     else
       local rate, burst, max_delay
       rate, burst, max_delay, pos = sunpack('<di4i8', spec, pos)
@@ -400,6 +443,14 @@ local function undo_rules(base, spec)
       local node, seq
       node, seq, pos = sunpack('<I4I4', spec, pos)
       n = n + redis.call('ZREM', key, node .. ':' .. seq)
+    elseif algo == RULE_QT then
+      local charged
+      charged, pos = sunpack('<i8', spec, pos)
+      local q = quota_state(redis.call('GET', key))
+      if q and q[1] == charged and q[2] > 0 then
+        write_quota(key, q[1], q[2] - 1, q[3])
+        n = n + 1
+      end
     else
       local rate
       rate, pos = sunpack('<d', spec, pos)

@@ -71,6 +71,7 @@ func TestEachRuleAdmitsExactlyItsLimit(t *testing.T) {
 		{Name: "fw", Algorithm: limit.FixedWindow, Limit: 3, Window: time.Hour},
 		{Name: "cc", Algorithm: limit.Concurrency, Limit: 3},
 		{Name: "lb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 2, MaxDelay: 10 * time.Second},
+		{Name: "qt", Algorithm: limit.CalendarQuota, Limit: 3, Period: plans.PeriodMonth},
 	}
 	eachBackend(t, func(t *testing.T, b backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
@@ -112,6 +113,7 @@ func TestRefusalsChargeNothingAnywhere(t *testing.T) {
 		{Name: "fw", Counter: "cfw", Algorithm: limit.FixedWindow, Limit: 5, Window: time.Hour, Private: true},
 		{Name: "cc", Counter: "ccc", Algorithm: limit.Concurrency, Limit: 5, Private: true},
 		{Name: "lb", Counter: "clb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 4, MaxDelay: 30 * time.Second, Private: true},
+		{Name: "qt", Counter: "cqt", Algorithm: limit.CalendarQuota, Limit: 5, Period: plans.PeriodWeek, Private: true},
 	}
 	eachBackend(t, func(t *testing.T, b backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
@@ -179,6 +181,38 @@ func TestShadowRuleChangesNothing(t *testing.T) {
 		enforcing := fixedRule("trial", 2)
 		if d := decide(t, l, ruleRequest("v", enforcing)); d.Allowed {
 			t.Errorf("the enforcing twin after the shadow counted 2: admitted, want refused")
+		}
+	})
+}
+
+// A CALENDAR_QUOTA rule counts as a plan's quota does: per UTC calendar
+// period shifted by its offset, refused until the period ends (its retry),
+// and counted afresh in the next period.
+func TestCalendarQuotaRuleCountsPerPeriod(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, clock := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z")) // a Monday
+		week := limit.Rule{Name: "week", Counter: "cweek", Algorithm: limit.CalendarQuota, Limit: 2, Period: plans.PeriodWeek, Offset: 1, Private: true}
+		for i := range 3 {
+			d := decide(t, l, ruleRequest("k", week))
+			l.settle()
+			if d.Allowed != (i < 2) {
+				t.Fatalf("request %d: allowed %v", i+1, d.Allowed)
+			}
+			if i == 2 {
+				// weeks start on Monday (offset 1): the next starts 2026-06-22
+				if want := at(t, "2026-06-22T00:00:00Z").Sub(at(t, "2026-06-15T12:00:00Z")); d.RetryAfter != want {
+					t.Errorf("retry %v, want %v (the period end)", d.RetryAfter, want)
+				}
+			}
+		}
+		clock.Set(at(t, "2026-06-21T23:59:59Z"))
+		if d := decide(t, l, ruleRequest("k", week)); d.Allowed {
+			t.Error("admitted before the period ended")
+		}
+		l.settle()
+		clock.Set(at(t, "2026-06-22T00:00:00Z"))
+		if d := decide(t, l, ruleRequest("k", week)); !d.Allowed || d.Rules[0].State.Remaining != 1 {
+			t.Errorf("new period: allowed %v remaining %d, want admitted with 1 left", d.Allowed, d.Rules[0].State.Remaining)
 		}
 	})
 }

@@ -39,11 +39,13 @@ type stageConfig struct {
 }
 
 // stagePlan is a usage plan as one stage sees it. throttle is nil when the
-// plan has no plan-level throttle; quota is nil without a quota.
+// plan has no plan-level throttle; quota is nil without a quota. shadow:
+// the plan is tagged tollgate:mode=shadow.
 type stagePlan struct {
 	id       string
 	throttle *plans.Throttle
 	quota    *limit.Quota
+	shadow   bool
 }
 
 // method is a compiled method of a resource: everything a request needs
@@ -136,7 +138,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 
 // newStagePlan copies the plan-level limits of p.
 func newStagePlan(p *plans.UsagePlan) *stagePlan {
-	sp := &stagePlan{id: p.ID}
+	sp := &stagePlan{id: p.ID, shadow: p.Shadow()}
 	if p.Throttle != nil {
 		t := *p.Throttle
 		sp.throttle = &t

@@ -33,7 +33,8 @@ type exchange struct {
 	buckets           [3]limit.Bucket
 	quota             limit.Quota
 	lreq              limit.Request
-	rules             []limit.Rule  // the rules of lreq.Rules (reused)
+	rules             []limit.Rule  // the rules of lreq.Rules
+	planRules         []limit.Level // the levels of the shadow plan's rules, first in rules
 	release           func()        // ends the request's concurrency slots; nil without any
 	cache             string        // X-Cache outcome of a caching method
 	body              *reqbody.Body // the request body under its deadline; nil without one

@@ -14,23 +14,33 @@ import (
 // in AWS's order (docs/behaviour.md, "Throttles and quota"): the plan
 // bucket, or the plan's per-method bucket that replaces it; the stage
 // method bucket; the account bucket; the plan quota. Unkeyed requests
-// (ex.sp nil) get no plan limits and no usage count. It reuses ex's
-// arrays, so it does not allocate; serveAPI calls it once per request.
+// (ex.sp nil) get no plan limits and no usage count. The plan limits of a
+// usage plan in shadow mode are shadow rules instead (shadowPlan). It
+// reuses ex's arrays, so it does not allocate but for a shadow plan;
+// serveAPI calls it once per request.
 func (s *Server) buildRequest(ex *exchange) {
 	m, sp, req := ex.m, ex.sp, &ex.lreq
 	req.API, req.Stage = m.stage.apiID, m.stage.name
 	req.Buckets = ex.buckets[:0]
 	if sp != nil {
 		req.KeyID, req.PlanID = ex.keyID, sp.id
+		var plan limit.Bucket
 		if t, ok := m.planThrottles[sp.id]; ok {
-			req.Buckets = append(req.Buckets, limit.Bucket{Level: limit.LevelPlanMethod, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit,
-				Method: m.verb, Path: m.path})
+			plan = limit.Bucket{Level: limit.LevelPlanMethod, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit, Method: m.verb, Path: m.path}
 		} else if sp.throttle != nil {
-			req.Buckets = append(req.Buckets, limit.Bucket{Level: limit.LevelPlan, RateLimit: sp.throttle.RateLimit, BurstLimit: sp.throttle.BurstLimit})
+			plan = limit.Bucket{Level: limit.LevelPlan, RateLimit: sp.throttle.RateLimit, BurstLimit: sp.throttle.BurstLimit}
 		}
-		if sp.quota != nil {
-			ex.quota = *sp.quota
-			req.Quota = &ex.quota
+		switch {
+		case sp.shadow:
+			ex.shadowPlan(plan, sp.quota)
+		default:
+			if plan.Level != limit.LevelNone {
+				req.Buckets = append(req.Buckets, plan)
+			}
+			if sp.quota != nil {
+				ex.quota = *sp.quota
+				req.Quota = &ex.quota
+			}
 		}
 	}
 	req.Buckets = append(req.Buckets, m.shared...)
@@ -66,7 +76,7 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 			slog.Duration("retry_after", d.RetryAfter))
 	}
 	ex.release = d.Release // ServeHTTP calls it when the response has ended
-	writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.sp != nil && ex.sp.quota != nil, ex.lreq.Rules)
+	writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.lreq.Quota != nil, ex.lreq.Rules)
 	s.reportShadow(r.Context(), ex, &d)
 	if !d.Allowed {
 		s.writeRefusal(w, ex, d)

@@ -95,15 +95,41 @@ func methodRules(rules []*stageRule, path, verb string) []*stageRule {
 	return out
 }
 
-// buildRules adds the method's rules that match r to ex.lreq.Rules, each
-// with the value the request counts under.
+// shadowPlan adds the plan bucket (unless its Level is LevelNone) and
+// quota (unless nil) of a usage plan in shadow mode to the request as
+// shadow rules of the caller's key: decided with the request, counted in
+// counters of their own (so that enforcing the plan later starts from
+// full buckets and an unused quota), never refusing (docs/rules.md,
+// "Shadow mode"). Their would-be refusals are reported with the plan's
+// levels.
+func (ex *exchange) shadowPlan(b limit.Bucket, q *limit.Quota) {
+	id := ex.sp.id
+	if b.Level != limit.LevelNone {
+		counter := "~plan:" + id // no rule's counter id has a ~
+		if b.Level == limit.LevelPlanMethod {
+			counter = "~method:" + id + ":" + b.Method + ":" + b.Path
+		}
+		ex.rules = append(ex.rules, limit.Rule{Name: b.Level.String(), Counter: counter, Value: ex.keyID, Shadow: true,
+			Algorithm: limit.TokenBucket, RateLimit: b.RateLimit, BurstLimit: b.BurstLimit})
+		ex.planRules = append(ex.planRules, b.Level)
+	}
+	if q != nil {
+		ex.rules = append(ex.rules, limit.Rule{Name: limit.LevelQuota.String(), Counter: "~quota:" + id, Value: ex.keyID, Shadow: true,
+			Algorithm: limit.CalendarQuota, Limit: q.Limit, Period: q.Period, Offset: q.Offset})
+		ex.planRules = append(ex.planRules, limit.LevelQuota)
+	}
+	ex.lreq.Rules = ex.rules
+}
+
+// buildRules adds the method's rules that match r to ex.lreq.Rules (after
+// a shadow plan's), each with the value the request counts under.
 func (s *Server) buildRules(r *http.Request, ex *exchange) {
 	m := ex.m
 	if len(m.rules) == 0 {
 		return
 	}
 	var query url.Values // parsed once, if a rule counts by a query parameter
-	rules := ex.rules[:0]
+	rules := ex.rules
 	for _, sr := range m.rules {
 		if m.verb == "ANY" && sr.method != plans.AnyRoute && sr.method != r.Method {
 			continue
@@ -147,7 +173,7 @@ func appendValue(b []byte, v string) []byte {
 }
 
 // reportShadow logs and counts the would-be refusals of a decision's
-// shadow rules (docs/rules.md, "Shadow mode").
+// shadow rules and shadow plan (docs/rules.md, "Shadow mode").
 func (s *Server) reportShadow(ctx context.Context, ex *exchange, d *limit.Decision) {
 	for i := range d.Rules {
 		if i >= len(ex.lreq.Rules) {
@@ -155,6 +181,10 @@ func (s *Server) reportShadow(ctx context.Context, ex *exchange, d *limit.Decisi
 		}
 		lr := &ex.lreq.Rules[i]
 		if !lr.Shadow || d.Rules[i].Admitted {
+			continue
+		}
+		if i < len(ex.planRules) {
+			s.shadowRefusal(ctx, ex, ex.planRules[i], "", d.Rules[i].RetryAfter)
 			continue
 		}
 		s.shadowRefusal(ctx, ex, limit.LevelRule, lr.Name, d.Rules[i].RetryAfter)
@@ -168,5 +198,6 @@ func (s *Server) shadowRefusal(ctx context.Context, ex *exchange, level limit.Le
 	s.log.LogAttrs(ctx, slog.LevelWarn, "shadow limit would refuse",
 		slog.String("request_id", ex.id), slog.String("api", ex.m.stage.apiID), slog.String("stage", ex.m.stage.name),
 		slog.String("resource", ex.m.path), slog.String("limit", level.String()), slog.String("rule", rule),
-		slog.String("client", ex.client.String()), slog.String("key_id", ex.keyID), slog.Duration("retry_after", retry))
+		slog.String("client", ex.client.String()), slog.String("key_id", ex.keyID), slog.String("plan_id", ex.planID),
+		slog.Duration("retry_after", retry))
 }

@@ -324,3 +324,51 @@ func TestRuleByAPIKeyBesideThePlan(t *testing.T) {
 	}
 	wantStatus(t, tg.do(t, "GET", "/prod/open"), 200, "the open method, outside the rule's path")
 }
+
+// A usage plan tagged tollgate:mode=shadow only reports: its throttle and
+// quota are decided in counters of their own, every would-be refusal is
+// logged and counted with its level, nothing is refused and no plan
+// header is shown; enforcing it afterwards starts from a full bucket and
+// an unused quota.
+func TestShadowPlanOnlyReports(t *testing.T) {
+	t.Parallel()
+	snap := keyedSnapshot()
+	p := snap.Plans["plan01"]
+	p.Throttle = &plans.Throttle{RateLimit: 0.001, BurstLimit: 2}
+	p.Quota = &plans.Quota{Limit: 3, Period: plans.PeriodDay}
+	p.Tags = map[string]string{plans.ModeTag: plans.ModeTagShadow}
+	tg := mustGateway(t, snap, nil)
+	addTestKeys(tg.keys)
+	for i := range 5 {
+		got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+		wantStatus(t, got, 200, "shadow plan")
+		for _, h := range []string{"X-RateLimit-Limit", "RateLimit-Policy", "RateLimit", "Retry-After"} {
+			if v := got.header.Get(h); v != "" {
+				t.Errorf("request %d: %s %q from a shadow plan", i+1, h, v)
+			}
+		}
+	}
+	// the bucket (burst 2) would have refused requests 3-5; the quota (3,
+	// counting on its own) requests 4 and 5
+	for level, want := range map[string]float64{"plan": 3, "quota": 2} {
+		if n := counterValue(t, tg.metrics.ShadowRefusals.WithLabelValues(testAPI, testStage, level, "")); n != want {
+			t.Errorf("tollgate_shadow_refusals_total{level=%q}: %v, want %v", level, n, want)
+		}
+	}
+	if n := strings.Count(tg.logs.String(), `"limit":"quota"`); n != 2 {
+		t.Errorf("%d quota would-be refusals logged, want 2", n)
+	}
+
+	enforced := keyedSnapshot()
+	enforced.Version = 2
+	enforced.Plans["plan01"].Throttle = &plans.Throttle{RateLimit: 0.001, BurstLimit: 2}
+	enforced.Plans["plan01"].Quota = &plans.Quota{Limit: 3, Period: plans.PeriodDay}
+	if err := tg.SetSnapshot(enforced); err != nil {
+		t.Fatal(err)
+	}
+	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	wantStatus(t, got, 200, "enforced")
+	if p, want := got.header.Get("RateLimit"), `"throttle";r=1;`; !strings.HasPrefix(p, want) || !strings.Contains(p, `"quota";r=2;`) {
+		t.Errorf("RateLimit %q once enforced: want a fresh bucket and quota (the shadow counters are its own)", p)
+	}
+}

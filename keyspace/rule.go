@@ -10,7 +10,7 @@ import (
 // <p>:{r:<counterId>:<digest>}:<kind>, where digest is 32 hex digits of
 // the SHA-256 of value (so any value, however long or odd, gives a short
 // name that cannot move the hash tag) and kind is the algorithm's
-// ("tb", "sw", "fw", "cc", "lb"). All the state of one (rule, value)
+// ("tb", "sw", "fw", "cc", "lb", "qt"). All the state of one (rule, value)
 // shares one hash tag, so one Redis Cluster slot; different values of a
 // rule spread over the slots. counterId changes when the rule's algorithm
 // or key does, so a changed rule starts afresh.

@@ -24,6 +24,11 @@ const (
 	// arrives early is admitted with a Delay (at most MaxDelay, and at
 	// most BurstLimit waiting), else refused.
 	LeakyBucket
+	// CalendarQuota: at most Limit requests per UTC calendar Period
+	// ("DAY", "WEEK", "MONTH") shifted by Offset days, counted as a usage
+	// plan's quota (Quota) is. The gateway decides the quota of a usage
+	// plan in shadow mode with it (docs/rules.md, "Shadow mode").
+	CalendarQuota
 )
 
 // Rule is one rate-limit rule that applies to a request, with the value
@@ -40,13 +45,16 @@ type Rule struct {
 	Value string
 	// Algorithm and its parameters: RateLimit (per second) and
 	// BurstLimit for TokenBucket and LeakyBucket, Limit for the windows
-	// and Concurrency, Window for the windows, MaxDelay for LeakyBucket.
+	// and Concurrency, Window for the windows, MaxDelay for LeakyBucket,
+	// Limit, Period and Offset for CalendarQuota (as Quota's).
 	Algorithm  Algorithm
 	RateLimit  float64
 	BurstLimit int32
 	Limit      int32
 	Window     time.Duration
 	MaxDelay   time.Duration
+	Period     string
+	Offset     int32
 	// Shadow rules are decided and counted but never refuse or delay the
 	// request (docs/rules.md, "Shadow mode").
 	Shadow bool
@@ -72,7 +80,8 @@ type RuleOutcome struct {
 	Delay time.Duration
 	// State is the rule's state after the request, for rate-limit
 	// headers: Limit (burst, limit), Remaining, Reset (when Remaining is
-	// whole again: the bucket full, the window over, the queue empty; zero
-	// for Concurrency) and Window (0 for Concurrency).
+	// whole again: the bucket full, the window over, the queue empty, the
+	// period over; zero for Concurrency) and Window (0 for Concurrency and
+	// CalendarQuota).
 	State State
 }
