@@ -22,7 +22,8 @@ keyspace.RuleState; one hash tag, so one Redis Cluster slot):
                      of admitted requests has drained (GCRA's theoretical
                      arrival time)
   QUOTA (6)          a quota state of limits.lua (period start, count,
-                     period end): a usage plan's quota decided as a rule
+                     period end, seq; seq always 0: no usage is read from
+                     it): a usage plan's quota decided as a rule
                      (a plan in shadow mode, docs/rules.md)
 A string of another shape counts as absent. Every write sets a TTL: a
 bucket as limits.lua's, a window until it can no longer count (end of the
@@ -288,7 +289,7 @@ local function quota_at(v, code, offset)
 end
 
 local function write_quota(key, start, count, last)
-  redis.call('SET', key, quota_value({start, count, last}), 'PX', mceil(((last + QUOTA_MARGIN_S) * US - now) / 1000))
+  redis.call('SET', key, quota_value({start, count, last}, 0), 'PX', mceil(((last + QUOTA_MARGIN_S) * US - now) / 1000))
 end
 
 local function check_qt(key, get, limit, code, offset)
@@ -299,7 +300,7 @@ local function check_qt(key, get, limit, code, offset)
     return false, res
   end
   return true, res, function(put)
-    put(key, quota_value({start, count + 1, last}))
+    put(key, quota_value({start, count + 1, last}, 0))
     write_quota(key, start, count + 1, last)
     res[3] = limit - count - 1
   end
