@@ -21,13 +21,19 @@ import (
 // (TOLLGATE_REDIS_URL=redis-cluster://...).
 func TestLimitOfNAdmitsExactlyN(t *testing.T) {
 	t.Parallel()
+	eachRedis(t, func(t *testing.T, cluster bool) { exactlyN(t, mustStackWith(t, stackOptions{cluster: cluster})) })
+}
+
+// eachRedis runs test in parallel subtests on one Redis ("primary") and on
+// the test Redis Cluster ("cluster").
+func eachRedis(t *testing.T, test func(t *testing.T, cluster bool)) {
 	for _, redis := range []struct {
 		name    string
 		cluster bool
 	}{{"primary", false}, {"cluster", true}} {
 		t.Run(redis.name, func(t *testing.T) {
 			t.Parallel()
-			exactlyN(t, mustStackWith(t, stackOptions{cluster: redis.cluster}))
+			test(t, redis.cluster)
 		})
 	}
 }
