@@ -7,22 +7,41 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Decisions of concurrent requests are decided together: each Decide
-// queues its request, and up to maxFlushers flushers (callers, or
-// goroutines they hand over to) take everything queued (at most maxBatch
-// requests) and decide it with one run of limits.lua (op "decide"), one round trip for
-// the lot. Under load a request waits for at most the runs in flight
-// before its own; alone, it is sent at once by its own goroutine. The
-// script decides the batch in queue order, each decision exactly as if it
-// ran alone after the ones before it (states are read once, carried
-// between decisions in the script, and written once), and a script run is
-// atomic in Redis, so two decisions on one bucket never race: batching
-// changes the Redis work and the number of round trips, not any decision.
+// queues its request, and up to maxFlushers flusher goroutines take
+// everything queued (at most maxBatch requests) and decide it with one run
+// of limits.lua (op "decide"), one round trip for the lot. Under load a
+// request waits for at most the runs in flight before its own; alone, a
+// flusher is started for it at once. The script decides the batch in
+// queue order, each decision exactly as if it ran alone after the ones
+// before it (states are read once, carried between decisions in the
+// script, and written once), and a script run is atomic in Redis, so two
+// decisions on one bucket never race: batching changes the Redis work and
+// the number of round trips, not any decision.
+//
+// How long a caller waits (docs/behaviour.md, "When Redis cannot
+// decide"): a call queued behind the node's own work waits on, however
+// long that takes, since the queue is the gateway's, not Redis's; and a
+// sent run is waited for until its reply, a connection error, or
+// runTimeout (1 s). A reply that comes late on a live connection is not a
+// failure: under load the node's own CPU delays reading it (a goroutine
+// woken by the network can wait tens of milliseconds for a core), and the
+// reply is exact, whereas failing the decision would admit without limits
+// and leave it uncharged, or charge it twice if the run happened. A run
+// fails only when Redis does not answer: connection refused or broken, an
+// error reply, or runTimeout passed. After such a failure Redis counts as
+// down: for Options.Timeout, and while the next run that tries it again
+// is in flight, decisions fail at once (ErrRedisDown) instead of queueing
+// behind it; the run that then tries Redis again has a deadline of
+// Options.Timeout (go-redis's dial retries would hold it 0.4 s on a
+// refused connection). A failed decision of a caller that admits it
+// (Options.FailOpen) is charged later (failopen.go).
 //
 // maxFlushers is 2: Redis is the resource every gateway node shares, and
 // fewer runs in flight make larger batches, so less Redis CPU per decision
@@ -38,18 +57,38 @@ const (
 // replySize is the bytes of one decision in the script's reply ('<i8' x 9).
 const replySize = 8 * rLen
 
+// runTimeout is the deadline of one run once sent (Options.Timeout when
+// that is longer). A run past it fails (the connection is dropped, so the run may
+// or may not have happened: settleCall).
+const runTimeout = time.Second
+
+// States of a call (call.state): queued, then sent by a flusher, then
+// answered by it; or abandoned by its caller, who left, while queued or
+// sent (never along calls once sent: their caller reads the along
+// commands' replies).
+const (
+	callQueued int32 = iota
+	callSent
+	callAnswered
+	callAbandoned
+)
+
 // call is one queued decision.
 type call struct {
-	ctx   context.Context // the caller's context with Decide's deadline
+	ctx   context.Context // the caller's context
 	req   *keyedRequest
 	clock string // the clock argument; a batch holds calls of one value
 	along func(ctx context.Context, p redis.Pipeliner)
-	taken bool // a flusher took it (under batcher.mu)
 	res   [rLen]int64
 	err   error
 	done  chan struct{}
-	// answered is set by answer, on the flusher's goroutine only.
-	answered bool
+	state atomic.Int32
+	// answered is set by answer, on the flusher's goroutine only; lost
+	// too, when the caller had left.
+	answered, lost bool
+	// charge marks a charge of a request admitted without a decision
+	// (failopen.go): nobody waits for it.
+	charge bool
 	// ruleRes holds the results of the request's rules (rules.go), set
 	// before answer.
 	ruleRes []ruleResult
@@ -68,12 +107,9 @@ type batcher struct {
 	flushers int
 }
 
-// enqueue queues c. When fewer than maxFlushers run, the caller becomes
-// one: it sends batches from the head of the queue until a flusher took
-// its own call (it sends nothing after its own batch), then hands its place
-// to a new goroutine if calls are still queued. So a request alone is
-// decided without any goroutine switch, and no caller sends more than the
-// batches ahead of its own.
+// enqueue queues c and, when fewer than maxFlushers run, starts a
+// flusher goroutine (the caller never sends itself, so that it can give
+// up while Redis does not answer).
 func (e *Engine) enqueue(c *call) {
 	b := &e.batch
 	b.mu.Lock()
@@ -84,14 +120,13 @@ func (e *Engine) enqueue(c *call) {
 	}
 	b.mu.Unlock()
 	if start {
-		e.flush(c)
+		go e.flush()
 	}
 }
 
-// flush sends queued batches while it holds a flusher's place: until the
-// queue is empty, or, when own is not nil, until own was taken (then a
-// goroutine takes over any calls left).
-func (e *Engine) flush(own *call) {
+// flush sends queued batches until the queue is empty, with the pending
+// charges (failopen.go) at the head of a batch once Redis answers again.
+func (e *Engine) flush() {
 	b := &e.batch
 	a := argsPool.Get().(*batchArgs)
 	defer argsPool.Put(a)
@@ -102,11 +137,6 @@ func (e *Engine) flush(own *call) {
 			b.mu.Unlock()
 			return
 		}
-		if own != nil && own.taken {
-			b.mu.Unlock()
-			go e.flush(nil) // keeps this flusher's place
-			return
-		}
 		n := min(len(b.queue), maxBatch)
 		for i := 1; i < n; i++ { // one clock value per run (test clock only)
 			if b.queue[i].clock != b.queue[0].clock {
@@ -115,16 +145,17 @@ func (e *Engine) flush(own *call) {
 			}
 		}
 		batch := b.queue[:n:n]
-		for _, c := range batch {
-			c.taken = true
-		}
 		if n < len(b.queue) {
 			b.queue = b.queue[n:]
 		} else {
 			b.queue, b.spare = b.spare[:0], nil
 		}
 		b.mu.Unlock()
-		e.send(a, batch)
+		if charges := e.charges.take(maxBatch-n, batch[0].clock, e.downAt.Load() == 0); len(charges) > 0 {
+			e.send(a, append(charges, batch...))
+		} else {
+			e.send(a, batch)
+		}
 		if n > 1 {
 			clear(batch)
 			b.mu.Lock()
@@ -138,11 +169,11 @@ func (e *Engine) flush(own *call) {
 
 // send decides one batch (single.go on one primary, cluster.go on Redis
 // Cluster), with the along commands of its calls in the same round trip,
-// under the earliest deadline of its calls. Calls whose caller has gone or
-// whose deadline passed while queued are not sent (nothing is charged for
-// them). A panic (in an along function, say) fails the batch's calls that
-// were not answered yet with an error instead of leaving their callers
-// waiting.
+// under runTimeout. Calls whose caller has gone are not sent, nor, while
+// Redis is down, any call (ErrRedisDown). A panic (in an along function, say) fails the
+// batch's calls that were not answered yet with an error instead of
+// leaving their callers waiting. Every call is settled at the end
+// (failopen.go).
 func (e *Engine) send(a *batchArgs, batch []*call) {
 	a.reset()
 	live := a.live[:0]
@@ -154,10 +185,15 @@ func (e *Engine) send(a *batchArgs, batch []*call) {
 				}
 			}
 		}
+		for _, c := range batch {
+			e.settleCall(c)
+		}
 		clear(live)
 	}()
-	deadline := time.Now().Add(e.timeout)
 	for _, c := range batch {
+		if !c.state.CompareAndSwap(callQueued, callSent) {
+			continue // the caller left while it was queued
+		}
 		if err := c.ctx.Err(); err != nil {
 			c.answer(nil, err)
 			continue
@@ -170,38 +206,43 @@ func (e *Engine) send(a *batchArgs, batch []*call) {
 			c.answer(nil, err)
 			continue
 		}
-		if d, ok := c.ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
-		}
 		live = append(live, c)
 	}
 	a.live = live
 	if len(live) == 0 {
 		return
 	}
-	// A lone call runs under its own context, which carries its deadline
-	// (no second context and timer per request when there is no batching).
-	ctx := live[0].ctx
-	if len(live) > 1 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(context.Background(), deadline)
-		defer cancel()
-	}
-	if e.cluster != nil {
-		e.cluster.decide(ctx, live)
+	if err := e.down(time.Now()); err != nil { // queued before Redis was found down
+		for _, c := range live {
+			c.answer(nil, err)
+		}
 		return
 	}
-	e.decideSingle(ctx, a, live)
+	deadline := max(runTimeout, e.timeout)
+	if e.downAt.Load() != 0 { // a run that tries Redis again: see down
+		deadline = e.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	e.runStarted()
+	if e.cluster != nil {
+		e.cluster.decide(ctx, live)
+	} else {
+		e.decideSingle(ctx, a, live)
+	}
+	e.runEnded(live)
 }
 
 // answer ends c with the script's values res (nil with err) and wakes
-// its caller. Only the flusher that took c calls it, once.
+// its caller. Only the flusher that sent c calls it, once. When the caller
+// left, c is marked lost.
 func (c *call) answer(res *[rLen]int64, err error) {
 	if res != nil {
 		c.res = *res
 	}
 	c.err = err
 	c.answered = true
+	c.lost = !c.state.CompareAndSwap(callSent, callAnswered)
 	close(c.done)
 }
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -148,31 +147,6 @@ func compareStores(t *testing.T, a, b *Engine, aReqs, bReqs []*keyedRequest) {
 				t.Fatalf("%s: TTL batch %v, alone %v", an[j], at, bt)
 			}
 		}
-	}
-}
-
-// A call still queued when its deadline passes is never sent: Decide's
-// timeout error means nothing was charged.
-func TestQueuedPastDeadlineNotCharged(t *testing.T) {
-	t.Parallel()
-	rdb, prefix := redistest.MustClient(t)
-	l := New(rdb, Options{Prefix: prefix, Timeout: 50 * time.Millisecond})
-	key := l.keys.AccountBucket()
-	l.batch.mu.Lock()
-	l.batch.flushers = maxFlushers // every flusher place busy (a slow Redis)
-	l.batch.mu.Unlock()
-	req := &keyedRequest{Buckets: []keyedBucket{{Key: key, RateLimit: 0, BurstLimit: 10, Level: limit.LevelAccount}}}
-	if _, err := l.decideKeyed(t.Context(), req, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Decide: got %v, want the deadline", err)
-	}
-	l.flush(nil) // one of the busy flushers comes back and drains the queue
-	if n, err := rdb.Exists(t.Context(), key).Result(); err != nil || n != 0 {
-		t.Fatalf("bucket after the timed-out Decide: exists=%d (%v), want never written", n, err)
-	}
-	l.batch.mu.Lock()
-	defer l.batch.mu.Unlock()
-	if l.batch.flushers != maxFlushers-1 || len(l.batch.queue) != 0 {
-		t.Fatalf("batcher: %d flushers, %d queued, want %d and 0", l.batch.flushers, len(l.batch.queue), maxFlushers-1)
 	}
 }
 

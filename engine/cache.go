@@ -78,7 +78,8 @@ func (c *entries) stage(api, stage string) *stageCache {
 // DecideLookup is Decide for a request of a caching method: in the same
 // round trip (one per Redis server) it reads the stage's cache generation
 // and, unless lk.Refresh, the entry of lk, and fills lk's outputs (see
-// cache.Lookup). The whole round trip runs under Options.Timeout. A
+// cache.Lookup). The decision waits as Decide's (once sent, for its run);
+// the cache reads beside and after it run under Options.Timeout. A
 // refused request reads no more than that; an admitted one whose stage was
 // flushed since this node last looked reads its entry once more, under the
 // new generation (only the first request after a flush). The decision and
@@ -86,7 +87,6 @@ func (c *entries) stage(api, stage string) *stageCache {
 func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	callCtx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	ctx = callCtx
 	c := e.cache
 	st := c.stage(req.API, req.Stage)
 	lk.Request.Generation = st.gen.Load()
@@ -97,7 +97,7 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 		read     *entryRead // queued on the decision's pipeline or read in parallel
 		parallel sync.WaitGroup
 	)
-	d, err := e.decideAlong(ctx, req, func(ctx context.Context, p redis.Pipeliner) {
+	d, err := e.decideAlong(ctx, req, func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
 		genCmd = p.Get(ctx, st.genKey)
 		switch {
 		case lk.Refresh:
@@ -113,6 +113,10 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 		}
 	})
 	parallel.Wait()
+	// The entry reads after the decision get a deadline of their own: the
+	// decision may have waited in the queue.
+	ctx, cancel = context.WithTimeout(ctx, e.timeout)
+	defer cancel()
 	lk.Digest, lk.Entry, lk.Err = "", nil, nil
 	gen, genErr := generation(genCmd, err)
 	if genErr != nil {

@@ -49,8 +49,10 @@ func (r *keyedRequest) planIndex() int {
 }
 
 // Decide takes one token from every bucket of req and one unit of its quota,
-// all or nothing, under a deadline of Options.Timeout (docs/behaviour.md,
-// "Throttles and quota"). The first refusing limit in check order decides.
+// all or nothing (docs/behaviour.md, "Throttles and quota"). It waits
+// while its decision is queued behind the node's own work and for its
+// run's reply, and fails when Redis does not answer: the run of its batch
+// failed, or Redis is down (ErrRedisDown; batch.go). The first refusing limit in check order decides.
 // A request with no buckets and no quota is admitted (and its usage
 // counted when it has a key). A refusal of the caller's own plan bucket or
 // quota is remembered until the moment it could admit (refusals.go), and
@@ -58,8 +60,10 @@ func (r *keyedRequest) planIndex() int {
 // (Decision.Remembered). Concurrent calls are decided together, one script
 // run per batch (batch.go) on one primary, one per slot on Redis Cluster
 // (cluster.go). req must not change until Decide returns. Errors (Redis
-// unreachable, deadline exceeded, a malformed reply) are wrapped; the
-// caller applies the failure mode.
+// down or not answering, a malformed reply, ctx ended) are
+// wrapped; the caller applies the failure mode, and with Options.FailOpen
+// the engine charges the request's quota and usage once Redis answers
+// (failopen.go).
 func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
 	return e.decideAlong(ctx, req, nil)
 }
@@ -70,10 +74,10 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 // the same round trip (the stage cache generation and entry). along runs
 // before the round trip, possibly on another goroutine, and must only
 // queue commands on p, with ctx (the run's deadline). When along is not
-// nil, decideAlong returns only after the run, which ends by the call's
-// deadline, so the commands along queued hold their replies; when the
-// deadline passed before the run (or a refusal was answered from memory),
-// along is not called.
+// nil and the call was sent, decideAlong returns only after the run
+// (bounded by runTimeout), so the commands along queued hold their
+// replies; when it fails before its run was sent (or a refusal was
+// answered from memory), along is not called.
 func (e *Engine) decideAlong(ctx context.Context, req *limit.Request, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := e.newCall(ctx, req)
 	gen, sent := e.refusals.generation(), time.Now()
@@ -125,24 +129,32 @@ func (e *Engine) bucketKey(req *limit.Request, b *limit.Bucket) string {
 	}
 }
 
-// wait queues c and waits for its decision.
+// wait queues c and waits for its decision (batch.go: a caller never
+// gives up because of the node's own queue, nor on a run in flight); it
+// fails at once when Redis is down (ErrRedisDown), and returns when ctx
+// ends (the caller left) while c is queued.
 func (e *Engine) wait(ctx context.Context, c *call, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
-	// The deadline goes with the call: a call still queued when it passes
-	// is never sent (so never charged), and a batch runs under the
-	// earliest deadline of its calls.
-	ctx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
 	c.ctx, c.clock, c.along = ctx, e.clockArg(), along
+	if err := e.down(time.Now()); err != nil {
+		if e.failOpen && ctx.Err() == nil {
+			e.charges.add(c.req)
+		}
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", err)
+	}
 	e.enqueue(c)
-	if along != nil {
-		<-c.done // the run's own deadline bounds this wait
-	} else {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		if c.abandon() {
 			return limit.Decision{}, fmt.Errorf("engine: decide: %w", ctx.Err())
 		}
+		<-c.done // answered soon, or an along call's run was sent
 	}
+	return e.result(c)
+}
+
+// result returns the decision of answered call c.
+func (e *Engine) result(c *call) (limit.Decision, error) {
 	if c.err != nil {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
 	}

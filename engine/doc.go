@@ -37,6 +37,15 @@
 // mode decides. Replies that prove a run did not happen (NOSCRIPT, MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN) are followed or sent again.
 //
+// A decision fails only when Redis does not answer, never because the
+// node is busy (batch.go): it waits while queued behind the node's own
+// work and for its run's reply (up to 1 s); after a run failed without a
+// reply, decisions fail at once (ErrRedisDown) for Options.Timeout and
+// while a run tries Redis again. With Options.FailOpen (the gateway's
+// failure mode "open") a failed decision is charged to the quota and
+// usage once Redis answers (failopen.go), so usage counts every admitted
+// request.
+//
 // A refusal of a caller's own plan bucket or quota is remembered on the
 // node until the moment it could admit again (refusals.go), so a client
 // that keeps calling while refused costs no Redis round trip; the memory

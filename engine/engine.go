@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,9 +28,18 @@ type Options struct {
 	// Prefix of every Redis key name; "" means keyspace.DefaultPrefix
 	// ("tg"). Tests use a unique prefix each.
 	Prefix string
-	// Timeout is the deadline of one decision (and of a decision with its
-	// cache reads); 0 means DefaultTimeout.
+	// Timeout is how long decisions fail at once (ErrRedisDown) after a
+	// run failed because Redis did not answer, before a batch tries Redis
+	// again, and the deadline of a stage cache read; 0 means
+	// DefaultTimeout. A decision is not bounded by it: it waits while
+	// queued behind the node's own work, and for its run's reply up to
+	// runTimeout (batch.go).
 	Timeout time.Duration
+	// FailOpen says that the caller admits a request whose decision
+	// failed (the gateway's failure mode "open"): the engine then charges
+	// the request's quota and usage once Redis answers again
+	// (failopen.go), so usage and quotas count it.
+	FailOpen bool
 	// Clock replaces Redis TIME in the scripts (tests); nil means Redis
 	// TIME.
 	Clock Clock
@@ -69,6 +79,12 @@ type Engine struct {
 	// changes0 is the usage change set of slot 0: on one primary, every
 	// key's (usage.go)
 	changes0 string
+	failOpen bool
+	// inFlight counts runs in flight; downAt is when the last run failed
+	// without a reply (Unix ns), 0 when it had one (failopen.go).
+	inFlight atomic.Int32
+	downAt   atomic.Int64
+	charges  charges
 }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:
@@ -88,7 +104,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	}
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
-		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0)}
+		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0), failOpen: opts.FailOpen}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		e.cluster = newCluster(e, cc)
 	}

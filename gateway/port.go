@@ -10,12 +10,13 @@ import (
 // Engine is the port through which the gateway reaches Redis: limit
 // decisions and the stage response cache. The gateway holds no Redis
 // client and builds no Redis key name; *engine.Engine implements Engine
-// (cmd wires it), and applies TOLLGATE_REDIS_TIMEOUT itself, so the
-// gateway adds no deadline of its own.
+// (cmd wires it), and bounds its own waits on Redis (docs/behaviour.md,
+// "When Redis cannot decide"), so the gateway adds no deadline of its own.
 type Engine interface {
 	// Decide makes the atomic limit decision of one request
-	// (docs/behaviour.md, "Throttles and quota"). An error (including
-	// the deadline) means it could not decide: the failure mode applies.
+	// (docs/behaviour.md, "Throttles and quota"). An error (Redis down
+	// or not answering) means it could not decide: the failure mode
+	// applies.
 	Decide(ctx context.Context, req *limit.Request) (limit.Decision, error)
 	// DecideLookup is Decide for a request of a caching method: in the
 	// same round trip it reads the stage's cache generation and, unless

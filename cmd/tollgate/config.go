@@ -21,14 +21,14 @@ type Config struct {
 	RedisURL            string        `help:"Limiter Redis: redis://, rediss://, redis-sentinel://h1:p1,h2:p2/db?master=name, or Redis Cluster: redis-cluster://h1:p1,h2:p2 (rediss-cluster:// over TLS; docs/scale.md)." default:"redis://127.0.0.1:6379/0" env:"TOLLGATE_REDIS_URL"`
 	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); any scheme of TOLLGATE_REDIS_URL." env:"TOLLGATE_CACHE_REDIS_URL"`
 	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis); no { or }." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
-	RedisTimeout        time.Duration `help:"Deadline of one limiter decision." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
+	RedisTimeout        time.Duration `help:"After Redis failed to answer, how long decisions fail at once before one tries it again; deadline of a cache read. A decision waits for its reply up to 1 s (docs/behaviour.md)." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
 	AdminAddr           string        `help:"Admin API listen address: loopback by default (reach it through a tunnel, or bind a private address on purpose; docs/operations.md)." default:"127.0.0.1:8001" env:"TOLLGATE_ADMIN_ADDR"`
 	GatewayAddr         string        `help:"Gateway listen address: every interface by default (partners must reach it)." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
 	MetricsAddr         string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
 	Pprof               bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
 	AccountRateLimit    float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
 	AccountBurstLimit   int32         `help:"Account throttle burst in requests; seeds PostgreSQL on first start." default:"5000" env:"TOLLGATE_ACCOUNT_BURST_LIMIT"`
-	LimiterFailureMode  string        `help:"When Redis cannot decide in time: open admits known keys without limits, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
+	LimiterFailureMode  string        `help:"When Redis cannot decide (down, or no reply within 1 s): open admits known keys without limits and charges their quota once Redis answers, closed answers 503." enum:"open,closed" default:"open" env:"TOLLGATE_LIMITER_FAILURE_MODE"`
 	TrustedProxies      []string      `help:"CIDRs of proxies in front of the gateway whose X-Forwarded-For is trusted for the client address (failed key attempts are limited per client)." env:"TOLLGATE_TRUSTED_PROXIES"`
 	AdminTrustedProxies []string      `help:"CIDRs of proxies in front of the admin API whose X-Forwarded-For is trusted for the client address (failed authentication is limited per client); none by default, so the admin counts by connection." env:"TOLLGATE_ADMIN_TRUSTED_PROXIES"`
 	LogLevel            string        `help:"debug, info, warn or error." enum:"debug,info,warn,error" default:"info" env:"TOLLGATE_LOG_LEVEL"`

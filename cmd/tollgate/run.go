@@ -201,7 +201,8 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB})
+	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB,
+		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed})
 	if err := m.engine.Load(ctx); err != nil {
 		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}

@@ -24,8 +24,9 @@ import (
 // redis-sentinel://[user:pass@]h1:p1[,h2:p2]/db?master=name (a primary
 // found through Sentinel). Errors name the URL's scheme or field; they
 // never include the password. Every client honours context deadlines
-// (ContextTimeoutEnabled), so TOLLGATE_REDIS_TIMEOUT bounds a decision even
-// when Redis stalls: without it go-redis waits for its own 3 s read timeout.
+// (ContextTimeoutEnabled), so the engine's deadlines bound a decision and
+// a cache read even when Redis stalls: without it go-redis waits for its
+// own 3 s read timeout.
 func Open(raw string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
