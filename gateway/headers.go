@@ -72,8 +72,12 @@ func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket
 			if !showRule(&rules[i]) {
 				continue
 			}
-			st := &d.Rules[i].State
+			o := &d.Rules[i]
+			st := &o.State
 			w, t := ceilSeconds(st.Window), ceilSeconds(st.Reset.Sub(d.Now))
+			if !o.Admitted && !o.NoRetry { // never sooner than its Retry-After (a sliding window's end may be)
+				t = max(t, ceilSeconds(o.RetryAfter))
+			}
 			if rules[i].Algorithm == limit.Concurrency { // a count in flight: no window, no reset
 				w, t = -1, -1
 			}

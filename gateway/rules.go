@@ -195,9 +195,13 @@ func (s *Server) reportShadow(ctx context.Context, ex *exchange, d *limit.Decisi
 // level (the rule's name for a rule).
 func (s *Server) shadowRefusal(ctx context.Context, ex *exchange, level limit.Level, rule string, retry time.Duration) {
 	s.metrics.ShadowRefusals.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name, level.String(), rule).Inc()
-	s.log.LogAttrs(ctx, slog.LevelWarn, "shadow limit would refuse",
-		slog.String("request_id", ex.id), slog.String("api", ex.m.stage.apiID), slog.String("stage", ex.m.stage.name),
-		slog.String("resource", ex.m.path), slog.String("limit", level.String()), slog.String("rule", rule),
-		slog.String("client", ex.client.String()), slog.String("key_id", ex.keyID), slog.String("plan_id", ex.planID),
-		slog.Duration("retry_after", retry))
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String("request_id", ex.id), slog.String("api", ex.m.stage.apiID), slog.String("stage", ex.m.stage.name),
+		slog.String("resource", ex.m.path), slog.String("limit", level.String()))
+	attrs = appendIf(attrs, "rule", rule)
+	attrs = append(attrs, slog.String("client", ex.client.String()))
+	attrs = appendIf(attrs, "key_id", ex.keyID)
+	attrs = appendIf(attrs, "plan_id", ex.planID)
+	attrs = append(attrs, slog.Duration("retry_after", retry))
+	s.log.LogAttrs(ctx, slog.LevelWarn, "shadow limit would refuse", attrs...)
 }
