@@ -51,7 +51,7 @@ services:
 demo: services build
 	scripts/demo.sh
 
-## bench: tollgate against a bare reverse proxy on loopback, with wrk (2 to 2.5 minutes; README "Benchmarks")
+## bench: tollgate against the tuned bare proxy and the naive one-EVALSHA peer on loopback, with wrk (about 3 minutes; README "Benchmarks")
 bench:
 	GO=$(GO) scripts/bench.sh $(BENCHFLAGS)
 

@@ -2,7 +2,7 @@
 # bench.sh: run the benchmark (make bench). Installs wrk from the Debian/Ubuntu
 # packages when it is missing, makes sure PostgreSQL answers (services.sh),
 # builds the binaries and runs bin/bench, which starts its own redis-server,
-# echo upstream, bare proxy and tollgate nodes on loopback and prints the
+# upstream, bare proxy, naive peer and tollgate nodes on loopback and prints the
 # report. Extra arguments go to bin/bench (e.g. -duration 3s -conns 16,64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +15,5 @@ if ! command -v wrk >/dev/null; then
 fi
 scripts/services.sh
 GO=${GO:-go}
-$GO build -o bin/ ./cmd/tollgate ./cmd/echo ./cmd/bench
+$GO build -o bin/ ./cmd/tollgate ./cmd/bareproxy ./cmd/naiveproxy ./cmd/bench
 exec bin/bench -bin bin "$@"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 // Paths of the report, in the order they run at each concurrency level.
 const (
 	pathBare     = "bare proxy"
+	pathNaive    = "naive EVALSHA proxy"
 	pathUncached = "gateway uncached"
 	pathManyKeys = "gateway uncached, many keys"
 	pathCached   = "gateway cache hit"
@@ -30,6 +30,8 @@ type row struct {
 	redis redisPerRequest
 	cpu   string  // CPU µs per request by process
 	cpuUS float64 // their sum
+	// rtPerAdmitted is the Redis round trips per admitted (2xx) request.
+	rtPerAdmitted float64
 	// failOpen is how many requests gateway0 admitted without a limiter
 	// decision (tollgate_limiter_errors_total: Redis did not answer within
 	// TOLLGATE_REDIS_TIMEOUT); such requests did less than the full work.
@@ -46,6 +48,7 @@ type report struct {
 	rows         []row
 	halfRate     float64 // offered rate of the latency runs (half the bare saturation)
 	latency      []row   // the runs at halfRate
+	load         string  // the machine's load average before the runs (/proc/loadavg)
 	push         pushResult
 }
 
@@ -55,6 +58,7 @@ func (s *stack) loads() map[string]load {
 	gw := "http://" + s.gateways[0] + "/" + stageName
 	return map[string]load{
 		pathBare:     {url: "http://" + s.proxy + "/uncached"},
+		pathNaive:    {url: "http://" + s.naive + "/uncached", key: s.fix.mainKey},
 		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey},
 		pathManyKeys: {url: gw + "/uncached", host: host, keys: s.fix.manyKeys},
 		pathCached:   {url: gw + "/cached", host: host, key: s.fix.mainKey},
@@ -64,10 +68,11 @@ func (s *stack) loads() map[string]load {
 
 // measure runs every load, the latency runs and the push latency.
 func (s *stack) measure(ctx context.Context) (*report, error) {
-	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds, redisTimeout: s.opts.redisTimeout}
+	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds, redisTimeout: s.opts.redisTimeout,
+		load: loadAverage()}
 	rep.cacheHit = s.cacheCheck(ctx)
 	loads := s.loads()
-	order := []string{pathBare, pathUncached, pathManyKeys, pathCached, pathRefused}
+	order := []string{pathBare, pathNaive, pathUncached, pathManyKeys, pathCached, pathRefused}
 	for _, p := range order { // warm connections, key caches and the cache entry
 		if _, err := runWrk(ctx, s.opts.wrk, s.dir, loads[p], 16, time.Second, 0); err != nil {
 			return nil, err
@@ -78,7 +83,7 @@ func (s *stack) measure(ctx context.Context) (*report, error) {
 		for round := range s.opts.rounds {
 			for i, p := range order {
 				var prof chan error
-				if s.opts.pprof != "" && round == 0 && ci == len(s.opts.conns)-1 && p != pathBare {
+				if s.opts.pprof != "" && round == 0 && ci == 0 && p != pathBare && p != pathNaive {
 					prof = make(chan error, 1)
 					go func() { prof <- s.profile(ctx, p) }()
 				}
@@ -146,15 +151,21 @@ func (s *stack) profile(ctx context.Context, path string) error {
 	return f.Close()
 }
 
-// loadRow runs one wrk load and reads the Redis counters around it.
-func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, delay time.Duration) (row, error) {
+// loadRow runs one load and reads the Redis counters around it: wrk with
+// conns connections, or, when rate > 0, the fixed-rate load (runRate).
+func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d time.Duration, rate float64) (row, error) {
 	before, err := readCounters(ctx, s.rdb)
 	if err != nil {
 		return row{}, err
 	}
 	cpuBefore := s.procs.cpuTimes()
 	errsBefore := s.limiterErrors(ctx)
-	w, err := runWrk(ctx, s.opts.wrk, s.dir, l, conns, d, delay)
+	var w wrkResult
+	if rate > 0 {
+		w, err = runRate(ctx, l, rate, d)
+	} else {
+		w, err = runWrk(ctx, s.opts.wrk, s.dir, l, conns, d, 0)
+	}
 	if err != nil {
 		return row{}, err
 	}
@@ -164,16 +175,31 @@ func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d, 
 	if err != nil {
 		return row{}, err
 	}
-	cpu, cpuUS := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "redis", "echo"})
-	return row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, cpuUS: cpuUS, failOpen: failOpen}, nil
+	cpu, cpuUS := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "naive", "redis", "upstream"})
+	r := row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, cpuUS: cpuUS, failOpen: failOpen}
+	if admitted := w.Requests - w.Non2xx; admitted > 0 {
+		r.rtPerAdmitted = float64(after.reads-before.reads) / float64(admitted)
+	}
+	return r, nil
 }
 
-// latencyDelay is the pause of each connection between requests in the
-// fixed-rate runs; the rate is set by the number of connections.
-const latencyDelay = 10 * time.Millisecond
+// loadAverage returns the first three fields of /proc/loadavg ("" when it
+// cannot be read).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
 
-// measureLatency offers half the bare proxy's best rate to the bare proxy,
-// the uncached and the cache-hit paths, and records their latencies.
+// measureLatency offers half the bare proxy's best rate, at a fixed rate
+// (runRate), to the bare proxy, the naive peer, the uncached and the
+// cache-hit paths, and records their latencies.
 func (s *stack) measureLatency(ctx context.Context, rep *report, loads map[string]load) error {
 	var sat float64
 	for _, r := range rep.rows {
@@ -182,9 +208,8 @@ func (s *stack) measureLatency(ctx context.Context, rep *report, loads map[strin
 		}
 	}
 	rep.halfRate = sat / 2
-	conns := max(1, int(math.Round(rep.halfRate*latencyDelay.Seconds())))
-	for _, p := range []string{pathBare, pathUncached, pathCached} {
-		r, err := s.loadRow(ctx, p, loads[p], conns, s.opts.duration, latencyDelay)
+	for _, p := range []string{pathBare, pathNaive, pathUncached, pathCached} {
+		r, err := s.loadRow(ctx, p, loads[p], 0, s.opts.duration, rep.halfRate)
 		if err != nil {
 			return err
 		}

@@ -76,14 +76,18 @@ func portOf(addr string) string {
 	return port
 }
 
-// waitHTTP polls url until it answers 200 or the deadline passes.
-func waitHTTP(ctx context.Context, url string, host string) error {
+// waitHTTP polls url (with host and key as x-api-key when not "") until
+// it answers 200 or the deadline passes.
+func waitHTTP(ctx context.Context, url, host, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if host != "" {
 			req.Host = host
+		}
+		if key != "" {
+			req.Header.Set("x-api-key", key)
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err == nil {

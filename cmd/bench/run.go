@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,15 +28,16 @@ const (
 // stack is the running bench: addresses of every process and the clients
 // the bench drives them with.
 type stack struct {
-	opts               options
-	dir                string
-	procs              *procs
-	rdb                *redis.Client
-	echo, proxy, admin string
-	gateways           []string
-	metrics            string // gateway0's /metrics address
-	sdk                *apigateway.Client
-	fix                fixture
+	opts                          options
+	dir                           string
+	procs                         *procs
+	rdb                           *redis.Client
+	redisAddr                     string
+	upstream, proxy, naive, admin string
+	gateways                      []string
+	metrics                       string // gateway0's /metrics address
+	sdk                           *apigateway.Client
+	fix                           fixture
 }
 
 // run starts the stack, measures and writes the report to out.
@@ -72,32 +74,31 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	return nil
 }
 
-// start runs redis-server, the echo upstream, the baseline proxy, the admin
-// and two gateway nodes, and configures the bench API.
+// start runs redis-server, the upstream, the bare proxy, the admin and two
+// gateway nodes, configures the bench API, and then runs the naive peer
+// with the bench's keys.
 func (s *stack) start(ctx context.Context, dbURL string) error {
 	redisAddr, err := s.startRedis(ctx)
 	if err != nil {
 		return err
 	}
-	if s.echo, err = s.startHTTP(ctx, "echo", filepath.Join(s.opts.bin, "echo"), nil, "-addr"); err != nil {
+	s.redisAddr = redisAddr
+	bare := filepath.Join(s.opts.bin, "bareproxy")
+	if s.upstream, err = s.startHTTP(ctx, "upstream", bare, []string{"-fixed"}, ""); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if s.proxy, err = s.startHTTP(ctx, "proxy", self, []string{"proxy", "-upstream", "http://" + s.echo}, "-addr"); err != nil {
+	if s.proxy, err = s.startHTTP(ctx, "proxy", bare, []string{"-upstream", "http://" + s.upstream}, ""); err != nil {
 		return err
 	}
 	env := []string{
 		"TOLLGATE_DATABASE_URL=" + dbURL, "TOLLGATE_REDIS_URL=redis://" + redisAddr + "/0",
 		"TOLLGATE_REDIS_PREFIX=tgbench", "TOLLGATE_ADMIN_ACCESS_KEY_ID=" + benchAccessKey,
 		"TOLLGATE_ADMIN_SECRET_ACCESS_KEY=" + benchSecretKey, "TOLLGATE_ADMIN_TOKEN=",
-		"TOLLGATE_ACCOUNT_RATE_LIMIT=1000000", "TOLLGATE_ACCOUNT_BURST_LIMIT=1000000",
+		"TOLLGATE_ACCOUNT_RATE_LIMIT=" + itoa(accountRate), "TOLLGATE_ACCOUNT_BURST_LIMIT=" + itoa(accountRate),
 		"TOLLGATE_METRICS_ADDR=127.0.0.1:0", "TOLLGATE_LOG_LEVEL=" + s.opts.logLevel, "TOLLGATE_LOG_FORMAT=json",
-		// A decision that misses the deadline admits without limits (fail
-		// open) and so skips the work being measured; the report's
-		// fail-open column counts them. The default is production's 50 ms.
+		// A decision that fails admits without limits (fail open) and so
+		// skips the work being measured; the report's fail-open column
+		// counts them. The default is production's 50 ms.
 		"TOLLGATE_REDIS_TIMEOUT=" + s.opts.redisTimeout.String(),
 	}
 	if s.opts.pprof != "" {
@@ -125,10 +126,23 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 		BaseEndpoint: aws.String("http://" + s.admin), Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider(benchAccessKey, benchSecretKey, ""),
 	})
-	if s.fix, err = setup(ctx, s.sdk, "http://"+s.echo); err != nil {
+	if s.fix, err = setup(ctx, s.sdk, "http://"+s.upstream); err != nil {
+		return err
+	}
+	if s.naive, err = s.startHTTP(ctx, "naive", filepath.Join(s.opts.bin, "naiveproxy"), naiveArgs(s.upstream, redisAddr, s.fix), s.fix.mainKey); err != nil {
 		return err
 	}
 	return s.warm(ctx)
+}
+
+// naiveArgs are the naive peer's flags: the bench's keys and limits (the
+// plan bucket, the method throttle of GET /uncached, the account bucket,
+// the quota).
+func naiveArgs(upstream, redisAddr string, f fixture) []string {
+	keys := append([]string{f.mainKey}, f.manyKeys...)
+	return []string{"-upstream", "http://" + upstream, "-redis", redisAddr, "-keys", strings.Join(keys, ","),
+		"-plan-rate", itoa(planRate), "-plan-burst", itoa(planBurst), "-stage-rate", itoa(methodRate), "-stage-burst", itoa(methodBurst),
+		"-account-rate", itoa(accountRate), "-account-burst", itoa(accountRate), "-quota", itoa(quotaLimit)}
 }
 
 // startRedis runs the bench's own redis-server (no persistence,
@@ -149,18 +163,19 @@ func (s *stack) startRedis(ctx context.Context) (string, error) {
 	return addr, s.rdb.Ping(ctx).Err()
 }
 
-// startHTTP runs an HTTP process with addrFlag set to a free address and
-// waits until it answers 200 on "/ready" (the echo upstream, and the proxy
-// in front of it, answer 200 on every path).
-func (s *stack) startHTTP(ctx context.Context, label, bin string, args []string, addrFlag string) (string, error) {
+// startHTTP runs an HTTP process with -addr set to a free address and
+// waits until it answers 200 on "/ready" with key as x-api-key ("" for
+// none: the upstream, and the proxy in front of it, answer 200 on every
+// path).
+func (s *stack) startHTTP(ctx context.Context, label, bin string, args []string, key string) (string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return "", err
 	}
-	if err := s.procs.start(label, bin, nil, append(args, addrFlag, addr)...); err != nil {
+	if err := s.procs.start(label, bin, nil, append(args, "-addr", addr)...); err != nil {
 		return "", err
 	}
-	return addr, waitHTTP(ctx, "http://"+addr+"/ready", "")
+	return addr, waitHTTP(ctx, "http://"+addr+"/ready", "", key)
 }
 
 // startTollgate runs `tollgate serve` in role label ("admin" or a
@@ -180,7 +195,7 @@ func (s *stack) startTollgate(ctx context.Context, label, bin string, env []stri
 	if err := s.procs.start(label, bin, append(env, "TOLLGATE_ROLE="+role), "serve"); err != nil {
 		return "", err
 	}
-	return addr, waitHTTP(ctx, "http://"+addr+"/readyz", "")
+	return addr, waitHTTP(ctx, "http://"+addr+"/readyz", "", "")
 }
 
 // warm waits until both gateways serve the main key, uses up the over-limit

@@ -19,6 +19,7 @@ const (
 	planRate, planBurst     = 1_000_000, 1_000_000
 	stageRate, stageBurst   = 1_000_000, 500_000
 	methodRate, methodBurst = 1_000_000, 500_000
+	accountRate             = 1_000_000 // rate and burst of the account bucket
 	quotaLimit              = 2_000_000_000
 	stageName               = "bench"
 )

@@ -1,0 +1,50 @@
+// Command naiveproxy is the benchmark's peer (make bench, README
+// "Benchmarks"): the design a Go team would build instead of tollgate,
+// the bare proxy of cmd/bareproxy behind one EVALSHA per request of a
+// small script deciding three token buckets and a monthly quota
+// (naive.go), with go-redis. Keys are given on the command
+// line; limits default to the bench's configuration. No access log.
+//
+//	naiveproxy -addr 127.0.0.1:8082 -upstream http://127.0.0.1:8080 -redis 127.0.0.1:6379 -keys k1,k2
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/benchproxy"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8082", "listen address")
+	upstream := flag.String("upstream", "http://127.0.0.1:8080", "upstream URL (scheme and host)")
+	redisAddr := flag.String("redis", "127.0.0.1:6379", "Redis address")
+	keys := flag.String("keys", "", "comma-separated API keys (x-api-key) to admit")
+	conns := flag.Int("conns", 1024, "concurrent requests to keep upstream and Redis connections for")
+	var l limits
+	flag.Float64Var(&l.PlanRate, "plan-rate", 1e6, "plan bucket rate (tokens/s)")
+	flag.Float64Var(&l.PlanBurst, "plan-burst", 1e6, "plan bucket burst")
+	flag.Float64Var(&l.StageRate, "stage-rate", 1e6, "stage method bucket rate")
+	flag.Float64Var(&l.StageBurst, "stage-burst", 5e5, "stage method bucket burst")
+	flag.Float64Var(&l.AccountRate, "account-rate", 1e6, "account bucket rate")
+	flag.Float64Var(&l.AccountBurst, "account-burst", 1e6, "account bucket burst")
+	flag.Int64Var(&l.Quota, "quota", 2_000_000_000, "monthly quota per key")
+	flag.Parse()
+	u, err := url.Parse(*upstream)
+	if err != nil || u.Host == "" {
+		fmt.Fprintf(os.Stderr, "naiveproxy: -upstream %q: want http://host:port\n", *upstream)
+		os.Exit(2)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, PoolSize: *conns, MinIdleConns: 8})
+	defer rdb.Close()
+	h := newNaive(rdb, strings.Split(*keys, ","), l, benchproxy.New(u, *conns))
+	if err := benchproxy.Serve(*addr, h); err != nil {
+		fmt.Fprintln(os.Stderr, "naiveproxy:", err)
+		os.Exit(1)
+	}
+}
