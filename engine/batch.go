@@ -54,7 +54,7 @@ const (
 	maxBatch    = 128
 )
 
-// replySize is the bytes of one decision in the script's reply ('<i8' x 9).
+// replySize is the bytes of one decision in the script's reply ('<i8' x 10).
 const replySize = 8 * rLen
 
 // runTimeout is the deadline of one run once sent (Options.Timeout when
@@ -338,6 +338,7 @@ func (a *batchArgs) add(req *keyedRequest, rem []remote) {
 	s = le.AppendUint32(s, uint32(qLimit))
 	s = append(s, qCode, qOffset)
 	s = le.AppendUint16(s, uIdx)
+	s = le.AppendUint16(s, max(req.Want, 1))
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
 		if rem != nil && rem[i].decided {

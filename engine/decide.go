@@ -35,6 +35,9 @@ type keyedRequest struct {
 	// Rules are the request's rate-limit rules (rules.go); when one of
 	// them is not shadow, the last bucket is their rule bucket.
 	Rules []keyedRule
+	// Want is the tokens and quota units to take when admitted: 0 or 1
+	// the request alone, more a capacity lease (leases.go).
+	Want uint16
 }
 
 // planIndex returns the index of the caller's plan or plan-method bucket
@@ -81,10 +84,24 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 func (e *Engine) decideAlong(ctx context.Context, req *limit.Request, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := e.newCall(ctx, req)
 	gen, sent := e.refusals.generation(), time.Now()
+	var leaseGen uint64
+	if e.leases != nil && along == nil && leasable(c.req) {
+		var d limit.Decision
+		var ok bool
+		if d, ok, leaseGen = e.leases.admit(c.req, req.Version, sent); ok {
+			return d, nil
+		}
+	}
 	if d, ok := e.refusals.lookup(c.req, req.Version, sent); ok {
+		if c.req.Want > 1 {
+			e.leases.taken(c.req, req.Version, sent, leaseGen, nil, &d, nil)
+		}
 		return d, nil
 	}
 	d, err := e.wait(ctx, c, along)
+	if c.req.Want > 1 {
+		e.leases.taken(c.req, req.Version, sent, leaseGen, &c.res, &d, err)
+	}
 	if err == nil && !d.Allowed && req.KeyID != "" {
 		e.refusals.remember(c.req, req, d, sent, gen)
 	}
@@ -175,6 +192,7 @@ const (
 	rQuotaRemaining
 	rQuotaStart
 	rQuotaEnd
+	rGranted
 	rLen
 )
 

@@ -52,6 +52,17 @@
 // is cleared by config, usage and reload events (ForgetChange,
 // ForgetUsage, ForgetAll).
 //
+// # Capacity leases
+//
+// With Options.LeaseLifetime set, a hot request shape (its bucket and
+// quota keys) takes several tokens and quota units in one decision and
+// the node admits further requests of the shape against them without a
+// round trip for at most that lifetime, then gives back what it did not
+// spend with the usage of what it did (leases.go, limits.lua ops
+// "decide" with a wanted count and "unlease"). The contract (never
+// over-admitted; burst + rate × (T + L) over any interval; quotas exact;
+// what a dead node loses) is docs/leases.md.
+//
 // # Rate-limit rules
 //
 // A limit.Request may carry rate-limit rules (docs/rules.md): token

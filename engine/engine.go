@@ -58,6 +58,14 @@ type Options struct {
 	// this node without hearing from it (holds.go); 0 means
 	// DefaultConcurrencyLease.
 	ConcurrencyLease time.Duration
+	// LeaseLifetime is the lifetime L of a capacity lease (docs/leases.md):
+	// a hot request shape takes several tokens and quota units at once and
+	// the node admits against them without a round trip for at most L; 0
+	// means no leases for now (every request is decided in Redis), a
+	// negative value too; at most MaxLeaseLifetime. Leases are only taken
+	// on one primary, without a test Clock, for requests without
+	// rate-limit rules or cache reads.
+	LeaseLifetime time.Duration
 }
 
 // Engine is a gateway node's Redis: it decides limits (Decide), reads and
@@ -75,7 +83,8 @@ type Engine struct {
 	refusals *refusals
 	cluster  *cluster // nil unless rdb is a *redis.ClusterClient
 	cache    *entries
-	holds    *holds // requests in flight of CONCURRENCY rules
+	holds    *holds  // requests in flight of CONCURRENCY rules
+	leases   *leases // nil: no capacity leases
 	// changes0 is the usage change set of slot 0: on one primary, every
 	// key's (usage.go)
 	changes0 string
@@ -85,6 +94,9 @@ type Engine struct {
 	inFlight atomic.Int32
 	downAt   atomic.Int64
 	charges  charges
+	// trips counts the round trips of decisions and lease give-backs on
+	// one primary (tests and benchmarks report it per request).
+	trips atomic.Int64
 }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:
@@ -109,6 +121,10 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 		e.cluster = newCluster(e, cc)
 	}
 	e.holds = newHolds(e, opts.ConcurrencyLease)
+	if opts.LeaseLifetime > 0 && e.cluster == nil && opts.Clock == nil {
+		e.leases = newLeases(e, opts.LeaseLifetime)
+		e.refusals.keep = 2 * e.leases.life
+	}
 	cacheRDB := opts.CacheRedis
 	if cacheRDB == nil {
 		cacheRDB = rdb
@@ -160,6 +176,9 @@ func (e *Engine) clockArg() string {
 // after Close. Safe to call more than once.
 func (e *Engine) Close() error {
 	e.holds.close()
+	if e.leases != nil {
+		e.leases.close()
+	}
 	if e.cluster != nil {
 		e.cluster.refunds.Wait()
 	}

@@ -26,11 +26,13 @@ now.
   ARGV  3  D, the number of decisions
         4  m, the number of state keys
         5  the decisions, packed little-endian one after the other:
-             '<BBHi4BBH' nb buckets, plan (1-based index of the caller's plan
-                         bucket among them, 0: none), quota key index (0:
-                         none), quota limit (requests), period (0 DAY, 1 WEEK,
-                         2 MONTH), offset (days), usage index u (0: none; the
-                         hash is KEYS[m + u])
+             '<BBHi4BBHH' nb buckets, plan (1-based index of the caller's
+                         plan bucket among them, 0: none), quota key index
+                         (0: none), quota limit (requests), period (0 DAY,
+                         1 WEEK, 2 MONTH), offset (days), usage index u (0:
+                         none; the hash is KEYS[m + u]), want w: the tokens
+                         and units to take when admitted (1: the request
+                         alone; more: a capacity lease, below)
              nb x '<Hdi4' bucket key index, rate (tokens/s, the float64
                          itself), burst (tokens). Key index 0 is a bucket
                          decided in another slot (a shared bucket on Redis
@@ -45,13 +47,47 @@ now.
            counted since the flush worker last took it, and a member the
            worker holds (a hold's score is far above any day) is marked
            changed again
-  Reply: one string, per decision '<i8' x 9:
+  Reply: one string, per decision '<i8' x 10:
     1 allowed (1/0)     2 refusing index (0 none, i bucket i, nb+1 quota)
     3 now (µs)          4 retry-after (µs; 0 when allowed; -1 never: rate 0)
     5 plan bucket whole tokens left (-1: no plan bucket)
     6 plan bucket µs until full (-1: never, rate 0 and not full)
     7 quota remaining after this request (-1: no quota)
     8 quota period start, 9 quota period end (Unix seconds)
+    10 granted k: the tokens and units taken (0 when refused)
+  A capacity lease (docs/leases.md): a decision that wants w > 1 and is
+  admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket,
+  floor((limit - used) / LEASE_SHARE) of the quota), at least 1, from every
+  bucket and the quota at once: the request is one of them, the node admits
+  up to k - 1 more against the rest without a round trip and gives back
+  what it did not spend (op "unlease"). So a lease never takes more than
+  1/LEASE_SHARE of what is left, and shrinks to 1 (a plain decision) as a
+  bucket or the quota nears empty. Usage counts the request only: the
+  node counts the requests it admits on the lease when it ends it.
+
+op "unlease": end capacity leases: give back what a node took with "decide"
+(want > 1) but did not spend, and count the usage of what it spent.
+  KEYS  1..m  bucket and quota states; m+1.. daily usage hashes and the
+        usage change set
+  ARGV  3  m   5  the index in KEYS of the usage change set, or "" (as
+        decide's 6)   4  the leases, packed one after the other:
+             '<BHHi4' nb buckets, quota key index (0: none), usage index
+                      (0: none), spent s (requests the node admitted on the
+                      lease: usage grows by s)
+             if a quota: '<i4d' unspent units g, the quota period start
+                      (Unix s) of the take: the count drops by g, unless the
+                      state is of another period by now
+             nb x '<Hi4i4d' bucket key index, taken n, unspent g, time of
+                      the take t0 (µs)
+  A bucket gets back y = min(g, n - r * (now - t0)) tokens (nothing when
+  that is not positive), r the rate it is stored with, under the limits it
+  is stored with (as op "refund"). The subtraction is the refill the bucket
+  had while the lease held its tokens: a bucket that refilled to full
+  meanwhile would have lost that refill at its burst had the tokens
+  stayed, so giving all of g back could exceed the burst + rate x (T + L)
+  bound (docs/leases.md proves the rule). Unspent quota units come back
+  whole (a quota does not refill).
+  Reply: the number of states written.
 
 op "refund": give back tokens a request took from buckets of this slot
 but did not use, because a limit in another slot refused it.
@@ -135,6 +171,7 @@ local QUOTA_MARGIN_S = 3600
 local USAGE_TTL_S = 100 * 86400
 local USAGE_KEEP_DAYS = 100
 local PERIODS = {[0] = 'DAY', [1] = 'WEEK', [2] = 'MONTH'}
+local LEASE_SHARE = 4
 local BUCKET_MARK, QUOTA_MARK = 1, 2
 local mmin, mmax, mfloor, mceil = math.min, math.max, math.floor, math.ceil
 local spack, sunpack, sbyte = struct.pack, struct.unpack, string.byte
@@ -294,6 +331,24 @@ local function read_states(m)
   return vals
 end
 
+-- count_usage adds count requests to today's field of the usage hash
+-- ukey, and marks it in the usage change set KEYS[changes] (nil: none).
+-- Only this script writes usage hashes, so the TTL is renewed with the
+-- first count of each UTC day, when old days are pruned too.
+local function count_usage(ukey, count, changes)
+  if changes then redis.call('ZADD', KEYS[changes], 'LT', days, ukey) end
+  local today = date_string(days)
+  -- pcall: a key of another type (not written by tollgate) loses its
+  -- count rather than failing every decision of the batch
+  if redis.pcall('HINCRBY', ukey, today, count) == count then
+    local cutoff = date_string(days - USAGE_KEEP_DAYS)
+    for _, f in ipairs(redis.call('HKEYS', ukey)) do
+      if f < cutoff then redis.call('HDEL', ukey, f) end
+    end
+    redis.call('EXPIRE', ukey, USAGE_TTL_S)
+  end
+end
+
 -- Operations ---------------------------------------------------------------
 
 -- changes: the index in KEYS of the usage change set, nil for none
@@ -361,8 +416,8 @@ local function decide(changes)
   local kis, rates, bursts, tokens, times, rebase = {}, {}, {}, {}, {}, {}
   local pos = 1
   for d = 1, ndec do
-    local nb, plan, qki, qlimit, qcode, qoff, uki
-    nb, plan, qki, qlimit, qcode, qoff, uki, pos = sunpack('<BBHi4BBH', spec, pos)
+    local nb, plan, qki, qlimit, qcode, qoff, uki, want
+    nb, plan, qki, qlimit, qcode, qoff, uki, want, pos = sunpack('<BBHi4BBHH', spec, pos)
 
     -- Buckets: tokens now, and whether the state must be rebased. A bucket
     -- decided in another slot (key index 0) has a token when it admitted.
@@ -393,15 +448,23 @@ local function decide(changes)
     end
 
     local allowed = (refused == 0)
+    local granted = 0
     if allowed then
+      -- a lease takes at most 1/LEASE_SHARE of what every level has left
+      granted = want
+      for i = 1, nb do
+        if kis[i] > 0 and granted > 1 then granted = mmin(granted, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
+      end
+      if qki > 0 and granted > 1 then granted = mmin(granted, mfloor((qlimit - used) / LEASE_SHARE)) end
+      if granted < 1 then granted = 1 end
       for i = 1, nb do
         if kis[i] > 0 then
-          tokens[i] = mmax(0, tokens[i] - 1)
+          tokens[i] = mmax(0, tokens[i] - granted)
           put_bucket(kis[i], tokens[i], times[i], rates[i], bursts[i])
         end
       end
       if qki > 0 then
-        used = used + 1
+        used = used + granted
         seqs[qki] = seqs[qki] + 1
         mark(qki)
         local q = states[qki]
@@ -450,7 +513,7 @@ local function decide(changes)
     if qki > 0 then
       quota_left, qs, qe = mmax(0, qlimit - used), period_start, period_end
     end
-    out[d] = spack('<i8i8i8i8i8i8i8i8i8', allowed and 1 or 0, refused, now, retry, plan_left, plan_full, quota_left, qs, qe)
+    out[d] = spack('<i8i8i8i8i8i8i8i8i8i8', allowed and 1 or 0, refused, now, retry, plan_left, plan_full, quota_left, qs, qe, granted)
   end
 
   -- Writes, one per changed key, each with its TTL.
@@ -467,27 +530,33 @@ local function decide(changes)
     end
   end
 
-  -- Usage: only this script writes the usage hash, so its TTL is renewed
-  -- with the first count of each UTC day, when old days are pruned too.
-  if nusage > 0 then
-    local today = date_string(days)
-    for j = 1, nusage do
-      local uki = usage_order[j]
-      local ukey, count = KEYS[m + uki], usage[uki]
-      if changes then redis.call('ZADD', KEYS[changes], 'LT', days, ukey) end
-      -- pcall: a key of another type (not written by tollgate) loses its
-      -- count rather than failing every decision of the batch
-      if redis.pcall('HINCRBY', ukey, today, count) == count then
-        local cutoff = date_string(days - USAGE_KEEP_DAYS)
-        for _, f in ipairs(redis.call('HKEYS', ukey)) do
-          if f < cutoff then redis.call('HDEL', ukey, f) end
-        end
-        redis.call('EXPIRE', ukey, USAGE_TTL_S)
-      end
-    end
+  for j = 1, nusage do
+    local uki = usage_order[j]
+    count_usage(KEYS[m + uki], usage[uki], changes)
   end
 
   return table.concat(out)
+end
+
+-- give_back_at gives back amount(s) tokens (nothing unless positive) to
+-- the bucket of KEYS[ki], whose current value is vals[ki], when its state
+-- is present and not expired (an absent state stays absent); vals[ki]
+-- follows. It reports whether it wrote.
+local function give_back_at(vals, ki, amount)
+  local s = bucket_state(vals[ki])
+  if not s or now >= s[2] + ttl_us(s[1], s[3], s[4]) then return false end
+  local back = amount(s)
+  if back <= 0 then return false end
+  s = give_back(s, back)
+  if s then
+    vals[ki] = bucket_value(s)
+    write_bucket(KEYS[ki], s)
+  else
+    -- full again: as if never taken (an absent state is a full bucket)
+    vals[ki] = false
+    redis.call('DEL', KEYS[ki])
+  end
+  return true
 end
 
 local function refund()
@@ -497,19 +566,38 @@ local function refund()
   while pos <= #spec do
     local ki, back
     ki, back, pos = sunpack('<Hi4', spec, pos)
-    local s = bucket_state(vals[ki])
-    if s and now < s[2] + ttl_us(s[1], s[3], s[4]) then
-      s = give_back(s, back)
-      if s then
-        vals[ki] = bucket_value(s)
-        write_bucket(KEYS[ki], s)
-      else
-        -- full again: as if never taken (an absent state is a full bucket)
-        vals[ki] = false
-        redis.call('DEL', KEYS[ki])
+    if give_back_at(vals, ki, function() return back end) then written = written + 1 end
+  end
+  return written
+end
+
+-- changes: the index in KEYS of the usage change set, nil for none
+local function unlease(changes)
+  local m, spec = tonumber(ARGV[3]), ARGV[4]
+  local vals = read_states(m)
+  local written, pos = 0, 1
+  while pos <= #spec do
+    local nb, qki, uki, spent
+    nb, qki, uki, spent, pos = sunpack('<BHHi4', spec, pos)
+    if qki > 0 then
+      local g, start
+      g, start, pos = sunpack('<i4d', spec, pos)
+      local q, seq = quota_state(vals[qki])
+      if q and g > 0 and q[1] == start then
+        q[2] = mmax(0, q[2] - g)
+        vals[qki] = quota_value(q, seq + 1)
+        redis.call('SET', KEYS[qki], vals[qki], 'KEEPTTL')
+        written = written + 1
       end
-      written = written + 1
     end
+    for _ = 1, nb do
+      local ki, n, g, t0
+      ki, n, g, t0, pos = sunpack('<Hi4i4d', spec, pos)
+      -- less the refill of the hold, at the rate the bucket is stored with
+      local held = function(s) return mmin(g, n - s[3] * mmax(0, now - t0) / US) end
+      if give_back_at(vals, ki, held) then written = written + 1 end
+    end
+    if uki > 0 and spent > 0 then count_usage(KEYS[m + uki], spent, changes) end
   end
   return written
 end
@@ -528,7 +616,8 @@ local function quota()
   return {mmax(0, limit - used), period_start, period_end, now}
 end
 
-local ops = {decide = function() return decide(tonumber(ARGV[6] or '')) end, refund = refund, quota = quota}
+local ops = {decide = function() return decide(tonumber(ARGV[6] or '')) end, refund = refund,
+  unlease = function() return unlease(tonumber(ARGV[5] or '')) end, quota = quota}
 local run = ops[ARGV[1]]
 if not run then return redis.error_reply('ERR tollgate limits.lua: unknown operation ' .. tostring(ARGV[1])) end
 return run()

@@ -106,6 +106,17 @@ func ratMin(a, b *big.Rat) *big.Rat {
 
 // decide is the reference decision at time now.
 func (m *model) decide(now time.Time, req *keyedRequest) limit.Decision {
+	d, _ := m.take(now, req)
+	return d
+}
+
+// leaseShare is limits.lua's LEASE_SHARE: a lease takes at most a quarter
+// of what any level has left.
+const leaseShare = 4
+
+// take is the reference decision at time now with req.Want (a capacity
+// lease when above 1), and the tokens and units it took (0 on a refusal).
+func (m *model) take(now time.Time, req *keyedRequest) (limit.Decision, int64) {
 	us := now.UnixMicro()
 	d := limit.Decision{Now: time.UnixMicro(us).UTC()}
 	toks := make([]*big.Rat, len(req.Buckets))
@@ -132,8 +143,20 @@ func (m *model) decide(now time.Time, req *keyedRequest) limit.Decision {
 		}
 	}
 	d.Allowed = refused < 0
+	var k int64
 	if d.Allowed {
-		m.charge(req, toks, us, &used, qStored, d.Now)
+		k = max(1, int64(req.Want))
+		if k > 1 {
+			for i := range req.Buckets {
+				share := new(big.Rat).Add(toks[i], ratEps)
+				k = min(k, floorRat(share.Quo(share, big.NewRat(leaseShare, 1))))
+			}
+			if q := req.Quota; q != nil {
+				k = min(k, (int64(q.Limit)-used)/leaseShare)
+			}
+			k = max(k, 1)
+		}
+		m.charge(req, toks, us, &used, qStored, d.Now, k)
 	} else {
 		for i, bk := range req.Buckets {
 			if rebase[i] {
@@ -143,19 +166,21 @@ func (m *model) decide(now time.Time, req *keyedRequest) limit.Decision {
 		m.retry(&d, req, toks, refused, qEnd)
 	}
 	m.states(&d, req, toks, used, qStart, qEnd)
-	return d
+	return d, k
 }
 
-func (m *model) charge(req *keyedRequest, toks []*big.Rat, us int64, used *int64, qStored, now time.Time) {
+// charge takes k tokens from every bucket and k units of the quota, and
+// counts one request in usage.
+func (m *model) charge(req *keyedRequest, toks []*big.Rat, us int64, used *int64, qStored, now time.Time, k int64) {
 	for i, bk := range req.Buckets {
-		toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(1, 1))
+		toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(k, 1))
 		if toks[i].Sign() < 0 {
 			toks[i] = new(big.Rat)
 		}
 		m.buckets[bk.Key] = &modelBucket{t: toks[i], l: us, r: bk.RateLimit, b: bk.BurstLimit}
 	}
 	if req.Quota != nil {
-		*used++
+		*used += k
 		m.quotas[req.Quota.Key] = &modelQuota{start: qStored, used: *used}
 	}
 	if req.UsageKey != "" {
@@ -193,5 +218,43 @@ func (m *model) states(d *limit.Decision, req *keyedRequest, toks []*big.Rat, us
 	}
 	if q := req.Quota; q != nil {
 		d.Quota = &limit.State{Limit: int64(q.Limit), Remaining: max(0, int64(q.Limit)-used), Reset: qEnd, Window: qEnd.Sub(qStart)}
+	}
+}
+
+// unlease is the reference of op "unlease" for lease l at time now: the
+// quota gets its unspent units back unless it moved to another period
+// (or keepQuota), each bucket min(unspent, taken − rate × held) tokens
+// under the limits it is stored with, and usage counts what was spent.
+func (m *model) unlease(now time.Time, l *lease) {
+	us := now.UnixMicro()
+	if q := l.req.Quota; q != nil && !l.keepQuota && l.left > 0 {
+		if s := m.quotas[q.Key]; s != nil && s.start.Unix() == l.res[rQuotaStart] {
+			s.used = max(0, s.used-int64(l.left))
+		}
+	}
+	for _, bk := range l.req.Buckets {
+		s := m.buckets[bk.Key]
+		if s == nil || us >= s.l+ttlUS(s.t, s.r, s.b) {
+			continue
+		}
+		held := big.NewRat(max(0, us-l.res[rNow]), 1_000_000)
+		back := new(big.Rat).Sub(big.NewRat(int64(l.taken), 1), held.Mul(held, ratFloat(s.r)))
+		back = ratMin(back, big.NewRat(int64(l.left), 1))
+		if back.Sign() <= 0 {
+			continue
+		}
+		t, _ := m.tokens(keyedBucket{Key: bk.Key, RateLimit: s.r, BurstLimit: s.b}, us)
+		t = new(big.Rat).Add(t, back)
+		if t.Cmp(big.NewRat(int64(s.b), 1)) >= 0 {
+			delete(m.buckets, bk.Key)
+			continue
+		}
+		m.buckets[bk.Key] = &modelBucket{t: t, l: max(s.l, us), r: s.r, b: s.b}
+	}
+	if l.req.UsageKey != "" && l.spent > 0 {
+		if m.usage[l.req.UsageKey] == nil {
+			m.usage[l.req.UsageKey] = map[string]int64{}
+		}
+		m.usage[l.req.UsageKey][now.UTC().Format(dayLayout)] += int64(l.spent)
 	}
 }

@@ -52,6 +52,10 @@ type propRun struct {
 	ops   []byte
 	pos   int
 	log   []string
+	// leases: decisions ask for capacity leases (a drawn want) and a step
+	// ends the oldest open lease (op "unlease") after spending part of it.
+	leases bool
+	open   []*lease
 }
 
 func (p *propRun) next() byte {
@@ -122,6 +126,11 @@ func (p *propRun) step() string {
 	case 7:
 		p.change()
 		return ""
+	case 3:
+		if p.leases {
+			return p.endLease()
+		}
+		return p.decide(int(b>>3)%2, b&0x40 != 0)
 	default:
 		return p.decide(int(b>>3)%2, b&0x40 != 0)
 	}
@@ -131,13 +140,59 @@ func (p *propRun) step() string {
 
 func (p *propRun) decide(k int, viaMethod bool) string {
 	req := p.request(k, viaMethod)
-	want := p.m.decide(p.clock.Now(), req)
-	got, err := p.decideTx(req)
-	p.log = append(p.log, fmt.Sprintf("key%d method=%v allowed=%v refused=%v", k, viaMethod, want.Allowed, want.Refused))
+	if p.leases {
+		req.Want = uint16(p.next() % 40)
+	}
+	want, wantTaken := p.m.take(p.clock.Now(), req)
+	got, r, err := p.decideTx(req)
+	p.log = append(p.log, fmt.Sprintf("key%d method=%v want=%d allowed=%v refused=%v taken=%d", k, viaMethod, req.Want, want.Allowed, want.Refused, wantTaken))
 	if err != nil {
 		return "Decide: " + err.Error()
 	}
+	if r[rGranted] != wantTaken {
+		return fmtDiff("taken", r[rGranted], wantTaken)
+	}
+	if wantTaken > 1 {
+		p.open = append(p.open, &lease{req: *req, taken: int32(wantTaken), left: int32(wantTaken - 1), res: r})
+	}
 	return diffDecision(got, want)
+}
+
+// endLease spends part of the oldest open lease (a drawn count) and ends
+// it: op "unlease" against the model's.
+func (p *propRun) endLease() string {
+	if len(p.open) == 0 {
+		return ""
+	}
+	l := p.open[0]
+	p.open = p.open[1:]
+	l.spent = int32(p.next()) % (l.left + 1)
+	l.left -= l.spent
+	p.log = append(p.log, fmt.Sprintf("unlease taken=%d spent=%d left=%d", l.taken, l.spent, l.left))
+	p.m.unlease(p.clock.Now(), l)
+	if err := p.l.unlease([]*lease{l}); err != nil {
+		return "unlease: " + err.Error()
+	}
+	p.persist(&l.req)
+	return ""
+}
+
+// persist removes the TTLs of req's keys (see decideTx).
+func (p *propRun) persist(req *keyedRequest) {
+	pipe := p.l.rdb.Pipeline()
+	for _, k := range p.keysOf(req) {
+		pipe.Persist(p.ctx, k)
+	}
+	_, _ = pipe.Exec(p.ctx)
+}
+
+// keysOf lists req's quota, usage and bucket keys.
+func (p *propRun) keysOf(req *keyedRequest) []string {
+	keys := []string{req.Quota.Key, req.UsageKey}
+	for _, b := range req.Buckets {
+		keys = append(keys, b.Key)
+	}
+	return keys
 }
 
 // decideTx runs the script for req alone, followed in the same MULTI by
@@ -145,26 +200,22 @@ func (p *propRun) decide(k int, viaMethod bool) string {
 // model runs on the test clock; the script's own stale-state rule, which
 // the model mirrors, is what is under test here (TTLs are tested in
 // redis_test.go), and a stall of the test machine must not fail it.
-func (p *propRun) decideTx(req *keyedRequest) (limit.Decision, error) {
+func (p *propRun) decideTx(req *keyedRequest) (limit.Decision, [rLen]int64, error) {
 	a := newBatchArgs()
 	a.add(req, nil)
 	keys, args := a.keysAndArgs(p.l.clockArg(), 1)
 	pipe := p.l.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
-	keys = []string{req.Quota.Key, req.UsageKey}
-	for _, b := range req.Buckets {
-		keys = append(keys, b.Key)
-	}
-	for _, k := range keys {
+	for _, k := range p.keysOf(req) {
 		pipe.Persist(p.ctx, k)
 	}
 	_, _ = pipe.Exec(p.ctx)
 	reply, err := cmd.Text()
 	if err != nil {
-		return limit.Decision{}, err
+		return limit.Decision{}, [rLen]int64{}, err
 	}
 	r := decodeReply(reply, 0)
-	return parseDecision(&r, req), nil
+	return parseDecision(&r, req), r, nil
 }
 
 // checkUsage compares the usage hashes with the model's counts.
@@ -218,12 +269,15 @@ func newPropRun(l *Engine, clock *fakeClock, ops []byte) *propRun {
 	return p
 }
 
-func TestDecideMatchesModel(t *testing.T) {
+// seededRuns runs 24 sequences of 600 operations drawn from seeds of
+// stream, each on its own engine with a fake clock; setup may change the
+// run before it starts.
+func seededRuns(t *testing.T, stream uint64, setup func(*propRun)) {
 	t.Parallel()
 	for seed := range 24 {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			t.Parallel()
-			r := rand.New(rand.NewPCG(uint64(seed), 0x7011))
+			r := rand.New(rand.NewPCG(uint64(seed), stream))
 			ops := make([]byte, 600)
 			for i := range ops {
 				ops[i] = byte(r.UintN(256))
@@ -231,9 +285,29 @@ func TestDecideMatchesModel(t *testing.T) {
 			c := &fakeClock{}
 			rdb, prefix := redistest.MustClient(t)
 			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
-			newPropRun(l, c, ops).run(t)
+			p := newPropRun(l, c, ops)
+			setup(p)
+			p.run(t)
 		})
 	}
+}
+
+func TestDecideMatchesModel(t *testing.T) {
+	seededRuns(t, 0x7011, func(*propRun) {})
+}
+
+// Capacity leases against the model: decisions that take several tokens
+// and units at once (the lease sizing rule: at most a quarter of what
+// every level has left, 1 near empty) and lease ends that give back
+// what was not spent (less the refill of the hold) and count usage.
+func TestLeaseSizingAndGiveBackMatchModel(t *testing.T) {
+	seededRuns(t, 0x1ea5e, func(p *propRun) {
+		p.leases = true
+		// room for leases of many, until a drawn change
+		p.cfg.plan, p.cfg.method = plans.Throttle{RateLimit: 100, BurstLimit: 400}, plans.Throttle{RateLimit: 7, BurstLimit: 200}
+		p.cfg.stage, p.cfg.account = plans.Throttle{RateLimit: 1000, BurstLimit: 1000}, plans.Throttle{RateLimit: 10000, BurstLimit: 4000}
+		p.cfg.quota.Limit = 1000
+	})
 }
 
 func FuzzLimiterVsModel(f *testing.F) {

@@ -47,10 +47,14 @@ const refusalShards = 32
 // full reloads clear entries (Forget*), and a refusal decided before such
 // a clear is not stored after it (the generation check).
 type refusals struct {
-	seed   maphash.Seed
-	gen    atomic.Uint64
-	count  atomic.Int64
-	limit  int // entries per shard
+	seed  maphash.Seed
+	gen   atomic.Uint64
+	count atomic.Int64
+	limit int // entries per shard
+	// keep, when not 0, bounds how long a refusal is used: with capacity
+	// leases, units and tokens other nodes took may come back before the
+	// moment the refusal names (docs/leases.md).
+	keep   time.Duration
 	shards [refusalShards]refusalShard
 }
 
@@ -64,6 +68,7 @@ type refusal struct {
 	version       int64 // config version it was decided under
 	keyID, planID string
 	until         time.Time // local; zero: until cleared (rate 0)
+	forget        time.Time // local; not used from then on (zero: never)
 	sent          time.Time // when the refused request went to Redis
 	dec           limit.Decision
 	plan, quota   limit.State // copies behind dec.Plan and dec.Quota
@@ -115,7 +120,8 @@ func (c *refusals) get(key string, version int64, now time.Time) (limit.Decision
 	sh.mu.RLock()
 	e := sh.m[key]
 	sh.mu.RUnlock()
-	if e == nil || e.version != version || (!e.until.IsZero() && !now.Before(e.until)) {
+	if e == nil || e.version != version || (!e.until.IsZero() && !now.Before(e.until)) ||
+		(!e.forget.IsZero() && !now.Before(e.forget)) {
 		return limit.Decision{}, false
 	}
 	d := e.dec
@@ -155,6 +161,9 @@ func (c *refusals) remember(req *keyedRequest, lr *limit.Request, d limit.Decisi
 	e := &refusal{version: lr.Version, keyID: lr.KeyID, planID: lr.PlanID, sent: sent, dec: d}
 	if !d.NoRetry {
 		e.until = sent.Add(d.RetryAfter)
+	}
+	if c.keep > 0 {
+		e.forget = sent.Add(c.keep)
 	}
 	if d.Plan != nil {
 		e.plan = *d.Plan
@@ -223,19 +232,36 @@ func (c *refusals) len() int { return int(c.count.Load()) }
 // (plan, stage, account or API edits) clears everything: requests of the
 // new version could not use older entries anyway. A change of key records
 // alone clears nothing: it changes no limit's state, and a key that moves
-// to another plan is decided on that plan's own Redis keys.
+// to another plan is decided on that plan's own Redis keys. Every change
+// ends every open capacity lease (docs/leases.md), key records included (a
+// disabled key gives its leases back at once).
 func (e *Engine) ForgetChange(c plans.Change) {
 	if c.Snapshot || len(c.Plans) > 0 || len(c.Stages) > 0 {
 		e.refusals.forget(nil)
 	}
+	if e.leases != nil {
+		e.leases.void(nil, false)
+	}
 }
 
 // ForgetUsage clears the remembered refusals of keyID in planID after its
-// usage was updated (UpdateUsage; push.ReaderOptions.OnUsage).
+// usage was updated (UpdateUsage; push.ReaderOptions.OnUsage), and ends
+// its open capacity leases without giving their quota units back (the
+// quota was set since the take).
 func (e *Engine) ForgetUsage(planID, keyID string) {
 	e.refusals.forget(func(r *refusal) bool { return r.keyID == keyID && r.planID == planID })
+	if e.leases != nil {
+		usage := e.keys.Usage(keyID, planID)
+		e.leases.void(func(l *lease) bool { return l.req.UsageKey == usage }, true)
+	}
 }
 
-// ForgetAll clears all refusal memory (push.ReaderOptions.OnReload: events
-// may have been missed, or Redis may have lost its counters).
-func (e *Engine) ForgetAll() { e.refusals.forget(nil) }
+// ForgetAll clears all refusal memory and ends every open capacity lease
+// (push.ReaderOptions.OnReload: events may have been missed, or Redis may
+// have lost its counters).
+func (e *Engine) ForgetAll() {
+	e.refusals.forget(nil)
+	if e.leases != nil {
+		e.leases.void(nil, false)
+	}
+}

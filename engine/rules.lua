@@ -500,7 +500,7 @@ local function decide_rules()
   ARGV[5] = table.concat(pieces)
   local reply = decide(tonumber(ARGV[8] or ''))
   for d = 1, ndec do
-    local allowed = sunpack('<i8', reply, (d - 1) * 72 + 1)
+    local allowed = sunpack('<i8', reply, (d - 1) * 80 + 1)
     if allowed ~= 1 and #undos[d] > 0 then undo_rules(m + u, table.concat(undos[d])) end
   end
   return reply .. table.concat(rules_out)

@@ -328,7 +328,7 @@ func (m *ruleModel) decide(now time.Time, req *keyedRequest, leaseUS int64) (lim
 	d.Allowed = refused < 0
 	switch {
 	case d.Allowed:
-		m.charge(real, toks, us, &used, qStored, d.Now)
+		m.charge(real, toks, us, &used, qStored, d.Now, 1)
 	case d.Refused == limit.LevelRule:
 		m.rebase(real, toks, rebase, us)
 		if rulesRetry < 0 {

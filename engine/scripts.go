@@ -43,6 +43,7 @@ func assemble(limits, rules string) string {
 const (
 	opDecide      = "decide"
 	opRefund      = "refund"
+	opUnlease     = "unlease"
 	opQuota       = "quota"
 	opRules       = "rules"
 	opDecideRules = "decide_rules"

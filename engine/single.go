@@ -21,6 +21,7 @@ func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 	}
 	a.changes = e.changes0
 	keys, args, rules := e.packBatch(a, live)
+	e.trips.Add(1)
 	var cmd *redis.Cmd
 	if !alongs {
 		cmd = e.runOnce(ctx, e.rdb, keys, args)
