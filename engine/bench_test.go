@@ -2,12 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"tollgate/internal/redistest"
 	"tollgate/keyspace"
 	"tollgate/limit"
 )
@@ -155,4 +157,34 @@ func BenchmarkResolve(b *testing.B) {
 			_ = l.newCall(b.Context(), reqs[next.Add(1)%int64(len(reqs))])
 		}
 	})
+}
+
+// BenchmarkDecideHotKey is one hot API key (plan, stage and account
+// buckets, a quota and usage that never refuse) decided from 8
+// goroutines, as a gateway under 8 connections on one key, with capacity
+// leases off and on (docs/leases.md); trips/op is the Redis round trips
+// (decisions and lease give-backs) per decision.
+func BenchmarkDecideHotKey(b *testing.B) {
+	for _, lc := range []struct {
+		name string
+		life time.Duration
+	}{{"leases=off", -1}, {"leases=on", DefaultLeaseLifetime}} {
+		b.Run(lc.name, func(b *testing.B) {
+			rdb, prefix := redistest.MustClient(b)
+			l := mustLoaded(b, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, LeaseLifetime: lc.life}))
+			b.Cleanup(func() { _ = l.Close() })
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			before := l.trips.Load()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					d, err := l.Decide(b.Context(), hotRequest(1e6, 1<<30, 1<<30))
+					if err != nil || !d.Allowed {
+						b.Fatal(d, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(l.trips.Load()-before)/float64(b.N), "trips/op")
+		})
+	}
 }
