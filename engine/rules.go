@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"time"
@@ -303,6 +305,7 @@ func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
 	d.Rules = make([]limit.RuleOutcome, len(rules))
 	refused := -1
 	var held []hold
+	var turns []keyEntry
 	for i := range rules {
 		r, res := rules[i].Rule, &c.ruleRes[i]
 		d.Rules[i] = ruleOutcome1(r, res, d.Now)
@@ -312,8 +315,12 @@ func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
 		if !d.Allowed || res[0] != 1 {
 			continue
 		}
-		if r.Algorithm == limit.LeakyBucket && !r.Shadow {
-			d.Delay = max(d.Delay, d.Rules[i].Delay)
+		if r.Algorithm == limit.LeakyBucket {
+			if !r.Shadow {
+				d.Delay = max(d.Delay, d.Rules[i].Delay)
+			}
+			kr, rr := &rules[i], *res
+			turns = append(turns, keyEntry{key: kr.Key, pack: func(s []byte, ki uint16) []byte { return appendUndo(s, kr, ki, &rr) }})
 		}
 		if r.Algorithm == limit.Concurrency {
 			held = append(held, rules[i].hold)
@@ -324,6 +331,22 @@ func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
 	}
 	if len(held) > 0 {
 		d.Release = e.holds.add(held)
+	}
+	if d.Delay > 0 {
+		d.GiveBack = func() { e.giveBackTurns(turns) }
+	}
+}
+
+// giveBackTurns gives back the LEAKY_BUCKET turns of a request that will
+// not go on (op "unrules": each rule's queue ends one turn sooner); a
+// failure is logged: those rules then under-admit until their queues
+// drain.
+func (e *Engine) giveBackTurns(turns []keyEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
+	defer cancel()
+	if err := e.runKeyed(ctx, func(spec []byte) []any { return []any{opUnrules, e.clockArg(), spec} }, turns); err != nil {
+		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back the turns of a request that left failed; those rules under-admit until their queues drain",
+			slog.Int("rules", len(turns)), slog.String("error", err.Error()))
 	}
 }
 

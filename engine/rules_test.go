@@ -185,6 +185,31 @@ func TestShadowRuleChangesNothing(t *testing.T) {
 	})
 }
 
+// A request that will not wait its turn after all gives it back: the
+// next request gets the turn it left, on both backends.
+func TestLeakyBucketTurnGivenBack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		r := limit.Rule{Name: "smooth", Counter: "lb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 2, MaxDelay: 10 * time.Second, Private: true}
+		var ds []limit.Decision
+		for range 3 {
+			ds = append(ds, decide(t, l, ruleRequest("v", r)))
+			l.settle()
+		}
+		if ds[0].GiveBack != nil || ds[2].Delay != 2*time.Second || ds[2].GiveBack == nil {
+			t.Fatalf("got delays %v %v %v: want 0 (no give-back), 1 s, 2 s", ds[0].Delay, ds[1].Delay, ds[2].Delay)
+		}
+		if d := decide(t, l, ruleRequest("v", r)); d.Allowed {
+			t.Fatalf("4th: admitted with delay %v, want refused (2 waiting)", d.Delay)
+		}
+		l.settle()
+		ds[2].GiveBack()
+		if d := decide(t, l, ruleRequest("v", r)); !d.Allowed || d.Delay != 2*time.Second {
+			t.Errorf("after the 3rd gave its turn back: allowed %v delay %v, want admitted after 2 s", d.Allowed, d.Delay)
+		}
+	})
+}
+
 // A CALENDAR_QUOTA rule counts as a plan's quota does: per UTC calendar
 // period shifted by its offset, refused until the period ends (its retry),
 // and counted afresh in the next period.

@@ -83,23 +83,24 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		return false
 	}
 	s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
-	return d.Delay <= 0 || s.delay(w, r, ex, d.Delay)
+	return d.Delay <= 0 || s.delay(w, r, ex, d)
 }
 
 // delay holds an admitted request for its turn (a LEAKY_BUCKET rule's
 // Decision.Delay, at most the rule's maxDelayMillis) before it goes on.
-// When the client goes away meanwhile it returns false, with the request
-// logged as closed by the client; the turn it took stays taken (the
-// engine has no give-back for an admitted request), as for a request
-// served.
-func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d time.Duration) bool {
-	d = min(d, plans.MaxDelayMillis*time.Millisecond)
-	t := time.NewTimer(d)
+// When the client goes away meanwhile it gives the turn back
+// (Decision.GiveBack) and returns false, with the request logged as
+// closed by the client; its other charges stay, as for a request served.
+func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d limit.Decision) bool {
+	t := time.NewTimer(min(d.Delay, plans.MaxDelayMillis*time.Millisecond))
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
 	case <-r.Context().Done():
+		if d.GiveBack != nil {
+			d.GiveBack()
+		}
 		ex.errType, ex.reason = ErrorTypeClientClosed, "client went away while its request waited for its turn"
 		w.status = statusClientClosed
 		return false

@@ -277,6 +277,28 @@ func TestLeakyBucketRuleDelaysRatherThanRefuses(t *testing.T) {
 	t.Logf("leaky bucket: admitted after %v", admitted)
 }
 
+// A client that goes away while its request waits for its turn ends the
+// request there and gives the turn back: the next request takes it.
+func TestLeakyBucketTurnGivenBackWhenTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}),
+		plans.RateLimitRule{Name: "smooth", Algorithm: plans.LeakyBucket, RateLimit: f64(0.5), BurstLimit: i32(1), MaxDelayMillis: i32(5000)})
+	tg := mustGateway(t, snap, nil)
+	wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "first, at once")
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", tg.http.URL+"/prod/pets", nil)
+	req.Host = testHost
+	if resp, err := tg.http.Client().Do(req); err == nil { // it would wait 2 s
+		resp.Body.Close()
+		t.Fatalf("second: %d before its turn", resp.StatusCode)
+	}
+	eventually(t, "the left request logged", func() bool { return strings.Contains(tg.logs.String(), "waited for its turn") })
+	// Without the give-back the queue holds one waiting (burst 1) for
+	// 2 s more, and this one would be refused.
+	wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "the turn given back")
+}
+
 // A shadow rule only reports: every request goes on, each would-be
 // refusal is logged with its rule and counted, and the caller's headers
 // do not show the rule.

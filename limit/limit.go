@@ -129,6 +129,11 @@ type Decision struct {
 	// Delay is how long an admitted request must wait before it goes on:
 	// the longest Delay of its enforcing LeakyBucket rules; 0 otherwise.
 	Delay time.Duration
+	// GiveBack gives back the request's LeakyBucket turns when it will not
+	// go on after all (its client went away while it waited its Delay);
+	// call it at most once, instead of going on. Nil when Delay is 0.
+	// The request's other charges (buckets, quota, other rules) stay.
+	GiveBack func()
 	// Release ends the request's Concurrency slots; call it once when the
 	// response has ended (also when the client went away). Nil when the
 	// request holds none. A slot whose node dies expires within the
