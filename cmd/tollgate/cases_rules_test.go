@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 
 	"tollgate/plans"
 )
@@ -164,4 +167,33 @@ func slidingExact(t *testing.T, s *stack) {
 	if res.StatusCode != 429 || res.Header.Get("X-RateLimit-Remaining") != "980" {
 		t.Errorf("after the burst: %d with quota remaining %q, want 429 and 980", res.StatusCode, res.Header.Get("X-RateLimit-Remaining"))
 	}
+}
+
+// A usage plan tagged tollgate:mode=shadow with the AWS SDK only reports
+// once the tag is pushed: nothing refused, would-be refusals logged with
+// the plan's level; tagged enforce again, it limits from fresh counters.
+func TestShadowPlanTaggedWithTheSDK(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	s := mustStackWith(t, stackOptions{logs: logs})
+	api := s.mustCaseAPI(t)
+	plan := s.mustPlan(t, api.id, planSpec{Throttle: throttle(0.001, 2)})
+	_, key := s.mustKey(t, plan)
+	arn := "arn:aws:apigateway:us-east-1::/usageplans/" + plan
+	tag := func(mode string) {
+		_, err := s.sdk.TagResource(context.Background(), &apigateway.TagResourceInput{ResourceArn: &arn, Tags: map[string]string{"tollgate:mode": mode}})
+		must(t, "TagResource "+mode, err)
+		s.sync(t)
+	}
+	tag("shadow")
+	for i := range 5 {
+		if st := s.call(t, i%2, api.id, "/prod/items", key).StatusCode; st != 200 {
+			t.Errorf("shadow plan, request %d: %d", i+1, st)
+		}
+	}
+	if n := strings.Count(logs.String(), "limit=plan"); n != 3 {
+		t.Errorf("%d would-be plan refusals logged, want 3 (burst 2 of 5)", n)
+	}
+	tag("enforce")
+	s.expectSeq(t, api.id, key, []seq{{200, "1", "2"}, {200, "0", "2"}, {429, "0", "2"}})
 }
