@@ -21,13 +21,14 @@ type ruleModel struct {
 	fw map[string]*modelWindow
 	cc map[string]map[hold]int64 // member → lease end (µs)
 	lb map[string]int64          // tat (µs)
+	qt map[string]*modelWindow   // start: the kept period start (Unix s), curr: the count
 }
 
 type modelWindow struct{ start, prev, curr int64 }
 
 func newRuleModel() *ruleModel {
 	return &ruleModel{model: newModel(), sw: map[string]*modelWindow{}, fw: map[string]*modelWindow{},
-		cc: map[string]map[hold]int64{}, lb: map[string]int64{}}
+		cc: map[string]map[hold]int64{}, lb: map[string]int64{}, qt: map[string]*modelWindow{}}
 }
 
 // ruleCheck is the model's check of one rule: its result, and the commit
@@ -48,6 +49,8 @@ func (m *ruleModel) check(r *keyedRule, now int64, leaseUS int64) *ruleCheck {
 		return m.checkFW(r, now)
 	case limit.Concurrency:
 		return m.checkCC(r, now, leaseUS)
+	case limit.CalendarQuota:
+		return m.checkQT(r, now)
 	default:
 		return m.checkLB(r, now)
 	}
@@ -220,6 +223,26 @@ func (m *ruleModel) checkLB(r *keyedRule, now int64) *ruleCheck {
 	return c
 }
 
+// checkQT counts as the plan quota of model: the period of now
+// (plans.Quota.Bounds), a later period resetting the count.
+func (m *ruleModel) checkQT(r *keyedRule, now int64) *ruleCheck {
+	start, end := plans.Quota{Period: r.Rule.Period, Offset: r.Rule.Offset}.Bounds(time.UnixMicro(now))
+	kept, used, lim := start.Unix(), int64(0), int64(r.Rule.Limit)
+	if s := m.qt[r.Key]; s != nil && s.start >= kept {
+		kept, used = s.start, s.curr
+	}
+	c := &ruleCheck{res: ruleResult{1, 0, max(0, lim-used), end.UnixMicro() - now, kept}}
+	if used+1 > lim {
+		c.res[0], c.res[1] = 0, end.UnixMicro()-now
+		return c
+	}
+	c.commit = func() {
+		m.qt[r.Key] = &modelWindow{start: kept, curr: used + 1}
+		c.res[2] = lim - used - 1
+	}
+	return c
+}
+
 // take decides a request's rules at now, all or nothing (charging them
 // when every non-shadow rule admits), and returns their results, whether
 // they admit, the retry of the first refusing one and the undo of what it
@@ -274,6 +297,10 @@ func (m *ruleModel) undoer(r *keyedRule, aux, now int64) func() {
 			}
 		case limit.Concurrency:
 			delete(m.cc[r.Key], r.hold)
+		case limit.CalendarQuota:
+			if s := m.qt[r.Key]; s != nil && s.start == aux && s.curr > 0 {
+				s.curr--
+			}
 		case limit.LeakyBucket:
 			tat := m.lb[r.Key] - leakyTurnUS(r.Rule.RateLimit)
 			if tat <= now {

@@ -19,6 +19,7 @@ var (
 	propRuleWindows = []time.Duration{time.Second, 7 * time.Second, time.Minute, 13 * time.Minute}
 	propRuleRates   = []float64{0.3333333333333333, 0.7692307692307693, 1, 2.5, 7, 100}
 	propRuleDelays  = []time.Duration{0, 300 * time.Millisecond, time.Second, 2500 * time.Millisecond}
+	propRulePeriods = []string{plans.PeriodDay, plans.PeriodWeek, plans.PeriodMonth}
 )
 
 // propLease is the CONCURRENCY lease of the property runs: an hour of the
@@ -38,7 +39,7 @@ type rulesRun struct {
 	clock *fakeClock
 	m     *ruleModel
 	cfg   propConfig
-	rules [5]limit.Rule
+	rules [6]limit.Rule
 	held  []limit.Decision
 	heldM [][]hold
 	ops   []byte
@@ -66,6 +67,8 @@ func ruleFor(i int, b byte, shadow bool) limit.Rule {
 		r.Limit, r.Window = pick(propRuleLimits, b), pick(propRuleWindows, b/8)
 	case limit.Concurrency:
 		r.Limit = pick(propRuleLimits, b)
+	case limit.CalendarQuota:
+		r.Limit, r.Period, r.Offset = pick(propRuleLimits, b), pick(propRulePeriods, b/8), int32(b/32%3)
 	default:
 		r.RateLimit, r.BurstLimit, r.MaxDelay = pick(propRuleRates, b), pick(propRuleLimits, b/8), pick(propRuleDelays, b/64)
 	}
