@@ -170,23 +170,38 @@ func (e *Engine) flush() {
 // send decides one batch (single.go on one primary, cluster.go on Redis
 // Cluster), with the along commands of its calls in the same round trip,
 // under runTimeout. Calls whose caller has gone are not sent, nor, while
-// Redis is down, any call (ErrRedisDown). A panic (in an along function, say) fails the
-// batch's calls that were not answered yet with an error instead of
-// leaving their callers waiting. Every call is settled at the end
-// (failopen.go).
+// Redis is down, any call (ErrRedisDown). A panic (in an along function,
+// say) fails the batch's calls that were not answered yet with an error
+// instead of leaving their callers waiting. At the end the run's outcome
+// is recorded (runEnded: so a caller that decides again sees whether
+// Redis is down), every call is settled (failopen.go), and then the
+// callers are woken.
 func (e *Engine) send(a *batchArgs, batch []*call) {
 	a.reset()
 	live := a.live[:0]
+	ran := false
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			for _, c := range live {
 				if !c.answered {
 					c.answer(nil, fmt.Errorf("batch panicked: %v", r))
 				}
 			}
 		}
+		switch {
+		case ran && r != nil: // says nothing of Redis
+			e.inFlight.Add(-1)
+		case ran:
+			e.runEnded(live)
+		}
 		for _, c := range batch {
 			e.settleCall(c)
+		}
+		for _, c := range batch {
+			if c.answered {
+				close(c.done)
+			}
 		}
 		clear(live)
 	}()
@@ -225,17 +240,17 @@ func (e *Engine) send(a *batchArgs, batch []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	e.runStarted()
+	ran = true
 	if e.cluster != nil {
 		e.cluster.decide(ctx, live)
 	} else {
 		e.decideSingle(ctx, a, live)
 	}
-	e.runEnded(live)
 }
 
-// answer ends c with the script's values res (nil with err) and wakes
-// its caller. Only the flusher that sent c calls it, once. When the caller
-// left, c is marked lost.
+// answer ends c with the script's values res (nil with err); send wakes
+// its caller at the end of the batch. Only the flusher that sent c calls
+// it, once. When the caller left, c is marked lost.
 func (c *call) answer(res *[rLen]int64, err error) {
 	if res != nil {
 		c.res = *res
@@ -243,7 +258,6 @@ func (c *call) answer(res *[rLen]int64, err error) {
 	c.err = err
 	c.answered = true
 	c.lost = !c.state.CompareAndSwap(callSent, callAnswered)
-	close(c.done)
 }
 
 // decodeReply returns the values of decision i of the script's reply.

@@ -232,7 +232,10 @@ func TestFaultRedisSlow(t *testing.T) {
 			t.Parallel()
 			f := mustFaultStack(t, mode, 250*time.Millisecond)
 			ctx := context.Background()
-			if err := f.redis.client.Do(ctx, "CLIENT", "PAUSE", "3000", "ALL").Err(); err != nil {
+			// 5 s: the first decision waits up to 1 s for its run, later
+			// ones try Redis again every 250 ms (TOLLGATE_REDIS_TIMEOUT), and
+			// the fresh key's lookup takes 500 ms, on a loaded machine.
+			if err := f.redis.client.Do(ctx, "CLIENT", "PAUSE", "5000", "ALL").Err(); err != nil {
 				t.Fatal(err)
 			}
 			wantKnown := map[string]int{"open": 200, "closed": 503}[mode]
