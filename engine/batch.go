@@ -281,14 +281,17 @@ type batchArgs struct {
 	// changes is the usage change set of the run's slot (usagesource.go),
 	// named in KEYS when the run counts usage; "" for none.
 	changes string
-	spec    []byte
-	keys    []string
-	args    [argCount]any
-	live    []*call
+	// await refuses the run's keyed decisions until the restore mark is
+	// in changes (Options.AwaitRestore).
+	await bool
+	spec  []byte
+	keys  []string
+	args  [argCount]any
+	live  []*call
 }
 
 // argCount is the number of ARGV entries of limits.lua's op "decide".
-const argCount = 6
+const argCount = 7
 
 var argsPool = sync.Pool{New: func() any { return newBatchArgs() }}
 
@@ -299,7 +302,7 @@ func newBatchArgs() *batchArgs {
 func (a *batchArgs) reset() {
 	clear(a.state)
 	clear(a.usage)
-	a.state, a.usage, a.spec, a.changes = a.state[:0], a.usage[:0], a.spec[:0], ""
+	a.state, a.usage, a.spec, a.changes, a.await = a.state[:0], a.usage[:0], a.spec[:0], "", false
 	clear(a.stateIdx)
 	clear(a.usageIdx)
 }
@@ -398,12 +401,15 @@ func (a *batchArgs) refundArgs(clock string) ([]string, []any) {
 // a's buffers: use them before the next reset.
 func (a *batchArgs) keysAndArgs(clock string, decisions int) ([]string, []any) {
 	a.keys = append(append(a.keys[:0], a.state...), a.usage...)
-	changes := ""
+	changes, await := "", ""
 	if a.changes != "" && len(a.usage) > 0 {
 		a.keys = append(a.keys, a.changes)
 		changes = strconv.Itoa(len(a.keys))
+		if a.await {
+			await = "1"
+		}
 	}
-	a.args = [argCount]any{opDecide, clock, decisions, len(a.state), a.spec, changes}
+	a.args = [argCount]any{opDecide, clock, decisions, len(a.state), a.spec, changes, await}
 	return a.keys, a.args[:]
 }
 

@@ -249,7 +249,7 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 	if len(order) > 0 || len(alongs) > 0 {
 		clock := plans[0].c.clock
 		for _, r := range order {
-			r.args.changes = cl.e.keys.UsageChanges(r.slot)
+			r.args.changes, r.args.await = cl.e.keys.UsageChanges(r.slot), cl.e.awaitRestore
 			r.keys, r.argv = r.args.keysAndArgs(clock, len(homeOf[r]))
 		}
 		cl.run(ctx, order, alongs)

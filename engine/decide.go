@@ -175,6 +175,9 @@ func (e *Engine) result(c *call) (limit.Decision, error) {
 	if c.err != nil {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
 	}
+	if c.res[rAllowed] != 1 && c.res[rRefused] == -1 {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", limit.ErrNotRestored)
+	}
 	d := parseDecision(&c.res, c.req)
 	e.ruleDecision(&d, c)
 	return d, nil

@@ -66,6 +66,13 @@ type Options struct {
 	// on one primary, without a test Clock, for requests without
 	// rate-limit rules or cache reads.
 	LeaseLifetime time.Duration
+	// AwaitRestore makes Decide fail keyed requests with
+	// limit.ErrNotRestored, charging nothing, while their slot of the
+	// limiter Redis lacks the admin's restore mark (restore.go): after the
+	// limiter lost its data, until an admin node has written the keys'
+	// quota and usage back from the ledger. Gateway nodes set it (cmd);
+	// without it a lost limiter counts from zero.
+	AwaitRestore bool
 }
 
 // Engine is a gateway node's Redis: it decides limits (Decide), reads and
@@ -86,9 +93,10 @@ type Engine struct {
 	holds    *holds  // requests in flight of CONCURRENCY rules
 	leases   *leases // nil: no capacity leases
 	// changes0 is the usage change set of slot 0: on one primary, every
-	// key's (usage.go)
-	changes0 string
-	failOpen bool
+	// key's (usagesource.go)
+	changes0     string
+	awaitRestore bool // Options.AwaitRestore
+	failOpen     bool
 	// inFlight counts runs in flight; downAt is when the last run failed
 	// without a reply (Unix ns), 0 when it had one (failopen.go).
 	inFlight atomic.Int32
@@ -116,7 +124,8 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	}
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
-		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0), failOpen: opts.FailOpen}
+		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0), failOpen: opts.FailOpen,
+		awaitRestore: opts.AwaitRestore}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		e.cluster = newCluster(e, cc)
 	}

@@ -47,8 +47,13 @@ now.
            counted since the flush worker last took it, and a member the
            worker holds (a hold's score is far above any day) is marked
            changed again
+        7  "1" to await the restore: while the change set lacks the member
+           "~r" (the admin's restore mark, engine/restore.go), every
+           decision that counts usage (a keyed request) is refused with
+           refusing index -1 and retry-after 1 s, charging nothing
   Reply: one string, per decision '<i8' x 10:
-    1 allowed (1/0)     2 refusing index (0 none, i bucket i, nb+1 quota)
+    1 allowed (1/0)     2 refusing index (0 none, i bucket i, nb+1 quota,
+                          -1 not restored: ARGV[7])
     3 now (µs)          4 retry-after (µs; 0 when allowed; -1 never: rate 0)
     5 plan bucket whole tokens left (-1: no plan bucket)
     6 plan bucket µs until full (-1: never, rate 0 and not full)
@@ -351,8 +356,9 @@ end
 
 -- Operations ---------------------------------------------------------------
 
--- changes: the index in KEYS of the usage change set, nil for none
-local function decide(changes)
+-- changes: the index in KEYS of the usage change set, nil for none;
+-- await: refuse keyed decisions while the set lacks the restore mark
+local function decide(changes, await)
   local ndec, m, spec = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
   local vals = read_states(m)
 
@@ -410,6 +416,8 @@ local function decide(changes)
     return b[1], b[2]
   end
 
+  local restored = not (changes and await) or redis.call('ZSCORE', KEYS[changes], '~r')
+
   local usage = {} -- usage key index -> admitted requests in this batch
   local usage_order, nusage = {}, 0
   local out = {}
@@ -433,6 +441,9 @@ local function decide(changes)
       end
       if refused == 0 and tokens[i] < 1 - EPS then refused = i end
     end
+
+    -- a keyed decision waits for the restore (ARGV[7]): refused, charging nothing
+    if uki > 0 and not restored then refused = -1 end
 
     -- Quota: used count in the current period. The stored start is the
     -- latest period start seen: the count goes on unless the current period
@@ -501,6 +512,8 @@ local function decide(changes)
       end
     elseif refused == nb + 1 then
       retry = period_end * US - now
+    elseif refused == -1 then
+      retry = US
     end
 
     local plan_left, plan_full = -1, -1
@@ -616,7 +629,7 @@ local function quota()
   return {mmax(0, limit - used), period_start, period_end, now}
 end
 
-local ops = {decide = function() return decide(tonumber(ARGV[6] or '')) end, refund = refund,
+local ops = {decide = function() return decide(tonumber(ARGV[6] or ''), ARGV[7] == '1') end, refund = refund,
   unlease = function() return unlease(tonumber(ARGV[5] or '')) end, quota = quota}
 local run = ops[ARGV[1]]
 if not run then return redis.error_reply('ERR tollgate limits.lua: unknown operation ' .. tostring(ARGV[1])) end

@@ -229,7 +229,7 @@ func (e *Engine) packBatch(a *batchArgs, live []*call) ([]string, []any, bool) {
 	out := make([]any, 0, len(args)+3)
 	out = append(out, opDecideRules)
 	out = append(out, args[1:5]...)
-	out = append(out, len(a.usage), ra.spec, changes)
+	out = append(out, len(a.usage), ra.spec, changes, args[6])
 	return keys, out, true
 }
 

@@ -96,6 +96,7 @@ admit, one of them.)
                  ARGV[5] (0: none), nr, then nr rule specs (key indexes
                  among the rule states)
         8 as op "decide"'s 6: the index of the usage change set, or ""
+        9 as op "decide"'s 7: "1" to await the restore
   Reply: decide's reply, then the rule results of every decision.
 
 op "unrules": undo rules a request was charged (it was refused by another
@@ -498,7 +499,7 @@ local function decide_rules()
   end
   pieces[#pieces + 1] = string.sub(dspec, last + 1)
   ARGV[5] = table.concat(pieces)
-  local reply = decide(tonumber(ARGV[8] or ''))
+  local reply = decide(tonumber(ARGV[8] or ''), ARGV[9] == '1')
   for d = 1, ndec do
     local allowed = sunpack('<i8', reply, (d - 1) * 80 + 1)
     if allowed ~= 1 and #undos[d] > 0 then undo_rules(m + u, table.concat(undos[d])) end

@@ -19,7 +19,7 @@ func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
 	for _, c := range live {
 		alongs = alongs || c.along != nil
 	}
-	a.changes = e.changes0
+	a.changes, a.await = e.changes0, e.awaitRestore
 	keys, args, rules := e.packBatch(a, live)
 	e.trips.Add(1)
 	var cmd *redis.Cmd

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -131,9 +132,17 @@ func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
 // limiterFailed handles a limiter error or timeout: it counts it, logs the
 // start of an outage (once, and only once the limiter has failed without a
 // single success for outageAfter: one decision that misses its deadline
-// on a loaded node is counted, not logged) and applies FailureMode.
+// on a loaded node is counted, not logged) and applies FailureMode. A
+// limiter that lost its data and awaits the admin's restore
+// (limit.ErrNotRestored) is answered 503 whatever the mode: failing open
+// would admit a key that had used up its quota.
 func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	s.metrics.LimiterErrors.Inc()
+	if errors.Is(err, limit.ErrNotRestored) {
+		ex.errType, ex.reason = ErrorTypeUnavailable, "limiter: "+err.Error()
+		writeUnavailable(w)
+		return false
+	}
 	now := time.Now().UnixNano()
 	s.failingSince.CompareAndSwap(0, now)
 	if since := s.failingSince.Load(); since != 0 && now-since >= int64(s.outageAfter) && s.limiterDown.CompareAndSwap(false, true) {

@@ -1,6 +1,17 @@
 package limit
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotRestored is the error (wrapped) of a decision on a keyed request
+// while the limiter Redis lost its data and an admin node has not yet
+// written the key's quota and usage back from the usage ledger
+// (docs/usage.md, "Restore after a loss"). Nothing was charged; the
+// gateway answers 503 with Retry-After whatever its failure mode, so a
+// key that had used up its quota is never admitted meanwhile.
+var ErrNotRestored = errors.New("limiter state not restored from the usage ledger yet")
 
 // Bucket is one token bucket a request takes a token from: capacity
 // BurstLimit tokens, refilled at RateLimit tokens per second (fractional

@@ -130,19 +130,26 @@ t0=$(now)
 for _ in $(seq 1 400); do limited "$known" && break; sleep 0.01; done
 say "Redis back (same data): limits enforced again" "after $(since "$t0")"
 
-# 3. Limiter Redis restarted empty: the admin republishes everything.
+# 3. Limiter Redis restarted empty: the admin republishes everything and
+# writes the usage ledger back; keyed requests get 503 until it has.
 unseen=$(newkey unseen)
 redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true
 rm -rf "$work/redis" && mkdir -p "$work/redis"
 start_redis
-t0=$(now); not200=0
+t0=$(now); unavailable=0; other=0; known_at=""; unseen_at=""
 for _ in $(seq 1 400); do
-  [ "$(status -H "$host" -H "x-api-key: $known" "$items")" = 200 ] || not200=$((not200 + 1))
-  [ "$(status -H "$host" -H "x-api-key: $unseen" "$items")" = 200 ] && break
+  case "$(status -H "$host" -H "x-api-key: $known" "$items")" in
+    200) [ -n "$known_at" ] || known_at=$(since "$t0") ;;
+    503) [ -n "$known_at" ] || unavailable=$((unavailable + 1)) ;;
+    *) other=$((other + 1)) ;;
+  esac
+  [ -n "$unseen_at" ] || { [ "$(status -H "$host" -H "x-api-key: $unseen" "$items")" = 200 ] && unseen_at=$(since "$t0"); }
+  [ -n "$known_at" ] && [ -n "$unseen_at" ] && break
   sleep 0.01
 done
-say "Redis back empty: unseen key admitted (republished)" "after $(since "$t0")"
-say "Redis back empty: known-key answers other than 200" "$not200"
+say "Redis back empty: known key admitted again (restored)" "after ${known_at:-never}, $unavailable answers 503 before"
+say "Redis back empty: unseen key admitted (republished)" "after ${unseen_at:-never}"
+say "Redis back empty: known-key answers other than 200 and 503" "$other"
 
 # 4. PostgreSQL accepts connections but never answers (proxy stopped).
 kill -STOP -- "-$proxy"

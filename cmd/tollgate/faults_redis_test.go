@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"net/http"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+
+	"tollgate/plans"
 )
 
 // faultStack is a stack on a redis-server of the test's own.
@@ -164,12 +168,13 @@ func TestFaultNoScript(t *testing.T) {
 	}
 }
 
-// TestFaultRedisRestartedEmpty: Redis comes back without its data. A key a
-// node already knew keeps being served from its last good record, even
-// once the node has reloaded the empty Redis and before the admin has
-// republished (tryout finding: 782 such requests got 503 in 0.25 s); a key
-// no node has seen gets 503 (never 403) until the republish; within 5 s of
-// it both nodes enforce again.
+// TestFaultRedisRestartedEmpty: Redis comes back without its data while no
+// admin node runs. A key a node already knew keeps its last good record
+// (never 403), but its quota and usage are not in Redis until an admin node
+// writes them back from the usage ledger, so it gets 503, never 200 (issue
+// 12: a key that had used up its quota must not be admitted); a key no
+// node has seen gets 503 (never 403) until the republish; within 5 s of
+// the admin's start both nodes enforce again.
 func TestFaultRedisRestartedEmpty(t *testing.T) {
 	t.Parallel()
 	f := mustFaultStack(t, "open", time.Second)
@@ -183,8 +188,8 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 	})
 	for start := time.Now(); time.Since(start) < 500*time.Millisecond; time.Sleep(5 * time.Millisecond) {
 		for i := range 2 {
-			if res := f.call(t, i, f.api.id, "/prod/items", f.known); res.StatusCode != http.StatusOK {
-				t.Fatalf("known key via gateway %d, after it reloaded the empty Redis: got %d, want 200", i, res.StatusCode)
+			if res := f.call(t, i, f.api.id, "/prod/items", f.known); res.StatusCode != http.StatusServiceUnavailable {
+				t.Fatalf("known key via gateway %d, after it reloaded the empty Redis, before a restore: got %d, want 503", i, res.StatusCode)
 			}
 		}
 	}
@@ -200,10 +205,9 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 }
 
 // TestFaultRedisFlushed: Redis loses everything while running (FLUSHALL on
-// the test's own server). Until the admin's reconciler has republished,
-// valid keys get 503, never 403; within 5 s both nodes enforce again, the
-// quota counting from zero (counters live only in Redis), and an unknown
-// key is 403 again.
+// the test's own server). Until the admin has republished and written the
+// usage ledger back, valid keys get 503, never 403; within 5 s both nodes
+// enforce again, and an unknown key is 403 again.
 func TestFaultRedisFlushed(t *testing.T) {
 	t.Parallel()
 	f := mustFaultStack(t, "open", time.Second)
@@ -255,5 +259,68 @@ func TestFaultRedisSlow(t *testing.T) {
 			t.Logf("%s: limits apply %v after the pause ended", mode, took)
 			f.waitAdmitted(t, f.fresh, time.Second)
 		})
+	}
+}
+
+// TestUsageAndQuotaSurviveALimiterRestartedEmpty (issue 12): the limiter's
+// redis-server is killed and started again without its data. Until the
+// admin node has written the ledger back, the gateways answer the keys 503
+// (never 200: the key that used up its quota is never admitted); then that
+// key stays refused, another counts on from its count, and GetUsage still
+// shows every request.
+func TestUsageAndQuotaSurviveALimiterRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	r := mustRedisServer(t)
+	logs := &logBuffer{}
+	s := mustStackWith(t, stackOptions{redisURL: r.url(), flushInterval: 100 * time.Millisecond, logs: logs})
+	api := s.mustCaseAPI(t)
+	p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(1000, 1000), Quota: quota(3, types.QuotaPeriodTypeDay, 0)})
+	usedID, used := s.mustKey(t, p)
+	halfID, half := s.mustKey(t, p)
+	s.sync(t)
+	s.expectSeq(t, api.id, used, []seq{{200, "2", "3"}, {200, "1", "3"}, {200, "0", "3"}, {429, "0", "3"}})
+	s.expectSeq(t, api.id, half, []seq{{200, "2", "3"}, {200, "1", "3"}}) // both gateways know it
+	today := plans.UTCDate(time.Now())
+	dbURL := s.admin.Config.DatabaseURL
+	waitFor(t, "the ledger has both keys' counts", 30*time.Second, func() bool {
+		return ledgerCount(t, dbURL, p, usedID, today) == 3 && ledgerCount(t, dbURL, p, halfID, today) == 2
+	})
+
+	r.stop(t)
+	r.wipe(t)
+	r.start(t)
+	restarted := time.Now()
+	var unavailable int
+	for {
+		statuses := [2]int{}
+		for i := range 2 {
+			res := s.call(t, i, api.id, "/prod/items", used)
+			statuses[i] = res.StatusCode
+			switch res.StatusCode {
+			case http.StatusServiceUnavailable:
+				unavailable++
+			case http.StatusTooManyRequests:
+			default:
+				t.Fatalf("the key that used its quota, via gateway %d, %v after the restart: got %d, want 503 or 429", i, time.Since(restarted), res.StatusCode)
+			}
+		}
+		if statuses == [2]int{429, 429} {
+			break
+		}
+		if time.Since(restarted) > 20*time.Second {
+			t.Fatalf("the key that used its quota still gets %v 20 s after the restart, want 429", statuses)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the used-up key was refused by its restored quota %v after the restart (%d answers 503 before)", time.Since(restarted).Round(time.Millisecond), unavailable)
+	s.expectSeq(t, api.id, half, []seq{{200, "0", "3"}, {429, "0", "3"}})
+	day := today.Format(plans.UsageDateLayout)
+	out, err := s.sdk.GetUsage(context.Background(), &apigateway.GetUsageInput{UsagePlanId: &p, StartDate: &day, EndDate: &day})
+	must(t, "GetUsage", err)
+	if want := map[string][][]int64{usedID: {{3, 0}}, halfID: {{3, 0}}}; !reflect.DeepEqual(out.Items, want) {
+		t.Fatalf("GetUsage after the restart: got %v, want %v", out.Items, want)
+	}
+	if logCount(logs, "usage ledger: limiter Redis restored from the ledger") < 2 { // at start, after the restart
+		t.Errorf("the admin did not log the restore:\n%s", logs.String())
 	}
 }

@@ -37,3 +37,40 @@ func (m *Main) startFlusher(ctx context.Context, db *postgres.DB, limiter *engin
 	m.registry.MustRegister(f.Collectors()...)
 	m.goRun(func() { f.Run(ctx) })
 }
+
+// restoreEvery is how often an admin node checks whether the limiter Redis
+// lost its data and needs the ledger written back (engine.Restore): while
+// it does, gateways answer keyed requests 503.
+const restoreEvery = time.Second
+
+// restoreTimeout bounds one restore.
+const restoreTimeout = 30 * time.Second
+
+// runRestore calls restore every restoreEvery until ctx ends.
+func (m *Main) runRestore(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
+	t := time.NewTicker(restoreEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.restore(ctx, db, limiter)
+		}
+	}
+}
+
+// restore writes the ledger back into every slot of the limiter Redis that
+// lost its data (engine.Restore), logging what it did or why it failed.
+func (m *Main) restore(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
+	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
+	defer cancel()
+	start := time.Now()
+	n, err := limiter.Restore(ctx, db)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.Logger.Warn("usage ledger: restoring the limiter Redis failed; gateways refuse keyed requests of the lost slots until it succeeds", "err", err)
+	case n > 0:
+		m.Logger.Info("usage ledger: limiter Redis restored from the ledger", "slots", n, "took", time.Since(start))
+	}
+}

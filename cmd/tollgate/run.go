@@ -158,6 +158,8 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
 	m.goRun(func() { m.pruneChanges(ctx, db) })
 	limiter := engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})
+	m.restore(ctx, db, limiter) // a fresh or emptied limiter serves keyed requests once restored
+	m.goRun(func() { m.runRestore(ctx, db, limiter) })
 	m.startFlusher(ctx, db, limiter)
 	handler := admin.New(admin.Options{
 		TrustedProxies: m.adminProxies,
@@ -202,7 +204,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		return err
 	}
 	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB,
-		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed})
+		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed, AwaitRestore: true})
 	if err := m.engine.Load(ctx); err != nil {
 		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}
