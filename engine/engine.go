@@ -61,8 +61,8 @@ type Options struct {
 	// LeaseLifetime is the lifetime L of a capacity lease (docs/leases.md):
 	// a hot request shape takes several tokens and quota units at once and
 	// the node admits against them without a round trip for at most L; 0
-	// means no leases for now (every request is decided in Redis), a
-	// negative value too; at most MaxLeaseLifetime. Leases are only taken
+	// means DefaultLeaseLifetime, a negative value no leases (every request
+	// is decided in Redis); at most MaxLeaseLifetime. Leases are only taken
 	// on one primary, without a test Clock, for requests without
 	// rate-limit rules or cache reads.
 	LeaseLifetime time.Duration
@@ -130,6 +130,9 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 		e.cluster = newCluster(e, cc)
 	}
 	e.holds = newHolds(e, opts.ConcurrencyLease)
+	if opts.LeaseLifetime == 0 {
+		opts.LeaseLifetime = DefaultLeaseLifetime
+	}
 	if opts.LeaseLifetime > 0 && e.cluster == nil && opts.Clock == nil {
 		e.leases = newLeases(e, opts.LeaseLifetime)
 		e.refusals.keep = 2 * e.leases.life

@@ -37,6 +37,9 @@ const (
 	// leaseIdle is how long a shape with no lease stays in the table after
 	// its last request; a sweep drops older ones.
 	leaseIdle = 2 * time.Second
+	// leaseSlowPause is how long a node asks for no lease after a take's
+	// round trip took over half a lifetime.
+	leaseSlowPause = time.Second
 	// leaseGiveBackBatch is the most leases one give-back run ends (each
 	// names at most 5 keys, within the script's 16-bit key indexes).
 	leaseGiveBackBatch = 1024
@@ -60,6 +63,11 @@ type leases struct {
 	gen    uint64   // bumped by void: a take in flight across it is ended at once
 	swept  time.Time
 	closed bool
+	// slowUntil: no lease is asked for before it (node clock): a take's
+	// round trip took over half a lifetime, so leases would arrive nearly
+	// spent (a node whose own queue is that long gains nothing from them,
+	// and their units would be out of reach while they go back).
+	slowUntil time.Time
 	// running is true while the give-back goroutine runs; idle closes
 	// when it stops.
 	running bool
@@ -168,7 +176,7 @@ func (ls *leases) admit(req *keyedRequest, version int64, now time.Time) (d limi
 		}
 		ls.end(en, l)
 	}
-	if !en.taking {
+	if !en.taking && !now.Before(ls.slowUntil) {
 		if want := rate * ls.life.Seconds() / 2; want >= leaseMin {
 			en.taking = true
 			req.Want = uint16(min(want, leaseMax))
@@ -229,6 +237,9 @@ func (ls *leases) taken(req *keyedRequest, version int64, sent time.Time, gen ui
 	en := ls.m[string(k)]
 	if en != nil {
 		en.taking = false
+	}
+	if now := time.Now(); res != nil && now.Sub(sent) > ls.life/2 {
+		ls.slowUntil = now.Add(leaseSlowPause)
 	}
 	if res == nil || err != nil || !d.Allowed || res[rGranted] <= 1 {
 		return

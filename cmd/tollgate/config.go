@@ -22,6 +22,7 @@ type Config struct {
 	CacheRedisURL       string        `help:"Cache Redis (default: the limiter Redis); any scheme of TOLLGATE_REDIS_URL." env:"TOLLGATE_CACHE_REDIS_URL"`
 	RedisPrefix         string        `help:"Prefix of every Redis key tollgate writes (lets several installations or tests share one Redis); no { or }." default:"tg" env:"TOLLGATE_REDIS_PREFIX"`
 	RedisTimeout        time.Duration `help:"After Redis failed to answer, how long decisions fail at once before one tries it again; deadline of a cache read. A decision waits for its reply up to 1 s (docs/behaviour.md)." default:"50ms" env:"TOLLGATE_REDIS_TIMEOUT"`
+	LeaseLifetime       time.Duration `help:"Lifetime of a capacity lease: a hot key's decision takes several tokens and quota units and the node admits on them without a Redis round trip for at most this long (at most 100ms; 0 turns leases off; docs/leases.md)." default:"100ms" env:"TOLLGATE_LEASE_LIFETIME"`
 	AdminAddr           string        `help:"Admin API listen address: loopback by default (reach it through a tunnel, or bind a private address on purpose; docs/operations.md)." default:"127.0.0.1:8001" env:"TOLLGATE_ADMIN_ADDR"`
 	GatewayAddr         string        `help:"Gateway listen address: every interface by default (partners must reach it)." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
 	MetricsAddr         string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`

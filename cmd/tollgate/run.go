@@ -203,8 +203,12 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	lease := cfg.LeaseLifetime
+	if lease == 0 {
+		lease = -1 // TOLLGATE_LEASE_LIFETIME=0: no leases
+	}
 	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB,
-		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed, AwaitRestore: true})
+		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed, AwaitRestore: true, LeaseLifetime: lease})
 	if err := m.engine.Load(ctx); err != nil {
 		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}
