@@ -359,11 +359,15 @@ func (s *stack) countOK(t *testing.T, apiID, key string, n int) (ok int, remaini
 		go func() {
 			defer wg.Done()
 			res := s.call(t, i%2, apiID, "/prod/items", key)
-			if res.StatusCode == http.StatusOK {
+			switch res.StatusCode {
+			case http.StatusOK:
 				mu.Lock()
 				ok++
 				remaining = append(remaining, res.Header.Get("X-RateLimit-Remaining"))
 				mu.Unlock()
+			case http.StatusTooManyRequests:
+			default: // neither admitted nor throttled: say why, for the caller's failure
+				t.Logf("key %.8s…, request %d: %d %s", key, i+1, res.StatusCode, res.Header.Get("x-amzn-ErrorType"))
 			}
 		}()
 	}

@@ -236,10 +236,15 @@ func TestFaultRedisSlow(t *testing.T) {
 			t.Parallel()
 			f := mustFaultStack(t, mode, 250*time.Millisecond)
 			ctx := context.Background()
-			// 5 s: the first decision waits up to 1 s for its run, later
+			// 10 s: the first decision waits up to 1 s for its run, later
 			// ones try Redis again every 250 ms (TOLLGATE_REDIS_TIMEOUT), and
-			// the fresh key's lookup takes 500 ms, on a loaded machine.
-			if err := f.redis.client.Do(ctx, "CLIENT", "PAUSE", "5000", "ALL").Err(); err != nil {
+			// the fresh key's lookup takes 500 ms; on a loaded machine the
+			// five calls took over 5 s, and a pause that ended before them
+			// let the fresh key through (200: a failure of the test, not of
+			// the gateway; the check below tells the two apart).
+			const pause = 10 * time.Second
+			paused := time.Now()
+			if err := f.redis.client.Do(ctx, "CLIENT", "PAUSE", strconv.FormatInt(pause.Milliseconds(), 10), "ALL").Err(); err != nil {
 				t.Fatal(err)
 			}
 			wantKnown := map[string]int{"open": 200, "closed": 503}[mode]
@@ -251,6 +256,9 @@ func TestFaultRedisSlow(t *testing.T) {
 			}
 			if res := f.call(t, 0, f.api.id, "/prod/items", f.fresh); res.StatusCode != 503 {
 				t.Errorf("fresh key, Redis slow: got %d, want 503 (never 403)", res.StatusCode)
+			}
+			if took := time.Since(paused); took >= pause {
+				t.Fatalf("the calls took %v, longer than Redis was paused (%v): the answers above may come from a Redis that answered again", took, pause)
 			}
 			if err := f.redis.client.Ping(ctx).Err(); err != nil { // returns when the pause ends
 				t.Fatal(err)
