@@ -2,10 +2,15 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/engine"
 	"tollgate/internal/redistest"
@@ -97,10 +102,19 @@ func readerGateway(t *testing.T, src *memSource) (*testGateway, *push.Publisher)
 	if err := pub.Publish(t.Context()); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
+	return readerNode(t, rdb, prefix), pub
+}
+
+// readerNode is one gateway node on rdb under prefix, fed by its own
+// push.Reader, whose change events end the engine's capacity leases and
+// refusal memory (as cmd/tollgate wires them); its engine has the default
+// options (leases on).
+func readerNode(t *testing.T, rdb *redis.Client, prefix string) *testGateway {
+	t.Helper()
 	var srv *Server
-	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond,
-		OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }})
 	eng := engine.New(rdb, engine.Options{Prefix: prefix})
+	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond,
+		OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }, OnEvent: eng.ForgetChange})
 	if err := eng.Load(t.Context()); err != nil {
 		t.Fatalf("engine Load: %v", err)
 	}
@@ -114,9 +128,9 @@ func readerGateway(t *testing.T, src *memSource) (*testGateway, *push.Publisher)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); reader.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; _ = eng.Close() })
 	tg.http = httptestServer(t, srv)
-	return tg, pub
+	return tg
 }
 
 // eventually polls cond every 10ms for up to 2s.
@@ -188,4 +202,102 @@ func TestPushReaderUnpublishedIs503(t *testing.T) {
 	tg.http = httptestServer(t, tg.Server)
 	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
 	wantError(t, got, 503, "Service Unavailable", "ServiceUnavailableException")
+}
+
+// A key disabled while two gateway nodes admit it under load (capacity
+// leases on, the default) is refused by every node within the push bound
+// (a second here, docs/leases.md), and a node that refused it once never
+// admits it again (403, then 429 once the client's failed key attempts
+// are limited).
+func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
+	t.Parallel()
+	snap := keyedSnapshot()
+	snap.Plans["plan01"].Throttle = &plans.Throttle{RateLimit: 1e6, BurstLimit: 1 << 30}
+	snap.Account = plans.Throttle{RateLimit: 1e6, BurstLimit: 1 << 30}
+	good := plans.HashKey(goodKey, nil)
+	src := &memSource{snap: snap, records: map[string]*plans.KeyRecord{
+		good: {KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}},
+	}}
+	src.commit(func() plans.Change { return plans.Change{Snapshot: true, KeyHashes: []string{good}} })
+	rdb, prefix := redistest.MustClient(t)
+	pub := push.NewPublisher(src, rdb, push.Options{Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+	if err := pub.Publish(t.Context()); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	nodes := []*testGateway{readerNode(t, rdb, prefix), readerNode(t, rdb, prefix)}
+	for _, n := range nodes {
+		eventually(t, "node ready", func() bool { return n.Ready() == nil })
+	}
+	type outcome struct {
+		start, end time.Time
+		status     int
+	}
+	var mu sync.Mutex
+	seen := make([][]outcome, len(nodes))
+	var admitted [2]atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					req, _ := http.NewRequest("GET", n.http.URL+"/prod/keyed", nil)
+					req.Host = testHost
+					req.Header.Set("x-api-key", goodKey)
+					start := time.Now()
+					resp, err := n.http.Client().Do(req)
+					if err != nil {
+						t.Errorf("node %d: %v", i, err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode == 200 {
+						admitted[i].Add(1)
+					}
+					mu.Lock()
+					seen[i] = append(seen[i], outcome{start, time.Now(), resp.StatusCode})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	eventually(t, "both nodes admitting", func() bool { return admitted[0].Load() > 200 && admitted[1].Load() > 200 })
+	disabled := time.Now()
+	src.commit(func() plans.Change {
+		src.records[good].Enabled = false
+		return plans.Change{KeyHashes: []string{good}}
+	})
+	if err := pub.Publish(t.Context()); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	const bound = time.Second
+	for i, out := range seen {
+		var firstRefusal time.Time
+		for _, o := range out {
+			switch {
+			case o.status == 200 && o.start.After(disabled.Add(bound)):
+				t.Errorf("node %d: admitted a request sent %v after the key was disabled", i, o.start.Sub(disabled))
+			case o.status == 200 && !firstRefusal.IsZero() && o.start.After(firstRefusal):
+				t.Errorf("node %d: admitted a request sent after its first refusal", i)
+			case o.status != 200 && o.status != 403 && o.status != 429:
+				t.Errorf("node %d: status %d", i, o.status)
+			case o.status != 200 && firstRefusal.IsZero():
+				firstRefusal = o.end
+			}
+		}
+		if firstRefusal.IsZero() {
+			t.Errorf("node %d: never refused the disabled key", i)
+		} else {
+			t.Logf("node %d refused the key %v after it was disabled", i, firstRefusal.Sub(disabled))
+		}
+	}
 }
