@@ -68,8 +68,8 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	}
 	rep.print(out)
 	if opts.pprof != "" {
-		fmt.Fprintf(out, "\nCPU profiles of gateway0 at %d connections in %s (go tool pprof %s <file>)\n",
-			opts.conns[len(opts.conns)-1], opts.pprof, filepath.Join(opts.bin, "tollgate"))
+		fmt.Fprintf(out, "\nCPU profiles of gateway0 at %d connections in %s (go tool pprof -top %s <file>)\n",
+			opts.conns[0], opts.pprof, filepath.Join(opts.bin, "tollgate"))
 	}
 	return nil
 }
