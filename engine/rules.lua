@@ -35,8 +35,8 @@ The algorithms (now is the run's time, W a window in µs, T = 1/rate in
 µs):
   TOKEN_BUCKET   as limits.lua's buckets: a token counts when tokens >=
                  1 - EPS; one is taken.
-  SLIDING_WINDOW seed 000's estimate: with cur = floor(now/W)*W and f =
-                 (now - cur)/W, est = prev * (1 - f) + curr; admitted when
+  SLIDING_WINDOW the sliding-window counter estimate (docs/rules.md):
+                 with cur = floor(now/W)*W and f = (now - cur)/W, est = prev * (1 - f) + curr; admitted when
                  est + 1 <= limit, then curr grows by one. A window that
                  ended moves curr to prev; an older one counts 0.
   FIXED_WINDOW   count of the window [cur, cur + W); admitted when
@@ -47,8 +47,9 @@ The algorithms (now is the run's time, W a window in µs, T = 1/rate in
   LEAKY_BUCKET   the request's turn is start = max(now, tat), its delay
                  start - now; admitted when delay <= maxDelay and
                  delay <= burst * T (at most burst wait), then tat =
-                 start + T; T is 1/rate rounded up to a whole µs. (Seed 003's limit-req: excess requests wait for
-                 their slot, up to a burst, instead of being refused.)
+                 start + T; T is 1/rate rounded up to a whole µs. (As OpenResty's
+                 limit-req: excess requests wait for their slot, up to a
+                 burst, instead of being refused; docs/rules.md.)
   QUOTA          as limits.lua's quota: the count of the current UTC
                  calendar period (a later period resets it); admitted
                  when count + 1 <= limit.
