@@ -123,7 +123,9 @@ func (e *Engine) newCall(ctx context.Context, req *limit.Request) *call {
 			c.ownQuota = keyedQuota{Key: e.keys.Quota(req.KeyID, req.PlanID), Limit: q.Limit, Period: q.Period, Offset: q.Offset}
 			kr.Quota = &c.ownQuota
 		}
-		kr.UsageKey = e.keys.Usage(req.KeyID, req.PlanID)
+		if !req.Uncounted {
+			kr.UsageKey = e.keys.Usage(req.KeyID, req.PlanID)
+		}
 	}
 	if len(req.Rules) > 0 {
 		e.resolveRules(req, kr)

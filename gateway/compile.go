@@ -25,6 +25,10 @@ func (c *config) hasStage(apiID, stage string) bool {
 // apiConfig is one RestApi: its compiled stages by name.
 type apiConfig struct {
 	stages map[string]*stageConfig
+	// usage is the partner usage endpoint of the API (partner.go): a
+	// method of a stage of its own that every plan covering one of the
+	// API's stages covers.
+	usage *method
 }
 
 // stageConfig is one stage: its path tree, variables, the usage plans
@@ -46,6 +50,7 @@ type stagePlan struct {
 	throttle *plans.Throttle
 	quota    *limit.Quota
 	shadow   bool
+	plan     *plans.UsagePlan // the snapshot's plan (read only)
 }
 
 // method is a compiled method of a resource: everything a request needs
@@ -86,6 +91,7 @@ func compile(snap *plans.Snapshot) (*config, error) {
 			}
 			ac.stages[name] = sc
 		}
+		ac.usage = usageMethod(apiID, ac.stages)
 		cfg.apis[apiID] = ac
 	}
 	return cfg, nil
@@ -138,7 +144,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 
 // newStagePlan copies the plan-level limits of p.
 func newStagePlan(p *plans.UsagePlan) *stagePlan {
-	sp := &stagePlan{id: p.ID, shadow: p.Shadow()}
+	sp := &stagePlan{id: p.ID, shadow: p.Shadow(), plan: p}
 	if p.Throttle != nil {
 		t := *p.Throttle
 		sp.throttle = &t

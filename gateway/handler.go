@@ -81,6 +81,10 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	if !s.checkInput(w, r, ex) {
 		return
 	}
+	if r.URL.Path == UsagePath {
+		s.serveUsage(w, r, ex)
+		return
+	}
 	if ex.m = s.route(w, r, ex); ex.m == nil {
 		return
 	}

@@ -186,6 +186,14 @@ func (c *countingEngine) Fill(ctx context.Context, lk *cache.Lookup, e *cache.En
 	return c.get().Fill(ctx, lk, e)
 }
 
+func (c *countingEngine) QuotaState(ctx context.Context, keyID, planID string, q plans.Quota) (limit.State, error) {
+	return c.get().QuotaState(ctx, keyID, planID, q)
+}
+
+func (c *countingEngine) Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error) {
+	return c.get().Usage(ctx, keyID, planID, from, to)
+}
+
 // swap replaces the wrapped engine and returns the previous one.
 func (c *countingEngine) swap(e Engine) Engine {
 	c.mu.Lock()

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"tollgate/cache"
 	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // Engine is the port through which the gateway reaches Redis: limit
@@ -24,4 +26,10 @@ type Engine interface {
 	DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error)
 	// Fill stores ent as the entry lk names (after the response was sent).
 	Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error
+	// QuotaState reads the quota state of a key in a plan in the current
+	// period, charging nothing (the partner usage endpoint).
+	QuotaState(ctx context.Context, keyID, planID string, q plans.Quota) (limit.State, error)
+	// Usage reads the admitted requests of a key in a plan per UTC day
+	// ("YYYY-MM-DD"), from from's date to to's inclusive.
+	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error)
 }

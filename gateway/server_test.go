@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -237,4 +238,12 @@ func (allowEngine) DecideLookup(_ context.Context, _ *limit.Request, lk *cache.L
 
 func (allowEngine) Fill(context.Context, *cache.Lookup, *cache.Entry) error {
 	return errors.New("no cache")
+}
+
+func (allowEngine) QuotaState(context.Context, string, string, plans.Quota) (limit.State, error) {
+	return limit.State{}, errors.New("no limiter")
+}
+
+func (allowEngine) Usage(context.Context, string, string, time.Time, time.Time) (map[string]int64, error) {
+	return nil, errors.New("no limiter")
 }

@@ -71,6 +71,10 @@ type Request struct {
 	// charges nothing anywhere, and a refusal by another limit charges no
 	// rule. They are checked after the buckets and before the quota.
 	Rules []Rule
+	// Uncounted leaves the request out of its key's daily usage (the
+	// partner usage endpoint, which takes from the plan bucket only: no
+	// Quota, not counted).
+	Uncounted bool
 	// Version is the config version the limits come from. A refusal the
 	// engine remembers (docs/behaviour.md) answers only requests of the
 	// same Version.

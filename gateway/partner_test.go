@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"tollgate/plans"
+)
+
+// otherKey is a second key in plan01, whose figures goodKey must never see.
+const otherKey = "OtherKey0123456789abcdefXYZ"
+
+// usageGateway serves limitSnapshot(plan) with the test keys and otherKey.
+func usageGateway(t *testing.T, plan plans.UsagePlan) *testGateway {
+	t.Helper()
+	tg := limitGateway(t, limitSnapshot(plan, plans.Stage{}))
+	tg.keys.add(otherKey, &plans.KeyRecord{KeyID: "key0000009", Enabled: true, PlanIDs: []string{"plan01"}})
+	return tg
+}
+
+// usage asks the partner usage endpoint with key and decodes a 200.
+func (tg *testGateway) usage(t *testing.T, key string) usageReport {
+	t.Helper()
+	got := tg.do(t, "GET", UsagePath, "x-api-key", key)
+	if got.status != 200 {
+		t.Fatalf("GET %s: status %d, want 200 (body %s)", UsagePath, got.status, got.body)
+	}
+	var rep usageReport
+	if err := json.Unmarshal([]byte(got.body), &rep); err != nil {
+		t.Fatalf("GET %s: body %s: %v", UsagePath, got.body, err)
+	}
+	return rep
+}
+
+// nextUTCMidnight is the end of the current UTC day, RFC 3339.
+func nextUTCMidnight() string {
+	now := time.Now().UTC()
+	return time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
+}
+
+func TestPartnerUsageShowsTheCallersOwnFigures(t *testing.T) {
+	t.Parallel()
+	tg := usageGateway(t, plans.UsagePlan{Name: "Gold", Throttle: &plans.Throttle{RateLimit: 100, BurstLimit: 50},
+		Quota: &plans.Quota{Limit: 10, Period: plans.PeriodDay}})
+	for range 3 {
+		if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
+			t.Fatalf("keyed request: status %d", got.status)
+		}
+	}
+	for range 5 {
+		if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", otherKey); got.status != 200 {
+			t.Fatalf("other key's request: status %d", got.status)
+		}
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	for i := range 3 { // asking again counts nothing
+		rep := tg.usage(t, goodKey)
+		if rep.KeyID != "key0000001" {
+			t.Errorf("keyId: got %q, want key0000001", rep.KeyID)
+		}
+		p := rep.Plan
+		if p.ID != "plan01" || p.Name != "Gold" || p.Throttle == nil || p.Throttle.RateLimit != 100 || p.Throttle.BurstLimit != 50 ||
+			p.Quota == nil || p.Quota.Limit != 10 || p.Quota.Period != plans.PeriodDay ||
+			len(p.ApiStages) != 1 || p.ApiStages[0] != (apiStageView{ApiID: testAPI, Stage: testStage}) {
+			t.Errorf("plan: got %+v", p)
+		}
+		if q := rep.Quota; q == nil || q.Used != 3 || q.Remaining != 7 || (q.ResetAt != nextUTCMidnight() && i == 0) {
+			t.Errorf("ask %d: quota got %+v, want used 3, remaining 7, resetAt %s", i+1, q, nextUTCMidnight())
+		}
+		if rep.Today.Date != today || rep.Today.Count != 3 {
+			t.Errorf("ask %d: today got %+v, want %s 3", i+1, rep.Today, today)
+		}
+		if len(rep.Plans) != 1 || rep.Plans[0].Plan.ID != "plan01" {
+			t.Errorf("plans: got %+v, want plan01 alone", rep.Plans)
+		}
+	}
+	rep := tg.usage(t, otherKey)
+	if rep.KeyID != "key0000009" || rep.Quota.Used != 5 || rep.Quota.Remaining != 5 || rep.Today.Count != 5 {
+		t.Errorf("other key: got %s used %d remaining %d today %d, want key0000009 5 5 5", rep.KeyID, rep.Quota.Used, rep.Quota.Remaining, rep.Today.Count)
+	}
+	// the usage asks counted nowhere: the limiter's own figures
+	q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodDay})
+	if err != nil || q.Remaining != 7 {
+		t.Errorf("QuotaState: got %+v %v, want remaining 7", q, err)
+	}
+	u, err := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
+	if err != nil || u[today] != 3 {
+		t.Errorf("Usage: got %v %v, want %s: 3", u, err, today)
+	}
+}
+
+func TestPartnerUsageIsThrottledByThePlanBucketAndCountsNoQuota(t *testing.T) {
+	t.Parallel()
+	tg := usageGateway(t, plans.UsagePlan{Throttle: &plans.Throttle{RateLimit: 0.01, BurstLimit: 3},
+		Quota: &plans.Quota{Limit: 10, Period: plans.PeriodMonth}})
+	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
+		t.Fatalf("keyed request: status %d", got.status)
+	}
+	for i := range 2 {
+		got := tg.do(t, "GET", UsagePath, "x-api-key", goodKey)
+		if got.status != 200 {
+			t.Fatalf("usage %d: status %d, want 200", i+1, got.status)
+		}
+		if r, want := got.header.Get("X-RateLimit-Remaining"), []string{"1", "0"}[i]; r != want {
+			t.Errorf("usage %d: X-RateLimit-Remaining got %q, want %q (the plan bucket)", i+1, r, want)
+		}
+	}
+	got := tg.do(t, "GET", UsagePath, "x-api-key", goodKey)
+	wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException")
+	if got.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	got = tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey)
+	wantError(t, got, 429, "Too Many Requests", "TooManyRequestsException") // the same bucket
+	// the other key has its own bucket, and the quota counts the one request
+	rep := tg.usage(t, otherKey)
+	if rep.Quota.Used != 0 || rep.Today.Count != 0 {
+		t.Errorf("other key: got used %d today %d, want 0 0", rep.Quota.Used, rep.Today.Count)
+	}
+	q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodMonth})
+	if err != nil || q.Remaining != 9 {
+		t.Errorf("QuotaState: got %+v %v, want remaining 9 (usage asks cost no quota)", q, err)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	u, err := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
+	if err != nil || u[today] != 1 {
+		t.Errorf("Usage: got %v %v, want %s: 1", u, err, today)
+	}
+}
+
+func TestPartnerUsageRefusesWithoutAValidKey(t *testing.T) {
+	t.Parallel()
+	tg := usageGateway(t, plans.UsagePlan{Quota: &plans.Quota{Limit: 10, Period: plans.PeriodDay}})
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+	}{
+		{"missing", nil},
+		{"unknown", []string{"x-api-key", unknownKey}},
+		{"disabled", []string{"x-api-key", disabledKey}},
+		{"no plan for this API", []string{"x-api-key", noPlanKey}},
+	} {
+		got := tg.do(t, "GET", UsagePath, tc.hdr...)
+		wantError(t, got, 403, "Forbidden", "ForbiddenException")
+		if got.status == 200 {
+			t.Errorf("%s: answered %s", tc.name, got.body)
+		}
+	}
+	got := tg.do(t, "POST", UsagePath, "x-api-key", goodKey)
+	if got.status != 405 || got.header.Get("Allow") != "GET,HEAD" {
+		t.Errorf("POST: got %d Allow %q, want 405 GET,HEAD", got.status, got.header.Get("Allow"))
+	}
+}
+
+func TestPartnerUsageListsEveryPlanOfTheKeyOnTheAPI(t *testing.T) {
+	t.Parallel()
+	snap := limitSnapshot(plans.UsagePlan{Quota: &plans.Quota{Limit: 10, Period: plans.PeriodDay}}, plans.Stage{})
+	beta := *snap.Apis[testAPI].Stages[testStage]
+	beta.Stage.StageName = "beta"
+	snap.Apis[testAPI].Stages["beta"] = &beta
+	addPlan(snap, plans.UsagePlan{ID: "plan02", ApiStages: []plans.ApiStage{{ApiID: testAPI, Stage: "beta"}}})
+	tg := limitGateway(t, snap)
+	for _, path := range []string{"/prod/keyed", "/beta/keyed", "/beta/keyed"} {
+		if got := tg.do(t, "GET", path, "x-api-key", goodKey); got.status != 200 {
+			t.Fatalf("%s: status %d", path, got.status)
+		}
+	}
+	rep := tg.usage(t, goodKey)
+	if len(rep.Plans) != 2 || rep.Plans[0].Plan.ID != rep.Plan.ID {
+		t.Fatalf("plans: got %+v, want two, the top-level plan first", rep.Plans)
+	}
+	for _, p := range rep.Plans {
+		want := map[string]int64{"plan01": 1, "plan02": 2}[p.Plan.ID]
+		if p.Today.Count != want {
+			t.Errorf("plan %s: today %d, want %d", p.Plan.ID, p.Today.Count, want)
+		}
+		if (p.Quota != nil) != (p.Plan.ID == "plan01") {
+			t.Errorf("plan %s: quota %+v (plan02 has none)", p.Plan.ID, p.Quota)
+		}
+	}
+}
