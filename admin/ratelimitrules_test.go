@@ -183,6 +183,20 @@ func TestExportCarriesTheStageRulesAndImportRestoresThem(t *testing.T) {
 	}
 }
 
+func TestPlanQuotaCountsTagIsValidated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	plan := call(e.c.CreateUsagePlan(e.ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("p")})).must(t)
+	arn := "arn:aws:apigateway:us-east-1::/usageplans/" + *plan.Id
+	_, err := e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String(arn), Tags: map[string]string{"tollgate:quota-counts": "2xx"}})
+	wantBadRequest(t, err, "tollgate:quota-counts")
+	call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String(arn), Tags: map[string]string{"tollgate:quota-counts": "non-5xx"}})).must(t)
+	got := call(e.c.GetUsagePlan(e.ctx, &apigateway.GetUsagePlanInput{UsagePlanId: plan.Id})).must(t)
+	if got.Tags["tollgate:quota-counts"] != "non-5xx" {
+		t.Errorf("got tags %v, want tollgate:quota-counts=non-5xx", got.Tags)
+	}
+}
+
 func TestPlanModeTagIsValidated(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -284,10 +284,14 @@ type batchArgs struct {
 	// await refuses the run's keyed decisions until the restore mark is
 	// in changes (Options.AwaitRestore).
 	await bool
-	spec  []byte
-	keys  []string
-	args  [argCount]any
-	live  []*call
+	// quotaOnly is true when a decision has a quota but no usage count
+	// (limit.Request.Uncounted): the change set is named for the restore
+	// gate.
+	quotaOnly bool
+	spec      []byte
+	keys      []string
+	args      [argCount]any
+	live      []*call
 }
 
 // argCount is the number of ARGV entries of limits.lua's op "decide".
@@ -303,6 +307,7 @@ func (a *batchArgs) reset() {
 	clear(a.state)
 	clear(a.usage)
 	a.state, a.usage, a.spec, a.changes, a.await = a.state[:0], a.usage[:0], a.spec[:0], "", false
+	a.quotaOnly = false
 	clear(a.stateIdx)
 	clear(a.usageIdx)
 }
@@ -348,6 +353,8 @@ func (a *batchArgs) add(req *keyedRequest, rem []remote) {
 	}
 	if req.UsageKey != "" {
 		uIdx = index(&a.usage, a.usageIdx, req.UsageKey)
+	} else if qIdx != 0 {
+		a.quotaOnly = true
 	}
 	le := binary.LittleEndian
 	s := append(a.spec, uint8(len(req.Buckets)), uint8(req.planIndex()+1))
@@ -402,7 +409,7 @@ func (a *batchArgs) refundArgs(clock string) ([]string, []any) {
 func (a *batchArgs) keysAndArgs(clock string, decisions int) ([]string, []any) {
 	a.keys = append(append(a.keys[:0], a.state...), a.usage...)
 	changes, await := "", ""
-	if a.changes != "" && len(a.usage) > 0 {
+	if a.changes != "" && (len(a.usage) > 0 || a.quotaOnly) {
 		a.keys = append(a.keys, a.changes)
 		changes = strconv.Itoa(len(a.keys))
 		if a.await {

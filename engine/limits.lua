@@ -108,6 +108,19 @@ but did not use, because a limit in another slot refused it.
   state stays absent.
   Reply: the number of buckets written.
 
+op "settle": settle one request decided with a quota but no usage count
+(a plan tagged tollgate:quota-counts=non-5xx, docs/usage.md) once its
+response is known: count it in usage, or give its quota unit back.
+  KEYS  1  the quota state   2  the daily usage hash   3  the usage change set
+  ARGV  3  the quota period start (Unix s) of the decision
+        4  "1": count the request in today's usage (marked in the change
+           set, as "decide" does); "0": give its quota unit back (the count
+           drops by 1, the change sequence number grows by 1, the usage
+           hash is marked in the change set), unless the state is of
+           another period by now
+        5  the index in KEYS of the usage change set ("3"), or ""
+  Reply: 1 when it wrote, else 0.
+
 op "quota": read or set the remaining quota of one key in the current
 period (UpdateUsage, docs/behaviour.md "Usage").
   KEYS  1  the quota state, as "decide" writes it
@@ -443,7 +456,7 @@ local function decide(changes, await)
     end
 
     -- a keyed decision waits for the restore (ARGV[7]): refused, charging nothing
-    if uki > 0 and not restored then refused = -1 end
+    if (uki > 0 or qki > 0) and not restored then refused = -1 end
 
     -- Quota: used count in the current period. The stored start is the
     -- latest period start seen: the count goes on unless the current period
@@ -615,6 +628,23 @@ local function unlease(changes)
   return written
 end
 
+-- changes: the index in KEYS of the usage change set, nil for none
+local function settle(changes)
+  if ARGV[4] == '1' then
+    count_usage(KEYS[2], 1, changes)
+    return 1
+  end
+  local q, seq = quota_state(redis.call('MGET', KEYS[1])[1])
+  if q and q[1] == tonumber(ARGV[3]) and q[2] > 0 then
+    q[2] = q[2] - 1
+    redis.call('SET', KEYS[1], quota_value(q, seq + 1), 'KEEPTTL')
+    -- marked, so the flush takes the lower count to the ledger
+    if changes then redis.call('ZADD', KEYS[changes], 'LT', days, KEYS[2]) end
+    return 1
+  end
+  return 0
+end
+
 local function quota()
   local limit = tonumber(ARGV[3])
   local period_start, period_end = period(days, ARGV[4], tonumber(ARGV[5]))
@@ -630,7 +660,8 @@ local function quota()
 end
 
 local ops = {decide = function() return decide(tonumber(ARGV[6] or ''), ARGV[7] == '1') end, refund = refund,
-  unlease = function() return unlease(tonumber(ARGV[5] or '')) end, quota = quota}
+  unlease = function() return unlease(tonumber(ARGV[5] or '')) end, quota = quota,
+  settle = function() return settle(tonumber(ARGV[5] or '')) end}
 local run = ops[ARGV[1]]
 if not run then return redis.error_reply('ERR tollgate limits.lua: unknown operation ' .. tostring(ARGV[1])) end
 return run()

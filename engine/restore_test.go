@@ -124,3 +124,43 @@ func TestRestoreWritesTheLedgerBackBeforeKeysAreAdmittedAgain(t *testing.T) {
 		}
 	})
 }
+
+// A request decided with its quota but no usage count (a plan counting
+// non-5xx answers) waits for the restore too, and its settle either gives
+// its quota unit back or counts it in usage.
+func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend) {
+		e := mustEngineOn(t, b, Options{AwaitRestore: true})
+		ctx := t.Context()
+		req := quotaRequest("k")
+		req.Uncounted = true
+		if _, err := e.Decide(ctx, req); !errors.Is(err, limit.ErrNotRestored) {
+			t.Fatalf("before the restore: got %v, want ErrNotRestored", err)
+		}
+		if _, err := e.Restore(ctx, &memLedger{}); err != nil {
+			t.Fatal(err)
+		}
+		today := utcDay(time.Now())
+		for i, counted := range []bool{true, true, false} {
+			d, err := e.Decide(ctx, req)
+			if err != nil || !d.Allowed {
+				t.Fatalf("decision %d: %+v, %v", i+1, d, err)
+			}
+			if err := e.Settle(ctx, "k", "p1", d.Quota.Reset.Add(-d.Quota.Window), counted); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := e.QuotaState(ctx, "k", "p1", plans.Quota{Limit: 5, Period: "DAY"})
+		if err != nil || q.Remaining != 3 {
+			t.Errorf("quota: %+v, %v, want 3 left (one given back)", q, err)
+		}
+		u, err := e.Usage(ctx, "k", "p1", today, today)
+		if err != nil || u[today.Format(dayLayout)] != 2 {
+			t.Errorf("usage: %v, %v, want 2", u, err)
+		}
+		got, _ := drainAll(t, e.UsageSource(), 10)
+		if o := got["k"]; describe(o) != "["+today.Format(dayLayout)+"=2] quota=2 from "+today.Format(dayLayout) {
+			t.Errorf("the flush worker sees %s, want 2 and 2", describe(o))
+		}
+	})
+}

@@ -45,6 +45,7 @@ const (
 	opRefund      = "refund"
 	opUnlease     = "unlease"
 	opQuota       = "quota"
+	opSettle      = "settle"
 	opRules       = "rules"
 	opDecideRules = "decide_rules"
 	opUnrules     = "unrules"

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -95,4 +96,27 @@ func (e *Engine) runQuota(ctx context.Context, keyID, planID string, q plans.Quo
 	}
 	start, end := time.Unix(r[1], 0).UTC(), time.Unix(r[2], 0).UTC()
 	return limit.State{Limit: int64(q.Limit), Remaining: r[0], Reset: end, Window: end.Sub(start)}, nil
+}
+
+// Settle settles one request decided with a quota but no usage count
+// (limit.Request.Uncounted; a plan tagged tollgate:quota-counts=non-5xx,
+// docs/usage.md) once its response is known: counted true counts it in
+// today's usage (Redis time) as an admission would; false gives its quota
+// unit back, unless the quota period that started at periodStart (the
+// decision's Quota.Reset − Quota.Window) is over. Errors are wrapped.
+func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error {
+	usage := e.keys.Usage(keyID, planID)
+	keys := []string{e.keys.Quota(keyID, planID), usage, e.changes0}
+	if e.cluster != nil {
+		keys[2] = e.keys.UsageChanges(keyspace.Slot(usage))
+	}
+	flag := "0"
+	if counted {
+		flag = "1"
+	}
+	args := []any{opSettle, e.clockArg(), strconv.FormatInt(periodStart.Unix(), 10), flag, "3"}
+	if err := e.runOnce(ctx, e.rdb, keys, args).Err(); err != nil {
+		return fmt.Errorf("engine: settle key %s: %w", keyID, err)
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ type stagePlan struct {
 	throttle *plans.Throttle
 	quota    *limit.Quota
 	shadow   bool
+	non5xx   bool             // tagged tollgate:quota-counts=non-5xx
 	plan     *plans.UsagePlan // the snapshot's plan (read only)
 }
 
@@ -144,7 +145,7 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 
 // newStagePlan copies the plan-level limits of p.
 func newStagePlan(p *plans.UsagePlan) *stagePlan {
-	sp := &stagePlan{id: p.ID, shadow: p.Shadow(), plan: p}
+	sp := &stagePlan{id: p.ID, shadow: p.Shadow(), non5xx: p.CountsNon5xx(), plan: p}
 	if p.Throttle != nil {
 		t := *p.Throttle
 		sp.throttle = &t

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -36,6 +37,8 @@ type exchange struct {
 	rules             []limit.Rule  // the rules of lreq.Rules
 	planRules         []limit.Level // the levels of the shadow plan's rules, first in rules
 	release           func()        // ends the request's concurrency slots; nil without any
+	unsettled         bool          // admitted uncounted (quota-counts=non-5xx): settle after the response
+	quotaStart        time.Time     // the quota period start of its decision
 	cache             string        // X-Cache outcome of a caching method
 	body              *reqbody.Body // the request body under its deadline; nil without one
 }
@@ -65,6 +68,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.Header()[headerRequestID] = []string{ex.id}
 	s.serveAPI(sw, r, ex)
 	s.finish(r, sw, ex)
+	if ex.unsettled {
+		s.settle(ex, cmp.Or(sw.status, http.StatusOK))
+	}
 }
 
 // endSlots ends the request's concurrency slots (limit.Decision.Release),

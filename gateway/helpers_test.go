@@ -190,6 +190,10 @@ func (c *countingEngine) QuotaState(ctx context.Context, keyID, planID string, q
 	return c.get().QuotaState(ctx, keyID, planID, q)
 }
 
+func (c *countingEngine) Settle(ctx context.Context, keyID, planID string, start time.Time, counted bool) error {
+	return c.get().Settle(ctx, keyID, planID, start, counted)
+}
+
 func (c *countingEngine) Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error) {
 	return c.get().Usage(ctx, keyID, planID, from, to)
 }

@@ -42,6 +42,9 @@ func (s *Server) buildRequest(ex *exchange) {
 				ex.quota = *sp.quota
 				req.Quota = &ex.quota
 			}
+			// quota-counts=non-5xx: counted (or given back) once the
+			// response is known (settle)
+			req.Uncounted = sp.non5xx
 		}
 	}
 	req.Buckets = append(req.Buckets, m.shared...)
@@ -84,7 +87,39 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		return false
 	}
 	s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
+	if ex.lreq.Uncounted && ex.lreq.KeyID != "" && ex.stage != usageStage {
+		ex.unsettled = true
+		if d.Quota != nil {
+			ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)
+		}
+	}
 	return d.Delay <= 0 || s.delay(w, r, ex, d)
+}
+
+// settleTimeout bounds the settle of one request (its own round trip,
+// after the response).
+const settleTimeout = 5 * time.Second
+
+// settle settles an admitted request of a plan tagged
+// tollgate:quota-counts=non-5xx once its response has ended with status:
+// a 5xx (the upstream's, or the gateway's 502/504 for an integration that
+// failed or timed out) gives its quota unit back and is not counted in
+// usage; anything else is counted. It runs on its own goroutine; an error
+// is logged (the request stays charged and uncounted).
+func (s *Server) settle(ex *exchange, status int) {
+	counted := status < 500
+	if !counted && ex.lreq.Quota == nil {
+		return // nothing was charged
+	}
+	keyID, planID, start := ex.keyID, ex.lreq.PlanID, ex.quotaStart
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+		defer cancel()
+		if err := s.engine.Settle(ctx, keyID, planID, start, counted); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "quota settle failed", slog.String("key_id", keyID),
+				slog.String("plan_id", planID), slog.Bool("counted", counted), slog.String("error", err.Error()))
+		}
+	}()
 }
 
 // delay holds an admitted request for its turn (a LEAKY_BUCKET rule's

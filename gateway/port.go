@@ -29,6 +29,10 @@ type Engine interface {
 	// QuotaState reads the quota state of a key in a plan in the current
 	// period, charging nothing (the partner usage endpoint).
 	QuotaState(ctx context.Context, keyID, planID string, q plans.Quota) (limit.State, error)
+	// Settle settles a request decided with limit.Request.Uncounted once
+	// its response is known: counted counts it in today's usage, else its
+	// quota unit (of the period that started at periodStart) is given back.
+	Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error
 	// Usage reads the admitted requests of a key in a plan per UTC day
 	// ("YYYY-MM-DD"), from from's date to to's inclusive.
 	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error)

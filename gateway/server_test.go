@@ -244,6 +244,10 @@ func (allowEngine) QuotaState(context.Context, string, string, plans.Quota) (lim
 	return limit.State{}, errors.New("no limiter")
 }
 
+func (allowEngine) Settle(context.Context, string, string, time.Time, bool) error {
+	return errors.New("no limiter")
+}
+
 func (allowEngine) Usage(context.Context, string, string, time.Time, time.Time) (map[string]int64, error) {
 	return nil, errors.New("no limiter")
 }

@@ -131,6 +131,22 @@ func TestPlanModeTag(t *testing.T) {
 	}
 }
 
+func TestPlanQuotaCountsTag(t *testing.T) {
+	p := &UsagePlan{Name: "p", Tags: map[string]string{QuotaCountsTag: "non-5xx"}}
+	if err := p.Validate(); err != nil || !p.CountsNon5xx() {
+		t.Errorf("non-5xx: got %v, non-5xx %v", err, p.CountsNon5xx())
+	}
+	p.Tags[QuotaCountsTag] = "all"
+	if err := p.Validate(); err != nil || p.CountsNon5xx() {
+		t.Errorf("all: got %v, non-5xx %v", err, p.CountsNon5xx())
+	}
+	p.Tags[QuotaCountsTag] = "2xx"
+	var pe *Error
+	if err := p.Validate(); !errors.As(err, &pe) || pe.Field != "tags.tollgate:quota-counts" {
+		t.Errorf("bad value: got %v, want a 400 naming tags.tollgate:quota-counts", err)
+	}
+}
+
 // FuzzParseKeyBy: never panics; an accepted entry's stored form parses
 // back to the same part.
 func FuzzParseKeyBy(f *testing.F) {

@@ -131,7 +131,10 @@ func (p *UsagePlan) Validate() error {
 	if err := ValidateTags(p.Tags); err != nil {
 		return err
 	}
-	return validateModeTag(p.Tags)
+	if err := validateModeTag(p.Tags); err != nil {
+		return err
+	}
+	return validateQuotaCountsTag(p.Tags)
 }
 
 // ModeTag is the usage plan tag that puts a plan in shadow mode:
@@ -154,6 +157,32 @@ func validateModeTag(tags map[string]string) error {
 	}
 	return Invalid("tags."+ModeTag, "tag %s=%q must be shadow or enforce", ModeTag, v)
 }
+
+// QuotaCountsTag is the usage plan tag choosing which requests its quota
+// and usage count: "tollgate:quota-counts=all" (the default, as Amazon
+// API Gateway) or "non-5xx": a request the upstream answers 5xx, or whose
+// integration fails or times out (502, 504 from the gateway), is given
+// back to the quota and not counted in usage (docs/usage.md). A tag, so
+// the AWS CLI can set it (tag-resource).
+const QuotaCountsTag = "tollgate:quota-counts"
+
+// Values of QuotaCountsTag.
+const (
+	QuotaCountsAll    = "all"
+	QuotaCountsNon5xx = "non-5xx"
+)
+
+func validateQuotaCountsTag(tags map[string]string) error {
+	v, ok := tags[QuotaCountsTag]
+	if !ok || v == QuotaCountsAll || v == QuotaCountsNon5xx {
+		return nil
+	}
+	return Invalid("tags."+QuotaCountsTag, "tag %s=%q must be all or non-5xx", QuotaCountsTag, v)
+}
+
+// CountsNon5xx reports whether the plan is tagged
+// tollgate:quota-counts=non-5xx.
+func (p *UsagePlan) CountsNon5xx() bool { return p.Tags[QuotaCountsTag] == QuotaCountsNon5xx }
 
 // Shadow reports whether the plan is tagged tollgate:mode=shadow.
 func (p *UsagePlan) Shadow() bool { return p.Tags[ModeTag] == ModeTagShadow }

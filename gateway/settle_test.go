@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"tollgate/plans"
+)
+
+// settleGateway serves /ok (200), /fail (500) and /down (an upstream that
+// refuses connections: 502) with a keyed proxy, for plan01 with a quota of
+// 10 a day and the given tags.
+func settleGateway(t *testing.T, tags map[string]string) *testGateway {
+	t.Helper()
+	up := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(500)
+		}
+	}))
+	snap := snapshot(plans.Stage{},
+		res{"/ok", methods(proxy(true, up.URL+"/ok"), "GET")},
+		res{"/fail", methods(proxy(true, up.URL+"/fail"), "GET")},
+		res{"/down", methods(proxy(true, "http://127.0.0.1:1/down"), "GET")},
+	)
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Quota: &plans.Quota{Limit: 10, Period: plans.PeriodDay}, Tags: tags})
+	return limitGateway(t, snap)
+}
+
+// wantCounts waits until the key's quota remaining and today's usage in
+// plan01 are remaining and used.
+func (tg *testGateway) wantCounts(t *testing.T, remaining, used int64) {
+	t.Helper()
+	var gotRem, gotUsed int64
+	today := time.Now().UTC().Format(time.DateOnly)
+	cond := func() bool {
+		q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodDay})
+		u, err2 := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
+		if err != nil || err2 != nil {
+			return false
+		}
+		gotRem, gotUsed = q.Remaining, u[today]
+		return gotRem == remaining && gotUsed == used
+	}
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("quota remaining %d, usage %d; want %d, %d", gotRem, gotUsed, remaining, used)
+		}
+	}
+}
+
+func (tg *testGateway) sendStatuses(t *testing.T) {
+	t.Helper()
+	for _, c := range []struct {
+		path   string
+		status int
+	}{{"/prod/fail", 500}, {"/prod/ok", 200}, {"/prod/down", 502}, {"/prod/ok", 200}, {"/prod/fail", 500}, {"/prod/ok", 200}} {
+		if got := tg.do(t, "GET", c.path, "x-api-key", goodKey); got.status != c.status {
+			t.Fatalf("%s: status %d, want %d", c.path, got.status, c.status)
+		}
+	}
+}
+
+func TestQuotaCountsNon5xxGivesBack5xxAnswers(t *testing.T) {
+	t.Parallel()
+	tg := settleGateway(t, map[string]string{plans.QuotaCountsTag: plans.QuotaCountsNon5xx})
+	tg.sendStatuses(t)
+	tg.wantCounts(t, 7, 3) // the three 200s alone
+	rep := tg.usage(t, goodKey)
+	if rep.Quota.Used != 3 || rep.Today.Count != 3 {
+		t.Errorf("partner usage: used %d today %d, want 3 3", rep.Quota.Used, rep.Today.Count)
+	}
+}
+
+func TestQuotaCountsAllCountsEveryAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tags := range []map[string]string{nil, {plans.QuotaCountsTag: plans.QuotaCountsAll}} {
+		tg := settleGateway(t, tags)
+		tg.sendStatuses(t)
+		tg.wantCounts(t, 4, 6)
+	}
+}
