@@ -151,11 +151,16 @@ const (
 )
 
 func validateModeTag(tags map[string]string) error {
-	v, ok := tags[ModeTag]
-	if !ok || v == ModeTagShadow || v == ModeTagEnforce {
+	return validateTagValue(tags, ModeTag, ModeTagShadow, ModeTagEnforce)
+}
+
+// validateTagValue checks that tag, when set, is a or b.
+func validateTagValue(tags map[string]string, tag, a, b string) error {
+	v, ok := tags[tag]
+	if !ok || v == a || v == b {
 		return nil
 	}
-	return Invalid("tags."+ModeTag, "tag %s=%q must be shadow or enforce", ModeTag, v)
+	return Invalid("tags."+tag, "tag %s=%q must be %s or %s", tag, v, a, b)
 }
 
 // QuotaCountsTag is the usage plan tag choosing which requests its quota
@@ -173,11 +178,7 @@ const (
 )
 
 func validateQuotaCountsTag(tags map[string]string) error {
-	v, ok := tags[QuotaCountsTag]
-	if !ok || v == QuotaCountsAll || v == QuotaCountsNon5xx {
-		return nil
-	}
-	return Invalid("tags."+QuotaCountsTag, "tag %s=%q must be all or non-5xx", QuotaCountsTag, v)
+	return validateTagValue(tags, QuotaCountsTag, QuotaCountsAll, QuotaCountsNon5xx)
 }
 
 // CountsNon5xx reports whether the plan is tagged
