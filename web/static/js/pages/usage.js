@@ -93,7 +93,7 @@ async function usageSection(plan, keys, sel, cleanups) {
   }
   const total = used.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
-  const caption = `${who} used ${total} requests from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
+  const caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
   const plotEl = h("div", { class: "plot", role: "img", "aria-label": `Daily requests chart. ${caption}` });
   const figure = h("figure", { class: "chart", "aria-label": "Daily usage chart" }, plotEl, h("figcaption", {}, caption));
   requestAnimationFrame(() => {
