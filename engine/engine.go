@@ -168,6 +168,27 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return nil
 }
 
+// now returns the injected test clock's time when one is set and not
+// zero, else the node's time.
+func (e *Engine) now() time.Time {
+	if e.clock != nil {
+		if t := e.clock(); !t.IsZero() {
+			return t
+		}
+	}
+	return time.Now()
+}
+
+// changesOf returns the usage change set that a usage hash named usage
+// is marked in: the one set on a single primary, else the set of its
+// slot (as single.go and cluster.go choose it for decisions).
+func (e *Engine) changesOf(usage string) string {
+	if e.cluster == nil {
+		return e.changes0
+	}
+	return e.keys.UsageChanges(keyspace.Slot(usage))
+}
+
 // clockArg returns the scripts' time argument: the injected clock's time
 // in Unix microseconds, or "" for Redis TIME.
 func (e *Engine) clockArg() string {

@@ -67,12 +67,7 @@ func (e *Engine) Restore(ctx context.Context, ledger RestoreLedger) (int, error)
 		_, ok := lost[keyspace.Slot(e.keys.Quota(keyID, planID))]
 		return ok
 	}
-	now := time.Now()
-	if e.clock != nil {
-		if t := e.clock(); !t.IsZero() {
-			now = t
-		}
-	}
+	now := e.now()
 	if err := e.restoreQuotas(ctx, ledger, inLost, now); err != nil {
 		return 0, fmt.Errorf("engine: restore quotas: %w", err)
 	}

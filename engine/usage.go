@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -106,10 +105,7 @@ func (e *Engine) runQuota(ctx context.Context, keyID, planID string, q plans.Quo
 // decision's Quota.Reset − Quota.Window) is over. Errors are wrapped.
 func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error {
 	usage := e.keys.Usage(keyID, planID)
-	keys := []string{e.keys.Quota(keyID, planID), usage, e.changes0}
-	if e.cluster != nil {
-		keys[2] = e.keys.UsageChanges(keyspace.Slot(usage))
-	}
+	keys := []string{e.keys.Quota(keyID, planID), usage, e.changesOf(usage)}
 	flag := "0"
 	if counted {
 		flag = "1"
