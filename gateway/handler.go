@@ -34,7 +34,6 @@ type exchange struct {
 	buckets           [3]limit.Bucket
 	quota             limit.Quota
 	lreq              limit.Request
-	rules             []limit.Rule  // the rules of lreq.Rules
 	planRules         []limit.Level // the levels of the shadow plan's rules, first in rules
 	release           func()        // ends the request's concurrency slots; nil without any
 	unsettled         bool          // admitted uncounted (quota-counts=non-5xx): settle after the response

@@ -105,7 +105,11 @@ const settleTimeout = 5 * time.Second
 // a 5xx (the upstream's, or the gateway's 502/504 for an integration that
 // failed or timed out) gives its quota unit back and is not counted in
 // usage; anything else is counted. It runs on its own goroutine; an error
-// is logged (the request stays charged and uncounted).
+// is logged (the request stays charged and uncounted). It is the one
+// exception to one limiter round trip per request: every admitted request
+// of such a plan pays a second one, off the request's path, because its
+// usage can be counted only once its status is known (usage is never
+// decremented: the ledger keeps the highest count of a day).
 func (s *Server) settle(ex *exchange, status int) {
 	counted := status < 500
 	if !counted && ex.lreq.Quota == nil {
@@ -128,6 +132,9 @@ func (s *Server) settle(ex *exchange, status int) {
 // (Decision.GiveBack) and returns false, with the request logged as
 // closed by the client; its other charges stay, as for a request served.
 func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d limit.Decision) bool {
+	// The engine caps each delay at its rule's maxDelayMillis; the cap at
+	// the largest a rule may have only keeps a request from waiting
+	// unbounded should a decision ever carry more.
 	t := time.NewTimer(min(d.Delay, plans.MaxDelayMillis*time.Millisecond))
 	defer t.Stop()
 	select {

@@ -109,16 +109,15 @@ func (ex *exchange) shadowPlan(b limit.Bucket, q *limit.Quota) {
 		if b.Level == limit.LevelPlanMethod {
 			counter = "~method:" + id + ":" + b.Method + ":" + b.Path
 		}
-		ex.rules = append(ex.rules, limit.Rule{Name: b.Level.String(), Counter: counter, Value: ex.keyID, Shadow: true,
+		ex.lreq.Rules = append(ex.lreq.Rules, limit.Rule{Name: b.Level.String(), Counter: counter, Value: ex.keyID, Shadow: true,
 			Algorithm: limit.TokenBucket, RateLimit: b.RateLimit, BurstLimit: b.BurstLimit})
 		ex.planRules = append(ex.planRules, b.Level)
 	}
 	if q != nil {
-		ex.rules = append(ex.rules, limit.Rule{Name: limit.LevelQuota.String(), Counter: "~quota:" + id, Value: ex.keyID, Shadow: true,
+		ex.lreq.Rules = append(ex.lreq.Rules, limit.Rule{Name: limit.LevelQuota.String(), Counter: "~quota:" + id, Value: ex.keyID, Shadow: true,
 			Algorithm: limit.CalendarQuota, Limit: q.Limit, Period: q.Period, Offset: q.Offset})
 		ex.planRules = append(ex.planRules, limit.LevelQuota)
 	}
-	ex.lreq.Rules = ex.rules
 }
 
 // buildRules adds the method's rules that match r to ex.lreq.Rules (after
@@ -129,7 +128,7 @@ func (s *Server) buildRules(r *http.Request, ex *exchange) {
 		return
 	}
 	var query url.Values // parsed once, if a rule counts by a query parameter
-	rules := ex.rules
+	rules := ex.lreq.Rules
 	for _, sr := range m.rules {
 		if m.verb == "ANY" && sr.method != plans.AnyRoute && sr.method != r.Method {
 			continue
@@ -160,7 +159,6 @@ func (s *Server) buildRules(r *http.Request, ex *exchange) {
 		}
 		rules = append(rules, lr)
 	}
-	ex.rules = rules
 	ex.lreq.Rules = rules
 }
 
