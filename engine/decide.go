@@ -80,7 +80,9 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 // nil and the call was sent, decideAlong returns only after the run
 // (bounded by runTimeout), so the commands along queued hold their
 // replies; when it fails before its run was sent (or a refusal was
-// answered from memory), along is not called.
+// answered from memory), along is not called. A call with along (a
+// caching request reading its entry in the same round trip) neither takes
+// nor uses a lease: it needs the round trip anyway.
 func (e *Engine) decideAlong(ctx context.Context, req *limit.Request, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := e.newCall(ctx, req)
 	gen, sent := e.refusals.generation(), time.Now()
