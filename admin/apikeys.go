@@ -32,7 +32,7 @@ type createApiKeyInput struct {
 }
 
 // createApiKey: POST /apikeys → 201 ApiKey, the only response that carries
-// the value (generated with plans.NewKeyValue when not given). Only the
+// the value (generated in the server's KeyFormat when not given). Only the
 // value's hash (plans.HashKey under the pepper) reaches the store; a
 // duplicate value is 409. ?mode=import is ImportApiKeys.
 func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
@@ -45,11 +45,11 @@ func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	value := in.Value
 	if value == "" {
-		value = plans.NewKeyValue()
+		value = s.keyFmt.New()
 	}
 	k := &plans.ApiKey{Name: in.Name, Description: in.Description, Enabled: in.Enabled, Value: value,
 		CustomerID: in.CustomerID, StageKeys: in.StageKeys, Tags: in.Tags}
-	if err := validateNewKey(k); err != nil {
+	if err := s.validateNewKey(k); err != nil {
 		return err
 	}
 	k.Value = "" // the store never sees the plaintext
@@ -62,9 +62,13 @@ func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// validateNewKey checks k and its stage keys ("restApiId/stageName").
-func validateNewKey(k *plans.ApiKey) error {
+// validateNewKey checks k, its value's checksum when it has the shape of a
+// generated one (checkChecksum) and its stage keys ("restApiId/stageName").
+func (s *Server) validateNewKey(k *plans.ApiKey) error {
 	if err := k.Validate(); err != nil {
+		return err
+	}
+	if err := checkChecksum(s.keyFmt, "value", k.Value); err != nil {
 		return err
 	}
 	if k.StageKeys == nil {
@@ -159,5 +163,16 @@ func (s *Server) deleteApiKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.published(r.Context(), "DeleteApiKey")
 	writeAccepted(w)
+	return nil
+}
+
+// checkChecksum refuses a chosen or imported value that has the shape of
+// a generated one but not its checksum: every gateway would refuse it
+// without a lookup (docs/behaviour.md, "API keys").
+func checkChecksum(f plans.KeyFormat, field, value string) error {
+	if f.BadChecksum(value) {
+		return plans.Invalid(field, "%s has the shape of a generated key (prefix %q, %d characters) but not its checksum: mistyped, or choose a value of another length",
+			field, value[:len(value)-plans.KeyRandomLen-plans.KeyChecksumLen], len(value))
+	}
 	return nil
 }

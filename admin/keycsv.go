@@ -47,7 +47,7 @@ func (s *Server) importApiKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	keys, warnings, err := parseKeyCSV(body, s.pepper)
+	keys, warnings, err := parseKeyCSV(body, s.pepper, s.keyFmt)
 	if err != nil {
 		return err
 	}
@@ -69,11 +69,11 @@ func (s *Server) importApiKeys(w http.ResponseWriter, r *http.Request) error {
 // UsagePlanIds optional, others ignored), then one key per row. Enabled is
 // true unless it says false; UsagePlanIds is a comma-separated list
 // (quoted with " or ', as AWS allows). Rows with a bad value (20..128
-// letters and digits), no name or a bad Enabled are warnings naming their
+// letters and digits, and the checksum of f when of its shape), no name or a bad Enabled are warnings naming their
 // line; the file itself being malformed (no header, no Key or Name column,
 // broken quoting, more than MaxImportedKeys rows) is an error. Source: AWS
 // API Gateway developer guide, "API Gateway API key file format".
-func parseKeyCSV(body []byte, pepper []byte) ([]plans.KeyImport, []string, error) {
+func parseKeyCSV(body []byte, pepper []byte, f plans.KeyFormat) ([]plans.KeyImport, []string, error) {
 	cr := csv.NewReader(bytes.NewReader(body))
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
@@ -99,7 +99,7 @@ func parseKeyCSV(body []byte, pepper []byte) ([]plans.KeyImport, []string, error
 		if len(keys)+len(warnings) >= MaxImportedKeys {
 			return nil, nil, plans.Invalid("body", "at most %d keys can be imported at once", MaxImportedKeys)
 		}
-		k, err := keyRow(mergeSingleQuoted(rec, col["usageplanids"]), col, pepper)
+		k, err := keyRow(mergeSingleQuoted(rec, col["usageplanids"]), col, pepper, f)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("line %d: %s", line, plans.ErrorMessage(err)))
 			continue
@@ -129,7 +129,7 @@ func keyHeader(header []string) (map[string]int, error) {
 }
 
 // keyRow turns one record into a KeyImport (Line unset).
-func keyRow(rec []string, col map[string]int, pepper []byte) (plans.KeyImport, error) {
+func keyRow(rec []string, col map[string]int, pepper []byte, f plans.KeyFormat) (plans.KeyImport, error) {
 	field := func(name string) string {
 		if i := col[name]; i >= 0 && i < len(rec) {
 			return strings.TrimSpace(rec[i])
@@ -139,6 +139,9 @@ func keyRow(rec []string, col map[string]int, pepper []byte) (plans.KeyImport, e
 	value := field("key")
 	if !plans.ValidKeyValue(value) {
 		return plans.KeyImport{}, plans.Invalid("key", "Key must be 20 to 128 letters and digits")
+	}
+	if err := checkChecksum(f, "Key", value); err != nil {
+		return plans.KeyImport{}, err
 	}
 	k := plans.KeyImport{Name: field("name"), Description: field("description"), Enabled: true, Hash: plans.HashKey(value, pepper)}
 	if err := plans.ValidateName("name", k.Name); err != nil {

@@ -16,8 +16,9 @@ func TestParseKeyCSV(t *testing.T) {
 		",third," + k3 + ",\n" +
 		"true,short,tooShort,\n" +
 		"true,," + k1 + ",\n" +
-		"maybe,bad," + k1 + ",\n"
-	keys, warnings, err := parseKeyCSV([]byte(body), nil)
+		"maybe,bad," + k1 + ",\n" +
+		"true,typo,tg" + strings.Repeat("a", 42) + ",\n"
+	keys, warnings, err := parseKeyCSV([]byte(body), nil, plans.KeyFormat{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,9 @@ func TestParseKeyCSV(t *testing.T) {
 			t.Errorf("key %d: got %+v, want %+v", i, g, w)
 		}
 	}
-	if len(warnings) != 3 || !strings.HasPrefix(warnings[0], "line 5:") || !strings.Contains(warnings[1], "name") || !strings.Contains(warnings[2], "Enabled") {
-		t.Errorf("warnings: got %q, want lines 5, 6 (name) and 7 (Enabled)", warnings)
+	if len(warnings) != 4 || !strings.HasPrefix(warnings[0], "line 5:") || !strings.Contains(warnings[1], "name") ||
+		!strings.Contains(warnings[2], "Enabled") || !strings.Contains(warnings[3], "checksum") {
+		t.Errorf("warnings: got %q, want lines 5, 6 (name), 7 (Enabled) and 8 (checksum)", warnings)
 	}
 	for name, bad := range map[string]string{
 		"empty":        "",
@@ -44,7 +46,7 @@ func TestParseKeyCSV(t *testing.T) {
 		"bad quoting":  "key,name\n\"" + k1 + ",x\n",
 		"only a value": k1 + "\n",
 	} {
-		if _, _, err := parseKeyCSV([]byte(bad), nil); plans.ErrorKind(err) != plans.KindInvalid {
+		if _, _, err := parseKeyCSV([]byte(bad), nil, plans.KeyFormat{}); plans.ErrorKind(err) != plans.KindInvalid {
 			t.Errorf("%s: got %v, want a 400", name, err)
 		}
 	}

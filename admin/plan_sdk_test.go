@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,8 +31,9 @@ func TestUsagePlansAndKeys(t *testing.T) {
 	wantBadRequest(t, err, "apiStages")
 
 	key := call(e.c.CreateApiKey(e.ctx, &apigateway.CreateApiKeyInput{Name: aws.String("partner"), Enabled: true, CustomerId: aws.String("c1")})).must(t)
-	if key.Value == nil || !plans.ValidKeyValue(*key.Value) || len(*key.Value) != 40 || !key.Enabled || len(*key.Id) != 10 {
-		t.Fatalf("got key %+v, want a generated 40-character value, enabled, a 10-character id", key)
+	if key.Value == nil || !plans.ValidKeyValue(*key.Value) || !strings.HasPrefix(*key.Value, "tg") ||
+		(plans.KeyFormat{}).BadChecksum(*key.Value) || !(plans.KeyFormat{}).Generated(*key.Value) || !key.Enabled || len(*key.Id) != 10 {
+		t.Fatalf("got key %+v, want a generated value (prefix tg, checksum), enabled, a 10-character id", key)
 	}
 	off := call(e.c.CreateApiKey(e.ctx, &apigateway.CreateApiKeyInput{Name: aws.String("off"), Value: aws.String("abcdefghijKLMNOPQRST0123456789")})).must(t)
 	if off.Enabled || *off.Value != "abcdefghijKLMNOPQRST0123456789" {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"tollgate/internal/reqbody"
+	"tollgate/plans"
 )
 
 // Publisher pushes committed config to the data plane (implemented by
@@ -68,6 +69,9 @@ type Options struct {
 	// KeyPepper, when not empty, makes API key hashes HMAC-SHA-256 under it
 	// (see plans.HashKey). It must match the gateway's.
 	KeyPepper []byte
+	// KeyFormat is the shape of generated key values (TOLLGATE_KEY_PREFIX);
+	// a chosen or imported value of that shape must carry its checksum.
+	KeyFormat plans.KeyFormat
 	// Logger receives internal errors and publish failures; nil discards.
 	Logger *slog.Logger
 	// Now is the clock used to check X-Amz-Date; nil means time.Now.
@@ -102,6 +106,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	pepper  []byte
+	keyFmt  plans.KeyFormat
 	auth    *authenticator
 	ready   func(ctx context.Context) error
 	usage   UsageCounter
@@ -124,6 +129,7 @@ func New(opts Options) *Server {
 		log:    opts.Logger,
 		now:    opts.Now,
 		pepper: opts.KeyPepper,
+		keyFmt: opts.KeyFormat,
 		ready:  opts.Ready,
 		usage:  opts.Usage,
 		ledger: opts.Ledger,

@@ -50,6 +50,7 @@ func TestMalformedInputIsBadRequest(t *testing.T) {
 		{"method outside the subset", "POST", "/restapis/" + apiID, `{}`, 400, "BadRequestException", "POST"},
 		{"put of a document that is not OpenAPI", "PUT", "/restapis/" + apiID + "?mode=overwrite", `{}`, 400, "BadRequestException", "OpenAPI 3.0"},
 		{"import of a document without info", "POST", "/restapis?mode=import", `openapi: 3.0.0`, 400, "BadRequestException", "info"},
+		{"chosen value of the generated shape without its checksum", "POST", "/apikeys", `{"name":"k","value":"tg` + strings.Repeat("a", 42) + `"}`, 400, "BadRequestException", "checksum"},
 		{"bad includeValues", "GET", "/apikeys?includeValues=maybe", ``, 400, "BadRequestException", "includeValues"},
 		{"unknown api", "GET", "/restapis/zzzzzzzzzz", ``, 404, "NotFoundException", ""},
 	}

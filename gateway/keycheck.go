@@ -12,6 +12,7 @@ import (
 const (
 	ReasonMissing   = "missing"
 	ReasonMalformed = "malformed"
+	ReasonChecksum  = "checksum" // the generated shape without its checksum: no lookup
 	ReasonUnknown   = "unknown"
 	ReasonDisabled  = "disabled"
 	ReasonNoPlan    = "no plan for this stage"
@@ -51,6 +52,9 @@ const levelKeyAttempts = "key_attempts"
 func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) bool {
 	st := ex.m.stage
 	value, reason := apiKeyValue(r.Header)
+	if reason == "" && s.keyFmt.BadChecksum(value) {
+		reason = ReasonChecksum
+	}
 	blocked, wait := s.attempts.Blocked(ex.client)
 	if blocked {
 		if reason == "" && s.admitCached(ex, plans.HashKey(value, s.pepper)) {

@@ -19,6 +19,9 @@ const (
 	unknownKey  = "UnknownKey0123456789abcdefg"
 )
 
+// generatedKey is a value of the default generated format (prefix, checksum).
+var generatedKey = plans.NewKeyValue()
+
 // keyedSnapshot serves /keyed (API key required) and /open (not), with
 // plan01 covering the stage and plan02 covering another API only.
 func keyedSnapshot() *plans.Snapshot {
@@ -33,6 +36,7 @@ func keyedSnapshot() *plans.Snapshot {
 
 func addTestKeys(f *fakeKeys) {
 	f.add(goodKey, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan02", "plan01"}})
+	f.add(generatedKey, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}})
 	f.add(disabledKey, &plans.KeyRecord{KeyID: "key0000002", Enabled: false, PlanIDs: []string{"plan01"}})
 	f.add(noPlanKey, &plans.KeyRecord{KeyID: "key0000003", Enabled: true, PlanIDs: []string{"plan02"}})
 }
@@ -83,6 +87,8 @@ func TestKeyRefusals(t *testing.T) {
 		{"not alphanumeric", []string{"x-api-key", "GoodKey0123456789-abcdef"}, ReasonMalformed, ""},
 		{"too long", []string{"x-api-key", strings.Repeat("a", 129)}, ReasonMalformed, ""},
 		{"two headers", []string{"x-api-key", goodKey, "X-API-KEY", goodKey}, ReasonMalformed, ""},
+		{"generated shape, bad checksum", []string{"x-api-key", "tg" + strings.Repeat("a", 42)}, ReasonChecksum, ""},
+		{"generated shape, one character mistyped", []string{"x-api-key", mistyped(plans.NewKeyValue())}, ReasonChecksum, ""},
 		{"unknown", []string{"x-api-key", unknownKey}, ReasonUnknown, ""},
 		{"disabled", []string{"x-api-key", disabledKey}, ReasonDisabled, "key0000002"},
 		{"no plan for this stage", []string{"x-api-key", noPlanKey}, ReasonNoPlan, "key0000003"},
@@ -96,6 +102,9 @@ func TestKeyRefusals(t *testing.T) {
 			wantError(t, got, 403, "Forbidden", "ForbiddenException")
 			if n := tg.engine.calls.Load(); n != 0 {
 				t.Errorf("limiter calls: got %d, want 0 (nothing charged)", n)
+			}
+			if n := tg.keys.lookups.Load(); tc.keyID == "" && tc.reason != ReasonUnknown && n != 0 {
+				t.Errorf("key lookups: got %d, want 0 (refused on its face)", n)
 			}
 			if n := tg.redisKeys(t); n != 0 {
 				t.Errorf("redis keys under prefix: got %d, want 0 (nothing charged)", n)
@@ -117,6 +126,15 @@ func TestKeyRefusals(t *testing.T) {
 	}
 }
 
+// mistyped returns v with its 11th character changed.
+func mistyped(v string) string {
+	c := byte('a')
+	if v[10] == c {
+		c = 'b'
+	}
+	return v[:10] + string(c) + v[11:]
+}
+
 func TestKeyAccepted(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -127,6 +145,7 @@ func TestKeyAccepted(t *testing.T) {
 		{"lower case name", []string{"x-api-key", goodKey}},
 		{"upper case name", []string{"X-API-KEY", goodKey}},
 		{"value trimmed", []string{"x-api-key", "  " + goodKey + "\t"}},
+		{"generated value with its checksum", []string{"x-api-key", generatedKey}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,8 +54,9 @@ type Metrics struct {
 	// by api, stage, method and resource (requests that called it).
 	IntegrationLatency *prometheus.HistogramVec
 	// KeyRefusals counts requests refused by the key check (403) by api,
-	// stage and reason: missing, malformed, unknown, disabled, no_plan (the
-	// key has no usage plan for this stage).
+	// stage and reason: missing, malformed, checksum (a generated key's
+	// shape with a bad checksum), unknown, disabled, no_plan (the key has
+	// no usage plan for this stage).
 	KeyRefusals *prometheus.CounterVec
 	// ConfigVersion is the config version being served.
 	ConfigVersion prometheus.Gauge

@@ -62,6 +62,10 @@ type Options struct {
 	Engine Engine
 	// KeyPepper, when set, makes key hashes HMAC-SHA-256 (TOLLGATE_KEY_PEPPER).
 	KeyPepper []byte
+	// KeyFormat is the shape of generated key values (TOLLGATE_KEY_PREFIX):
+	// a value of that shape with a bad checksum is refused without a
+	// lookup. The zero value is the default prefix.
+	KeyFormat plans.KeyFormat
 	// FailureMode is FailOpen ("open", the default when empty) or
 	// FailClosed ("closed").
 	FailureMode string
@@ -93,6 +97,7 @@ type Server struct {
 	lookup       KeyLookup
 	engine       Engine
 	pepper       []byte
+	keyFmt       plans.KeyFormat
 	failureMode  string
 	trusted      []netip.Prefix
 	log          *slog.Logger
@@ -118,6 +123,7 @@ func New(opts Options) *Server {
 		lookup:      opts.Keys,
 		engine:      opts.Engine,
 		pepper:      opts.KeyPepper,
+		keyFmt:      opts.KeyFormat,
 		failureMode: opts.FailureMode,
 		trusted:     opts.TrustedProxies,
 		log:         opts.Logger,

@@ -31,16 +31,7 @@ const InvalidateCacheTag = "tollgate:invalidate-cache"
 // regular expression ^[A-Za-z0-9]{20,128}$, checked byte by byte: the
 // gateway runs it on every keyed request).
 func ValidKeyValue(v string) bool {
-	if len(v) < 20 || len(v) > 128 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return len(v) >= 20 && len(v) <= 128 && alnum(v)
 }
 
 // Validate checks name, description, tags and, when set, the value.

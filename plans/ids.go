@@ -20,10 +20,6 @@ const (
 // NewID returns n random characters from [a-z0-9], from crypto/rand.
 func NewID(n int) string { return randomString(n, lowerAlnum) }
 
-// NewKeyValue returns a new API key value: 40 random base62 characters
-// (about 238 bits), from crypto/rand.
-func NewKeyValue() string { return randomString(40, base62) }
-
 // randomString draws n characters uniformly from alphabet (len ≤ 256) by
 // rejection sampling, so no character is more likely than another.
 func randomString(n int, alphabet string) string {

@@ -184,8 +184,8 @@ func createKey(t *testing.T, p *browsertest.Page) string {
 	p.Label("Name").Fill("partner-1")
 	p.Role("button", "Create").Click()
 	value := p.Label("API key value").Value()
-	if len(value) != 40 {
-		t.Fatalf("API key value: got %q, want 40 characters", value)
+	if f := (plans.KeyFormat{}); !f.Generated(value) || f.BadChecksum(value) {
+		t.Fatalf("API key value: got %q, want a generated value (prefix tg, checksum)", value)
 	}
 	p.Role("button", "Copy")
 	p.Screenshot("console-key-created")

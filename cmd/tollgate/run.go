@@ -107,6 +107,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := engine.CheckPrefix(m.Config.RedisPrefix); err != nil {
 		return fmt.Errorf("TOLLGATE_REDIS_PREFIX: %w", err)
 	}
+	if err := plans.ValidKeyPrefix(m.Config.KeyPrefix); err != nil && m.Config.KeyPrefix != "" {
+		return fmt.Errorf("TOLLGATE_KEY_PREFIX: %w", err)
+	}
 	if m.gatewayProxies, err = trustedProxies("TOLLGATE_TRUSTED_PROXIES", m.Config.TrustedProxies); err != nil {
 		return err
 	}
@@ -172,6 +175,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		},
 		Insecure:   !cfg.Secrets.HasAdminCredentials(), // only reached with --insecure-admin, bound to loopback above
 		KeyPepper:  cfg.Secrets.KeyPepper,
+		KeyFormat:  plans.KeyFormat{Prefix: cfg.KeyPrefix},
 		Logger:     m.Logger,
 		Web:        web.FS(),
 		Metrics:    promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
@@ -230,6 +234,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 		Keys:           m.reader,
 		Engine:         m.engine,
 		KeyPepper:      cfg.Secrets.KeyPepper,
+		KeyFormat:      plans.KeyFormat{Prefix: cfg.KeyPrefix},
 		FailureMode:    cfg.LimiterFailureMode,
 		TrustedProxies: m.gatewayProxies,
 		BodyLimits:     cfg.bodyLimits(),
