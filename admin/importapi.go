@@ -25,8 +25,9 @@ type importedApi struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// readDefinition reads the request body as an OpenAPI document. With
-// failonwarnings=true any warning is a 400 and nothing is stored.
+// readDefinition reads the request body as an OpenAPI document, its
+// paths placed as the basepath parameter says (ignore, prepend, split).
+// With failonwarnings=true any warning is a 400 and nothing is stored.
 func readDefinition(r *http.Request) (*plans.ApiDefinition, []string, error) {
 	failOnWarnings, err := boolQuery(r, "failonwarnings")
 	if err != nil {
@@ -36,7 +37,7 @@ func readDefinition(r *http.Request) (*plans.ApiDefinition, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	def, warnings, err := openapi.Import(body)
+	def, warnings, err := openapi.Import(body, openapi.ImportOptions{BasePath: r.URL.Query().Get("basepath")})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -182,3 +182,19 @@ func FuzzImportRestApi(f *testing.F) {
 
 // countAPIs counts the REST APIs through GetRestApis (every page).
 func countAPIs(t *testing.T, h http.Handler) int { return countItems(t, h, "/restapis") }
+
+// The SDK's import parameters reach the importer: basepath places the
+// document's base path as API Gateway does, and an unknown mode is a 400.
+func TestImportBasePathParameter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	doc := []byte(`{"swagger":"2.0","info":{"title":"v1","version":"1"},"basePath":"/prod/v1","paths":{"/pets":{"get":{"x-amazon-apigateway-integration":{"type":"mock"}}}}}`)
+	for mode, want := range map[string]string{"prepend": "/prod/v1/pets", "split": "/v1/pets", "ignore": "/pets"} {
+		api := call(e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: doc, Parameters: map[string]string{"basepath": mode}})).must(t)
+		if shape := apiShape(t, e, *api.Id); !strings.Contains(shape, `"`+want+`":{"GET"`) {
+			t.Errorf("basepath=%s: got %s, want GET %s", mode, shape, want)
+		}
+	}
+	_, err := e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: doc, Parameters: map[string]string{"basepath": "strip"}})
+	wantBadRequest(t, err, "basepath")
+}

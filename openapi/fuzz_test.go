@@ -24,7 +24,7 @@ func FuzzImport(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		def, _, err := Import(doc)
+		def, _, err := Import(doc, ImportOptions{})
 		if err != nil {
 			if plans.ErrorKind(err) != plans.KindInvalid {
 				t.Fatalf("Import(%q): got %v, want a 400", doc, err)
@@ -36,7 +36,7 @@ func FuzzImport(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Export(%+v) of an imported document: %v", opts, err)
 			}
-			again, _, err := Import(out)
+			again, _, err := Import(out, ImportOptions{})
 			if err != nil {
 				t.Fatalf("re-import of %+v export: %v\n%s", opts, err, out)
 			}

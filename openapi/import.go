@@ -1,17 +1,11 @@
 package openapi
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi2"
-	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
-	"go.yaml.in/yaml/v4"
 
 	"tollgate/plans"
 )
@@ -35,193 +29,48 @@ var operationVerbs = []struct{ key, verb string }{
 	{"options", "OPTIONS"}, {"head", "HEAD"}, {"patch", "PATCH"},
 }
 
+// ImportOptions are the query parameters of ImportRestApi and PutRestApi
+// that change what a document means. The zero value is AWS's default.
+type ImportOptions struct {
+	// BasePath is BasePathIgnore (""), BasePathPrepend or BasePathSplit.
+	BasePath string
+}
+
 // Import parses an OpenAPI 3.0 or Swagger 2.0 document (JSON or YAML) into
-// an API definition and the warnings of what it skipped (see the package
-// documentation). Errors are KindInvalid *plans.Error whose Field is the
-// location in the document ("paths./pets.get.x-amazon-apigateway-integration.uri",
-// "body" for a document that does not parse).
-func Import(data []byte) (*plans.ApiDefinition, []string, error) {
-	doc, err := load(data)
+// an API definition and the warnings of what it skipped, in document order
+// (see the package documentation). Errors are KindInvalid *plans.Error
+// whose Field is the location in the document
+// ("paths./pets.get.x-amazon-apigateway-integration.uri", "body" for a
+// document that does not parse, "basepath" for a bad option).
+func Import(data []byte, opts ImportOptions) (*plans.ApiDefinition, []string, error) {
+	src, err := load(data)
 	if err != nil {
 		return nil, nil, err
 	}
-	im := &importer{doc: doc, byPath: map[string]*plans.Resource{}}
+	prefix, err := src.pathPrefix(opts.BasePath)
+	if err != nil {
+		return nil, nil, err
+	}
+	im := &importer{doc: src.doc, swagger: src.swagger != nil, prefix: prefix, byPath: map[string]*plans.Resource{},
+		varChild: map[string]string{}}
 	def, err := im.run()
 	if err != nil {
 		return nil, nil, err
 	}
-	return def, im.warnings, nil
+	return def, im.warnings.inDocumentOrder(data), nil
 }
 
-// load parses data as Swagger 2.0 (converted to OpenAPI 3) or OpenAPI 3.0,
-// decodes the x-amazon-apigateway-any-method operations, declares the path parameters a path template has but an operation does
-// not, and validates the result with kin-openapi. External references are
-// never followed.
-func load(data []byte) (*openapi3.T, error) {
-	var probe struct {
-		Swagger string `yaml:"swagger"`
-		OpenAPI string `yaml:"openapi"`
-	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil, plans.Invalid("body", "the document is neither JSON nor YAML: %v", err)
-	}
-	var doc *openapi3.T
-	var swagger *openapi2.T
-	switch {
-	case probe.Swagger == "2.0":
-		var doc2 openapi2.T
-		if err := openapi2.UnmarshalFromData(data, &doc2); err != nil {
-			return nil, plans.Invalid("body", "reading the Swagger 2.0 document: %v", err)
-		}
-		var err error
-		if doc, err = openapi2conv.ToV3(&doc2); err != nil {
-			return nil, plans.Invalid("body", "converting the Swagger 2.0 document: %v", err)
-		}
-		swagger = &doc2
-	case strings.HasPrefix(probe.OpenAPI, "3.0"):
-		loader := openapi3.NewLoader()
-		var err error
-		if doc, err = loader.LoadFromData(data); err != nil {
-			return nil, plans.Invalid("body", "reading the OpenAPI document: %v", err)
-		}
-	default:
-		return nil, plans.Invalid("openapi", "the document must be OpenAPI 3.0 (openapi: 3.0.x) or Swagger 2.0 (swagger: \"2.0\")")
-	}
-	if doc.Paths == nil {
-		doc.Paths = openapi3.NewPaths()
-	}
-	if err := decodeAnyMethods(doc, swagger); err != nil {
-		return nil, err
-	}
-	declarePathParameters(doc)
-	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, validationError(err)
-	}
-	return doc, nil
-}
-
-// decodeAnyMethods decodes every path's x-amazon-apigateway-any-method
-// once, in place, into a validated *openapi3.Operation (converted from
-// Swagger 2.0 when doc2 is set), so the importer reads it as it reads the
-// other operations. A malformed one is a 400 naming its location.
-func decodeAnyMethods(doc *openapi3.T, doc2 *openapi2.T) error {
-	for path, item := range doc.Paths.Map() {
-		if item == nil {
-			continue
-		}
-		raw, ok := item.Extensions[extAnyMethod]
-		if !ok {
-			continue
-		}
-		loc := "paths." + path + "." + extAnyMethod
-		op, err := decodeAnyMethod(loc, raw, doc, doc2)
-		if err != nil {
-			return err
-		}
-		if err := op.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-			return plans.Invalid(loc, "%s: invalid operation: %v", loc, err)
-		}
-		item.Extensions[extAnyMethod] = op
-	}
-	return nil
-}
-
-// decodeAnyMethod decodes one x-amazon-apigateway-any-method value.
-func decodeAnyMethod(loc string, raw any, doc *openapi3.T, doc2 *openapi2.T) (*openapi3.Operation, error) {
-	if doc2 == nil {
-		op := &openapi3.Operation{}
-		if err := remarshal(raw, op); err != nil {
-			return nil, jsonFieldError(loc, err)
-		}
-		return op, nil
-	}
-	var op2 openapi2.Operation
-	if err := remarshal(raw, &op2); err != nil {
-		return nil, jsonFieldError(loc, err)
-	}
-	op3, err := openapi2conv.ToV3Operation(doc.Components, &openapi2.PathItem{}, &op2, doc2.Consumes)
-	if err != nil {
-		return nil, plans.Invalid(loc, "%s: %v", loc, err)
-	}
-	return op3, nil
-}
-
-// declarePathParameters adds a required string parameter for every
-// "{name}" of a path template that an operation does not declare (OpenAPI
-// requires them; AWS's import accepts documents without).
-func declarePathParameters(doc *openapi3.T) {
-	for path, item := range doc.Paths.Map() {
-		if item == nil {
-			continue
-		}
-		for _, op := range pathOperations(item) {
-			for _, name := range templateParams(path) {
-				if op.Parameters.GetByInAndName("path", name) == nil && item.Parameters.GetByInAndName("path", name) == nil {
-					p := openapi3.NewPathParameter(name).WithSchema(openapi3.NewStringSchema())
-					op.Parameters = append(op.Parameters, &openapi3.ParameterRef{Value: p})
-				}
-			}
-		}
-	}
-}
-
-// pathOperations returns the operations of item, the any-method one included.
-func pathOperations(item *openapi3.PathItem) []*openapi3.Operation {
-	var ops []*openapi3.Operation
-	for _, op := range item.Operations() {
-		ops = append(ops, op)
-	}
-	if op, ok := anyMethod(item); ok {
-		ops = append(ops, op)
-	}
-	return ops
-}
-
-// templateParams returns the parameter names of a path template
-// ("/a/{b}/{c+}" → b, c+ as OpenAPI names them: "c+").
-func templateParams(path string) []string {
-	var out []string
-	for seg := range strings.SplitSeq(path, "/") {
-		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
-			out = append(out, seg[1:len(seg)-1])
-		}
-	}
-	return out
-}
-
-// validationError turns kin-openapi's validation error into a 400 naming
-// where it happened.
-func validationError(err error) error {
-	loc := "openapi"
-	var sec *openapi3.SectionValidationError
-	if errors.As(err, &sec) {
-		loc = sec.Section
-	}
-	var pe *openapi3.PathValidationError
-	if errors.As(err, &pe) {
-		loc = "paths." + pe.Path
-	}
-	var oe *openapi3.OperationValidationError
-	if errors.As(err, &oe) {
-		loc += "." + strings.ToLower(oe.Method)
-	}
-	var ce *openapi3.ComponentValidationError
-	if errors.As(err, &ce) {
-		loc += "." + ce.Section + "." + ce.Name
-	}
-	return plans.Invalid(loc, "%s: invalid OpenAPI document: %v", loc, err)
-}
-
-// importer walks one validated document.
+// importer walks one loaded document.
 type importer struct {
 	doc      *openapi3.T
-	warnings []string
+	swagger  bool   // the document was Swagger 2.0
+	prefix   string // put before every path (ImportOptions.BasePath)
+	warnings warnings
 	byPath   map[string]*plans.Resource
+	varChild map[string]string // parent path → its {variable} child's path part
 }
 
-func (im *importer) warn(format string, args ...any) {
-	im.warnings = append(im.warnings, fmt.Sprintf(format, args...))
-}
+func (im *importer) warn(at loc, format string, args ...any) { im.warnings.add(at, format, args...) }
 
 func (im *importer) run() (*plans.ApiDefinition, error) {
 	def := &plans.ApiDefinition{ApiKeySource: plans.ApiKeySourceHeader}
@@ -234,7 +83,8 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 	if err := plans.ValidateDescription("info.description", def.Description); err != nil {
 		return nil, err
 	}
-	im.rootExtensions(def)
+	im.rootExtensions()
+	im.rootSecurity()
 	if err := im.gatewayResponses(def); err != nil {
 		return nil, err
 	}
@@ -242,8 +92,11 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 		return nil, err
 	}
 	im.byPath["/"] = &plans.Resource{Path: "/"}
+	if _, err := im.resource(loc{"basePath"}, im.prefix); err != nil {
+		return nil, err
+	}
 	paths := im.doc.Paths.Keys()
-	sort.Strings(paths)
+	slices.Sort(paths)
 	for _, path := range paths {
 		if err := im.path(path, im.doc.Paths.Value(path)); err != nil {
 			return nil, err
@@ -255,68 +108,77 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 
 // rootExtensions reads x-amazon-apigateway-api-key-source and warns about
 // every other API Gateway extension at the root.
-func (im *importer) rootExtensions(def *plans.ApiDefinition) {
+func (im *importer) rootExtensions() {
 	for _, name := range sortedKeys(im.doc.Extensions) {
 		v := im.doc.Extensions[name]
 		switch {
 		case name == extAPIKeySource:
 			if s, _ := v.(string); !strings.EqualFold(s, plans.ApiKeySourceHeader) {
-				im.warn("%s: %v is not supported: API keys are read from the x-api-key header (HEADER)", name, v)
+				im.warn(loc{name}, "%v is not supported: API keys are read from the x-api-key header (HEADER)", v)
 			}
 		case name == extGatewayResponses:
 		case strings.HasPrefix(name, extPrefix):
-			im.warn("%s: not supported by tollgate; ignored", name)
+			im.warn(loc{name}, "not supported by tollgate; ignored")
 		}
 	}
+}
+
+// rootSecurity warns that the document's own security requirements are
+// ignored, as API Gateway's import ignores them: only an operation's
+// security applies to it.
+func (im *importer) rootSecurity() {
+	if len(im.doc.Security) == 0 {
+		return
+	}
+	im.warn(loc{"security"}, "security requirements at the document's root are ignored, as API Gateway ignores them; "+
+		"a method requires an API key only when its operation declares the security requirement")
 }
 
 // path imports one path item: its resource (and missing ancestors) and
 // its operations.
 func (im *importer) path(path string, item *openapi3.PathItem) error {
-	loc := "paths." + path
-	res, err := im.resource(loc, path)
+	at := loc{"paths", path}
+	if !strings.HasPrefix(path, "/") {
+		return plans.Invalid(at.String(), "%s: a path must start with /", at)
+	}
+	res, err := im.resource(at, im.prefix+path)
 	if err != nil || item == nil {
 		return err
 	}
 	for _, ov := range operationVerbs {
 		if op := item.GetOperation(ov.verb); op != nil {
-			if err := im.method(loc+"."+ov.key, res, ov.verb, item, op); err != nil {
+			if err := im.method(at.at(ov.key), res, ov.verb, item, op); err != nil {
 				return err
 			}
 		}
 	}
-	if op, ok := anyMethod(item); ok {
-		if err := im.method(loc+"."+extAnyMethod, res, "ANY", item, op); err != nil {
+	if raw, ok := item.Extensions[extAnyMethod]; ok {
+		op, err := im.anyMethod(at.at(extAnyMethod), raw)
+		if err != nil {
+			return err
+		}
+		if err := im.method(at.at(extAnyMethod), res, "ANY", item, op); err != nil {
 			return err
 		}
 	}
 	if item.Trace != nil || item.Connect != nil || item.Query != nil || len(item.AdditionalOperations) > 0 {
-		im.warn("%s: only GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH and %s are supported; other operations ignored", loc, extAnyMethod)
+		im.warn(at, "only GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH and %s are supported; other operations ignored", extAnyMethod)
 	}
 	for _, name := range sortedKeys(item.Extensions) {
 		if name != extAnyMethod && strings.HasPrefix(name, extPrefix) {
-			im.warn("%s.%s: not supported by tollgate; ignored", loc, name)
+			im.warn(at.at(name), "not supported by tollgate; ignored")
 		}
 	}
 	return nil
 }
 
-// anyMethod returns the x-amazon-apigateway-any-method operation of item
-// (load decoded it).
-func anyMethod(item *openapi3.PathItem) (*openapi3.Operation, bool) {
-	op, ok := item.Extensions[extAnyMethod].(*openapi3.Operation)
-	return op, ok
-}
-
-// resource returns the resource of path, creating it and its missing
-// ancestors with the tree rules of CreateResource (valid path parts, one
-// variable sibling, nothing below a greedy part).
-func (im *importer) resource(loc, path string) (*plans.Resource, error) {
-	if !strings.HasPrefix(path, "/") {
-		return nil, plans.Invalid(loc, "%s: a path must start with /", loc)
-	}
+// resource returns the resource of path (the document's path after the
+// base path prefix), creating it and its missing ancestors with the tree
+// rules of CreateResource (valid path parts, one variable sibling,
+// nothing below a greedy part). at names the path in errors.
+func (im *importer) resource(at loc, path string) (*plans.Resource, error) {
 	parent := im.byPath["/"]
-	if path == "/" {
+	if path == "/" || path == "" {
 		return parent, nil
 	}
 	for part := range strings.SplitSeq(path[1:], "/") {
@@ -325,31 +187,29 @@ func (im *importer) resource(loc, path string) (*plans.Resource, error) {
 			parent = r
 			continue
 		}
-		if err := im.checkChild(loc, parent, part); err != nil {
+		if err := im.checkChild(at, parent, part); err != nil {
 			return nil, err
 		}
 		r := &plans.Resource{PathPart: part, Path: child, ParentID: parent.Path}
 		im.byPath[child] = r
+		if plans.IsParam(part) {
+			im.varChild[parent.Path] = part
+		}
 		parent = r
 	}
 	return parent, nil
 }
 
 // checkChild applies AWS's tree rules to a new child part of parent.
-func (im *importer) checkChild(loc string, parent *plans.Resource, part string) error {
+func (im *importer) checkChild(at loc, parent *plans.Resource, part string) error {
 	if err := plans.ValidatePathPart(part); err != nil {
-		return plans.Invalid(loc, "%s: %s", loc, plans.ErrorMessage(err))
+		return plans.Invalid(at.String(), "%s: %s", at, plans.ErrorMessage(err))
 	}
 	if plans.IsGreedy(parent.PathPart) {
-		return plans.Invalid(loc, "%s: nothing can follow the greedy path part %s", loc, parent.PathPart)
+		return plans.Invalid(at.String(), "%s: nothing can follow the greedy path part %s", at, parent.PathPart)
 	}
-	if !plans.IsParam(part) {
-		return nil
-	}
-	for _, r := range im.byPath {
-		if r.ParentID == parent.Path && r.Path != "/" && plans.IsParam(r.PathPart) {
-			return plans.Invalid(loc, "%s: %s and %s are variable siblings under %s; only one is allowed", loc, part, r.PathPart, parent.Path)
-		}
+	if other, ok := im.varChild[parent.Path]; ok && plans.IsParam(part) {
+		return plans.Invalid(at.String(), "%s: %s and %s are variable siblings under %s; only one is allowed", at, part, other, parent.Path)
 	}
 	return nil
 }
@@ -370,6 +230,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
+}
+
+// templateParams returns the parameter names of a path template
+// ("/a/{b}/{c+}" → b, c: the names request parameters use).
+func templateParams(path string) []string {
+	var out []string
+	for seg := range strings.SplitSeq(path, "/") {
+		if plans.IsParam(seg) {
+			out = append(out, plans.ParamName(seg))
+		}
+	}
+	return out
+}
+
+// errorf is a 400 naming at.
+func errorf(at loc, format string, args ...any) error {
+	return plans.Invalid(at.String(), "%s: %s", at, fmt.Sprintf(format, args...))
 }

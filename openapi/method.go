@@ -1,38 +1,38 @@
 package openapi
 
 import (
-	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"tollgate/plans"
 )
 
 // method imports one operation as the method verb of res.
-func (im *importer) method(loc string, res *plans.Resource, verb string, item *openapi3.PathItem, op *openapi3.Operation) error {
+func (im *importer) method(at loc, res *plans.Resource, verb string, item *openapi3.PathItem, op *openapi3.Operation) error {
 	m := &plans.Method{HTTPMethod: verb, AuthorizationType: "NONE"}
-	keyed, err := im.apiKeyRequired(loc, op)
+	keyed, err := im.apiKeyRequired(at, op)
 	if err != nil {
 		return err
 	}
 	m.APIKeyRequired = keyed
-	m.RequestParameters = im.requestParameters(loc, res.Path, item, op)
-	m.MethodResponses = im.methodResponses(op)
+	m.RequestParameters = im.requestParameters(at, res.Path, item, op)
+	m.MethodResponses = im.methodResponses(at.at("responses"), op)
 	m.Normalize()
 	if err := m.Validate(); err != nil {
-		return located(loc, err)
+		return located(at, err)
 	}
-	in, err := im.integration(loc+"."+extIntegration, res.Path, op.Extensions[extIntegration])
+	in, err := im.integration(at.at(extIntegration), op.Extensions[extIntegration])
 	if err != nil {
 		return err
 	}
 	m.MethodIntegration = in
 	for _, name := range sortedKeys(op.Extensions) {
 		if name != extIntegration && strings.HasPrefix(name, extPrefix) {
-			im.warn("%s.%s: not supported by tollgate; ignored", loc, name)
+			im.warn(at.at(name), "not supported by tollgate; ignored")
 		}
 	}
 	if res.ResourceMethods == nil {
@@ -43,28 +43,99 @@ func (im *importer) method(loc string, res *plans.Resource, verb string, item *o
 }
 
 // located renames a *plans.Error's field to its place in the document.
-func located(loc string, err error) error {
+func located(at loc, err error) error {
 	var pe *plans.Error
-	field := ""
 	if errors.As(err, &pe) && pe.Field != "" {
-		field = "." + pe.Field
+		at = at.at(pe.Field)
 	}
-	return plans.Invalid(loc+field, "%s%s: %s", loc, field, plans.ErrorMessage(err))
+	return plans.Invalid(at.String(), "%s: %s", at, plans.ErrorMessage(err))
 }
 
-// apiKeyRequired reads the operation's security (or the document's): a
-// requirement naming an x-api-key apiKey scheme requires a key; one naming
-// any other scheme is an error, as tollgate cannot enforce it.
-func (im *importer) apiKeyRequired(loc string, op *openapi3.Operation) (bool, error) {
-	reqs := im.doc.Security
-	if op.Security != nil {
-		reqs = *op.Security
+// anyMethod decodes a path's x-amazon-apigateway-any-method (converted
+// from Swagger 2.0 for a Swagger document) and resolves the references of
+// the parts the importer reads, as the loader does for the other
+// operations. A malformed one is a 400 naming its location.
+func (im *importer) anyMethod(at loc, raw any) (*openapi3.Operation, error) {
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, errorf(at, "must be an operation object")
+	}
+	var op *openapi3.Operation
+	if !im.swagger {
+		op = &openapi3.Operation{}
+		if err := remarshal(raw, op); err != nil {
+			return nil, jsonFieldError(at, err)
+		}
+	} else {
+		var op2 openapi2.Operation
+		if err := remarshal(raw, &op2); err != nil {
+			return nil, jsonFieldError(at, err)
+		}
+		var err error
+		if op, err = openapi2conv.ToV3Operation(im.doc.Components, &openapi2.PathItem{}, &op2, nil); err != nil {
+			return nil, errorf(at, "%v", err)
+		}
+	}
+	im.resolveOperation(at, op)
+	return op, nil
+}
+
+// resolveOperation fills the parameters, responses and response headers
+// of op that are local references to the document's components; a
+// reference to nothing is a warning, and the part is skipped.
+func (im *importer) resolveOperation(at loc, op *openapi3.Operation) {
+	c := im.doc.Components
+	for i, p := range op.Parameters {
+		if p != nil && p.Value == nil && p.Ref != "" {
+			p.Value = lookup(im, at.at("parameters", index(i)), p.Ref, "parameters", c.Parameters,
+				func(r *openapi3.ParameterRef) *openapi3.Parameter { return r.Value })
+		}
+	}
+	if op.Responses == nil {
+		return
+	}
+	for code, r := range op.Responses.Map() {
+		if r != nil && r.Value == nil && r.Ref != "" {
+			r.Value = lookup(im, at.at("responses", code), r.Ref, "responses", c.Responses,
+				func(r *openapi3.ResponseRef) *openapi3.Response { return r.Value })
+		}
+		if r == nil || r.Value == nil {
+			continue
+		}
+		for name, h := range r.Value.Headers {
+			if h != nil && h.Value == nil && h.Ref != "" {
+				h.Value = lookup(im, at.at("responses", code, "headers", name), h.Ref, "headers", c.Headers,
+					func(r *openapi3.HeaderRef) *openapi3.Header { return r.Value })
+			}
+		}
+	}
+}
+
+// lookup returns the value of the component ref names in one section of
+// the components ("#/components/<section>/<name>"), or nil with a warning.
+func lookup[R any, V any](im *importer, at loc, ref, section string, parts map[string]*R, value func(*R) *V) *V {
+	name, ok := strings.CutPrefix(ref, "#/components/"+section+"/")
+	if r := parts[name]; ok && r != nil {
+		if v := value(r); v != nil {
+			return v
+		}
+	}
+	im.warn(at, "$ref %q names nothing in the document; ignored", ref)
+	return nil
+}
+
+// apiKeyRequired reads the operation's own security (API Gateway ignores
+// the document's, see rootSecurity): a requirement naming an x-api-key
+// apiKey scheme requires a key; one naming any other scheme is an error,
+// as tollgate cannot enforce it.
+func (im *importer) apiKeyRequired(at loc, op *openapi3.Operation) (bool, error) {
+	if op.Security == nil {
+		return false, nil
 	}
 	keyed := false
-	for _, req := range reqs {
+	for _, req := range *op.Security {
 		for _, name := range sortedKeys(req) {
 			if !im.isAPIKeyScheme(name) {
-				return false, plans.Invalid(loc+".security", "%s.security: security scheme %q is not supported: tollgate authorizes only by API key (an apiKey scheme named x-api-key in the header); importing the method without it would open it", loc, name)
+				return false, errorf(at.at("security"), "security scheme %q is not supported: tollgate authorizes only by API key (an apiKey scheme named x-api-key in the header); importing the method without it would open it", name)
 			}
 			keyed = true
 		}
@@ -75,11 +146,12 @@ func (im *importer) apiKeyRequired(loc string, op *openapi3.Operation) (bool, er
 // isAPIKeyScheme reports whether the named security scheme is an apiKey
 // scheme read from the x-api-key header without an API Gateway authorizer.
 func (im *importer) isAPIKeyScheme(name string) bool {
-	if im.doc.Components == nil || im.doc.Components.SecuritySchemes[name] == nil {
+	ref := im.doc.Components.SecuritySchemes[name]
+	if ref == nil || ref.Value == nil {
 		return false
 	}
-	s := im.doc.Components.SecuritySchemes[name].Value
-	if s == nil || s.Type != "apiKey" || s.In != "header" || !strings.EqualFold(s.Name, apiKeyHeader) {
+	s := ref.Value
+	if s.Type != "apiKey" || s.In != "header" || !strings.EqualFold(s.Name, apiKeyHeader) {
 		return false
 	}
 	_, authorizer := s.Extensions["x-amazon-apigateway-authorizer"]
@@ -89,29 +161,43 @@ func (im *importer) isAPIKeyScheme(name string) bool {
 
 // requestParameters maps the operation's and path item's parameters to
 // method.request.{path|querystring|header}.name → required, and declares
-// every path parameter of the resource path as required.
-func (im *importer) requestParameters(loc, path string, item *openapi3.PathItem, op *openapi3.Operation) map[string]bool {
+// every path parameter of the resource path as required. A path
+// parameter the path has no {name} or {name+} for is skipped with a
+// warning: no request can set it.
+func (im *importer) requestParameters(at loc, path string, item *openapi3.PathItem, op *openapi3.Operation) map[string]bool {
+	inPath := map[string]bool{}
+	for _, name := range templateParams(path) {
+		inPath[name] = true
+	}
 	out := map[string]bool{}
-	for _, ps := range []openapi3.Parameters{item.Parameters, op.Parameters} {
-		for _, ref := range ps {
+	for _, src := range []struct {
+		at loc
+		ps openapi3.Parameters
+	}{{loc{"paths", path, "parameters"}, item.Parameters}, {at.at("parameters"), op.Parameters}} {
+		for i, ref := range src.ps {
 			if ref == nil || ref.Value == nil {
 				continue
 			}
-			p := ref.Value
+			p, pat := ref.Value, src.at.at(index(i))
 			switch p.In {
 			case "path":
-				out["method.request.path."+strings.TrimSuffix(p.Name, "+")] = true
+				name := strings.TrimSuffix(p.Name, "+")
+				if !inPath[name] {
+					im.warn(pat, "path parameter %q is not in the path %s; ignored", p.Name, path)
+					continue
+				}
+				out["method.request.path."+name] = true
 			case "query":
 				out["method.request.querystring."+p.Name] = p.Required
 			case "header":
 				out["method.request.header."+p.Name] = p.Required
 			default:
-				im.warn("%s.parameters.%s: %s parameters are not supported; ignored", loc, p.Name, p.In)
+				im.warn(pat, "%s parameter %q: %s parameters are not supported; ignored", p.In, p.Name, p.In)
 			}
 		}
 	}
-	for _, name := range templateParams(path) {
-		out["method.request.path."+strings.TrimSuffix(name, "+")] = true
+	for name := range inPath {
+		out["method.request.path."+name] = true
 	}
 	for k := range out {
 		if _, _, ok := plans.ParseRequestParameter("method.request.", k); !ok {
@@ -124,28 +210,33 @@ func (im *importer) requestParameters(loc, path string, item *openapi3.PathItem,
 // methodResponses maps numeric responses to method responses: header
 // names (required or not) and content types whose schema refers to a
 // component schema (the model name). "default" and ranges ("2XX") are not
-// method responses and are skipped.
-func (im *importer) methodResponses(op *openapi3.Operation) map[string]*plans.MethodResponse {
-	if op.Responses == nil {
+// method responses and are skipped; so is a header or model tollgate
+// cannot store, with a warning. A missing or empty responses object
+// (which API Gateway accepts) gives none.
+func (im *importer) methodResponses(at loc, op *openapi3.Operation) map[string]*plans.MethodResponse {
+	if op.Responses == nil || op.Responses.Len() == 0 {
 		return nil
 	}
 	out := map[string]*plans.MethodResponse{}
-	for code, ref := range op.Responses.Map() {
+	for _, code := range sortedKeys(op.Responses.Map()) {
+		ref := op.Responses.Value(code)
 		if plans.ValidateStatusCode("statusCode", code) != nil || ref == nil || ref.Value == nil {
 			continue
 		}
 		mr := &plans.MethodResponse{StatusCode: code}
-		for name, h := range ref.Value.Headers {
+		for _, name := range sortedKeys(ref.Value.Headers) {
+			h, k := ref.Value.Headers[name], "method.response.header."+name
+			if err := (&plans.MethodResponse{StatusCode: code, ResponseParameters: map[string]bool{k: false}}).Validate(); err != nil {
+				im.warn(at.at(code, "headers", name), "%s; ignored", plans.ErrorMessage(err))
+				continue
+			}
 			if mr.ResponseParameters == nil {
 				mr.ResponseParameters = map[string]bool{}
 			}
-			mr.ResponseParameters["method.response.header."+name] = h != nil && h.Value != nil && h.Value.Required
+			mr.ResponseParameters[k] = h != nil && h.Value != nil && h.Value.Required
 		}
-		for ct, mt := range ref.Value.Content {
-			if mt == nil || mt.Schema == nil {
-				continue
-			}
-			if model, ok := strings.CutPrefix(mt.Schema.Ref, "#/components/schemas/"); ok {
+		for _, ct := range sortedKeys(ref.Value.Content) {
+			if model := im.responseModel(at.at(code, "content", ct), code, ct, ref.Value.Content[ct]); model != "" {
 				if mr.ResponseModels == nil {
 					mr.ResponseModels = map[string]string{}
 				}
@@ -157,181 +248,25 @@ func (im *importer) methodResponses(op *openapi3.Operation) map[string]*plans.Me
 	return out
 }
 
-// awsIntegration is x-amazon-apigateway-integration: the fields tollgate
-// reads, as AWS writes them.
-type awsIntegration struct {
-	Type                string                         `json:"type"`
-	URI                 string                         `json:"uri,omitempty"`
-	HTTPMethod          string                         `json:"httpMethod,omitempty"`
-	PassthroughBehavior string                         `json:"passthroughBehavior,omitempty"`
-	RequestParameters   map[string]string              `json:"requestParameters,omitempty"`
-	RequestTemplates    map[string]string              `json:"requestTemplates,omitempty"`
-	CacheKeyParameters  []string                       `json:"cacheKeyParameters,omitempty"`
-	CacheNamespace      string                         `json:"cacheNamespace,omitempty"`
-	TimeoutInMillis     *int32                         `json:"timeoutInMillis,omitempty"`
-	ConnectionType      string                         `json:"connectionType,omitempty"`
-	Responses           map[string]awsIntegrationReply `json:"responses,omitempty"`
-}
-
-// awsIntegrationReply is one entry of the integration's responses, keyed
-// by its selection pattern ("default" for none).
-type awsIntegrationReply struct {
-	StatusCode         string            `json:"statusCode"`
-	ResponseParameters map[string]string `json:"responseParameters,omitempty"`
-	ResponseTemplates  map[string]string `json:"responseTemplates,omitempty"`
-	ContentHandling    string            `json:"contentHandling,omitempty"`
-}
-
-// integrationFields are the keys of x-amazon-apigateway-integration
-// tollgate reads; others are warned about.
-var integrationFields = map[string]bool{
-	"type": true, "uri": true, "httpMethod": true, "passthroughBehavior": true, "requestParameters": true,
-	"requestTemplates": true, "cacheKeyParameters": true, "cacheNamespace": true, "timeoutInMillis": true,
-	"connectionType": true, "responses": true,
-}
-
-// integration imports an operation's x-amazon-apigateway-integration (nil
-// when absent or of a type tollgate cannot serve, with a warning).
-func (im *importer) integration(loc, path string, raw any) (*plans.Integration, error) {
-	if raw == nil {
-		return nil, nil
+// responseModel returns the model name of one content type of a response:
+// the component schema its schema refers to, "" for an inline schema; a
+// model tollgate cannot store, or one the document does not define, is
+// skipped with a warning.
+func (im *importer) responseModel(at loc, code, ct string, mt *openapi3.MediaType) string {
+	if mt == nil || mt.Schema == nil || mt.Schema.Ref == "" {
+		return ""
 	}
-	var fields map[string]json.RawMessage
-	var ai awsIntegration
-	if err := remarshal(raw, &fields); err != nil {
-		return nil, plans.Invalid(loc, "%s: must be an object", loc)
-	}
-	if err := remarshal(raw, &ai); err != nil {
-		return nil, jsonFieldError(loc, err)
-	}
-	for _, k := range sortedKeys(fields) {
-		if !integrationFields[k] {
-			im.warn("%s.%s: not supported by tollgate; ignored", loc, k)
-		}
-	}
-	in := &plans.Integration{Type: strings.ToUpper(ai.Type), HTTPMethod: strings.ToUpper(ai.HTTPMethod), URI: ai.URI,
-		PassthroughBehavior: ai.PassthroughBehavior, RequestParameters: ai.RequestParameters, RequestTemplates: ai.RequestTemplates,
-		CacheKeyParameters: ai.CacheKeyParameters, CacheNamespace: ai.CacheNamespace, ConnectionType: ai.ConnectionType}
-	if ai.TimeoutInMillis != nil {
-		in.TimeoutInMillis = *ai.TimeoutInMillis
-		if in.TimeoutInMillis == 0 {
-			return nil, plans.Invalid(loc+".timeoutInMillis", "%s.timeoutInMillis: must be between %d and %d", loc, plans.MinTimeoutMillis, plans.MaxTimeoutMillis)
-		}
-	}
-	switch in.Type {
-	case plans.IntegrationHTTPProxy, plans.IntegrationMock:
-	case "":
-		return nil, plans.Invalid(loc+".type", "%s.type: is required (http_proxy or mock)", loc)
-	default:
-		im.warn("%s.type: %s integrations are not supported by tollgate (http_proxy and mock are); the method is imported without an integration", loc, ai.Type)
-		return nil, nil
-	}
-	replies, err := integrationResponses(loc+".responses", ai.Responses)
-	if err != nil {
-		return nil, err
-	}
-	in.IntegrationResponses = replies
-	in.Normalize()
-	if err := in.Validate(); err != nil {
-		return nil, located(loc, err)
-	}
-	return in, nil
-}
-
-// integrationResponses keys the integration's responses by status code.
-func integrationResponses(loc string, rs map[string]awsIntegrationReply) (map[string]*plans.IntegrationResponse, error) {
-	if len(rs) == 0 {
-		return nil, nil
-	}
-	out := map[string]*plans.IntegrationResponse{}
-	for _, pattern := range sortedKeys(rs) {
-		r := rs[pattern]
-		ir := &plans.IntegrationResponse{StatusCode: r.StatusCode, ResponseParameters: r.ResponseParameters,
-			ResponseTemplates: r.ResponseTemplates, ContentHandling: r.ContentHandling}
-		if pattern != "default" {
-			ir.SelectionPattern = pattern
-		}
-		at := loc + "." + pattern
-		if err := ir.Validate(); err != nil {
-			return nil, located(at, err)
-		}
-		if err := plans.CheckResponseParameters("responseParameters", ir.ResponseParameters); err != nil {
-			return nil, located(at, err)
-		}
-		if out[ir.StatusCode] != nil {
-			return nil, plans.Invalid(at+".statusCode", "%s.statusCode: another response already answers %s", at, ir.StatusCode)
-		}
-		out[ir.StatusCode] = ir
-	}
-	return out, nil
-}
-
-// gatewayResponses reads x-amazon-apigateway-gateway-responses.
-func (im *importer) gatewayResponses(def *plans.ApiDefinition) error {
-	raw, ok := im.doc.Extensions[extGatewayResponses]
+	model, ok := strings.CutPrefix(mt.Schema.Ref, "#/components/schemas/")
 	if !ok {
-		return nil
+		return ""
 	}
-	var all map[string]struct {
-		StatusCode         json.RawMessage   `json:"statusCode"`
-		ResponseParameters map[string]string `json:"responseParameters"`
-		ResponseTemplates  map[string]string `json:"responseTemplates"`
+	if im.doc.Components.Schemas[model] == nil {
+		im.warn(at.at("schema"), "model %q is not defined in the document; ignored", model)
+		return ""
 	}
-	if err := remarshal(raw, &all); err != nil {
-		return jsonFieldError(extGatewayResponses, err)
+	if err := (&plans.MethodResponse{StatusCode: code, ResponseModels: map[string]string{ct: model}}).Validate(); err != nil {
+		im.warn(at.at("schema"), "%s; ignored", plans.ErrorMessage(err))
+		return ""
 	}
-	for _, t := range sortedKeys(all) {
-		loc := extGatewayResponses + "." + t
-		if !plans.ValidGatewayResponseType(t) {
-			im.warn("%s: tollgate does not produce this response type; ignored", loc)
-			continue
-		}
-		r := all[t]
-		gr := plans.GatewayResponse{ResponseType: t, StatusCode: statusString(r.StatusCode),
-			ResponseParameters: r.ResponseParameters, ResponseTemplates: r.ResponseTemplates}
-		if err := gr.Validate(); err != nil {
-			return located(loc, err)
-		}
-		if err := plans.CheckResponseParameters("responseParameters", gr.ResponseParameters); err != nil {
-			return located(loc, err)
-		}
-		if def.GatewayResponses == nil {
-			def.GatewayResponses = map[string]plans.GatewayResponse{}
-		}
-		def.GatewayResponses[t] = gr
-	}
-	return nil
-}
-
-// statusString reads a status code written as a string or a number.
-func statusString(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var n int
-	if json.Unmarshal(raw, &n) == nil {
-		return strconv.Itoa(n)
-	}
-	return string(raw)
-}
-
-// remarshal decodes an extension value (as kin-openapi holds it) into v.
-func remarshal(raw any, v any) error {
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-// jsonFieldError is the 400 for an extension value of the wrong shape,
-// naming the field below loc.
-func jsonFieldError(loc string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		loc += "." + te.Field
-		return plans.Invalid(loc, "%s: expected %s, got JSON %s", loc, te.Type, te.Value)
-	}
-	return plans.Invalid(loc, "%s: %v", loc, err)
+	return model
 }

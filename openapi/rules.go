@@ -3,7 +3,6 @@ package openapi
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -30,14 +29,14 @@ func (im *importer) rateLimitRules(def *plans.ApiDefinition) error {
 	}
 	var lists map[string][]json.RawMessage
 	if err := remarshal(raw, &lists); err != nil {
-		return jsonFieldError(extRules, err)
+		return jsonFieldError(loc{extRules}, err)
 	}
 	def.RateLimitRules = make(map[string][]plans.RateLimitRule, len(lists))
 	for _, stage := range sortedKeys(lists) {
 		if err := plans.ValidateStageName(stage); err != nil {
-			return located(extRules, err)
+			return located(loc{extRules}, err)
 		}
-		rules, err := importStageRules(extRules+"."+stage, lists[stage])
+		rules, err := importStageRules(loc{extRules, stage}, lists[stage])
 		if err != nil {
 			return err
 		}
@@ -48,11 +47,11 @@ func (im *importer) rateLimitRules(def *plans.ApiDefinition) error {
 
 // importStageRules decodes and checks the rules of one stage (loc names
 // its list), sorted by name.
-func importStageRules(loc string, raws []json.RawMessage) ([]plans.RateLimitRule, error) {
+func importStageRules(list loc, raws []json.RawMessage) ([]plans.RateLimitRule, error) {
 	rules := make([]plans.RateLimitRule, len(raws))
 	names := map[string]bool{}
 	for i, raw := range raws {
-		at := fmt.Sprintf("%s[%d]", loc, i)
+		at := list.at(index(i))
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rules[i]); err != nil {
@@ -62,7 +61,7 @@ func importStageRules(loc string, raws []json.RawMessage) ([]plans.RateLimitRule
 			return nil, located(at, err)
 		}
 		if names[rules[i].Name] {
-			return nil, plans.Invalid(at+".name", "%s.name: rule %q is listed twice", at, rules[i].Name)
+			return nil, errorf(at.at("name"), "rule %q is listed twice", rules[i].Name)
 		}
 		names[rules[i].Name] = true
 	}

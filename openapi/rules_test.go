@@ -78,13 +78,13 @@ func TestImportRuleErrorsNameTheLocation(t *testing.T) {
 		{"not an object", `[1]`, "x-tollgate-rate-limit-rules"},
 	}
 	for _, tc := range cases {
-		_, _, err := Import([]byte(doc(tc.rules)))
+		_, _, err := Import([]byte(doc(tc.rules)), ImportOptions{})
 		var pe *plans.Error
 		if !errorsAsPlans(err, &pe) || pe.Kind != plans.KindInvalid || pe.Field != tc.loc {
 			t.Errorf("%s: got %v (field %q), want a 400 naming %s", tc.name, err, fieldOfErr(pe), tc.loc)
 		}
 	}
-	_, _, err := Import([]byte(doc(`{"prod":[{"name":"a","algorithm":"CONCURRENCY","limit":1,"burst":3}]}`)))
+	_, _, err := Import([]byte(doc(`{"prod":[{"name":"a","algorithm":"CONCURRENCY","limit":1,"burst":3}]}`)), ImportOptions{})
 	if plans.ErrorKind(err) != plans.KindInvalid || !strings.Contains(plans.ErrorMessage(err), "burst") {
 		t.Errorf("unknown field: got %v, want a 400 naming burst", err)
 	}

@@ -116,7 +116,7 @@ func (mr *MethodResponse) Validate() error {
 		return err
 	}
 	for k := range mr.ResponseParameters {
-		if err := validateHeaderParam("responseParameters", "method.response.header.", k); err != nil {
+		if err := ValidateHeaderParam("responseParameters", "method.response.header.", k); err != nil {
 			return err
 		}
 	}
@@ -143,7 +143,7 @@ func (ir *IntegrationResponse) Validate() error {
 		return Invalid("selectionPattern", "selectionPattern %q is not a regular expression: %v", ir.SelectionPattern, err)
 	}
 	for k, v := range ir.ResponseParameters {
-		if err := validateHeaderParam("responseParameters", "method.response.header.", k); err != nil {
+		if err := ValidateHeaderParam("responseParameters", "method.response.header.", k); err != nil {
 			return err
 		}
 		if v == "" {
@@ -165,7 +165,7 @@ func (gr *GatewayResponse) Validate() error {
 		}
 	}
 	for k, v := range gr.ResponseParameters {
-		if err := validateHeaderParam("responseParameters", "gatewayresponse.header.", k); err != nil {
+		if err := ValidateHeaderParam("responseParameters", "gatewayresponse.header.", k); err != nil {
 			return err
 		}
 		if !validGatewaySource(v) {
@@ -177,8 +177,8 @@ func (gr *GatewayResponse) Validate() error {
 
 var headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 
-// validateHeaderParam requires prefix followed by an HTTP header name.
-func validateHeaderParam(field, prefix, k string) error {
+// ValidateHeaderParam requires prefix followed by an HTTP header name.
+func ValidateHeaderParam(field, prefix, k string) error {
 	name, ok := strings.CutPrefix(k, prefix)
 	if !ok || !headerNamePattern.MatchString(name) {
 		return Invalid(field, "%s key %q must be %s<header name>", field, k, prefix)

@@ -1,0 +1,345 @@
+package openapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tollgate/plans"
+)
+
+// awsIntegration is x-amazon-apigateway-integration: the fields tollgate
+// reads and writes, as AWS writes them.
+type awsIntegration struct {
+	Type                string                         `json:"type"`
+	URI                 string                         `json:"uri,omitempty"`
+	HTTPMethod          string                         `json:"httpMethod,omitempty"`
+	PassthroughBehavior string                         `json:"passthroughBehavior,omitempty"`
+	RequestParameters   map[string]string              `json:"requestParameters,omitempty"`
+	RequestTemplates    map[string]string              `json:"requestTemplates,omitempty"`
+	CacheKeyParameters  []string                       `json:"cacheKeyParameters,omitempty"`
+	CacheNamespace      string                         `json:"cacheNamespace,omitempty"`
+	TimeoutInMillis     *int32                         `json:"timeoutInMillis,omitempty"`
+	ConnectionType      string                         `json:"connectionType,omitempty"`
+	Responses           map[string]awsIntegrationReply `json:"responses,omitempty"`
+}
+
+// awsIntegrationReply is one entry of the integration's responses, keyed
+// by its selection pattern ("default" for none).
+type awsIntegrationReply struct {
+	StatusCode         string            `json:"statusCode"`
+	ResponseParameters map[string]string `json:"responseParameters,omitempty"`
+	ResponseTemplates  map[string]string `json:"responseTemplates,omitempty"`
+	ContentHandling    string            `json:"contentHandling,omitempty"`
+}
+
+// integrationFields are the keys of x-amazon-apigateway-integration
+// tollgate reads; others are warned about.
+var integrationFields = map[string]bool{
+	"type": true, "uri": true, "httpMethod": true, "passthroughBehavior": true, "requestParameters": true,
+	"requestTemplates": true, "cacheKeyParameters": true, "cacheNamespace": true, "timeoutInMillis": true,
+	"connectionType": true, "responses": true,
+}
+
+// integration imports an operation's x-amazon-apigateway-integration (nil
+// when absent or of a type tollgate cannot serve, with a warning). A
+// mapping, cache key parameter or integration response tollgate cannot
+// honour is skipped with a warning; what remains must be valid.
+func (im *importer) integration(at loc, raw any) (*plans.Integration, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := remarshal(raw, &obj); err != nil || obj == nil {
+		return nil, errorf(at, "must be an object")
+	}
+	for _, k := range sortedKeys(obj) {
+		if !integrationFields[k] {
+			im.warn(at.at(k), "not supported by tollgate; ignored")
+		}
+	}
+	im.keepStrings(at, obj, "requestParameters", "requestTemplates")
+	if replies, ok := obj["responses"].(map[string]any); ok {
+		for pattern, reply := range replies {
+			if r, ok := reply.(map[string]any); ok {
+				im.keepStrings(at.at("responses", pattern), r, "responseParameters", "responseTemplates")
+				statusAsString(r)
+			}
+		}
+	}
+	var ai awsIntegration
+	if err := remarshal(obj, &ai); err != nil {
+		return nil, jsonFieldError(at, err)
+	}
+	in := &plans.Integration{Type: strings.ToUpper(ai.Type), HTTPMethod: strings.ToUpper(ai.HTTPMethod), URI: ai.URI,
+		PassthroughBehavior: ai.PassthroughBehavior, CacheNamespace: ai.CacheNamespace, ConnectionType: ai.ConnectionType,
+		RequestTemplates: ai.RequestTemplates}
+	switch in.Type {
+	case plans.IntegrationHTTPProxy, plans.IntegrationMock:
+	case "":
+		return nil, errorf(at.at("type"), "is required (http_proxy or mock)")
+	default:
+		im.warn(at.at("type"), "%s integrations are not supported by tollgate (http_proxy and mock are); the method is imported without an integration", ai.Type)
+		return nil, nil
+	}
+	if ai.TimeoutInMillis != nil {
+		if in.TimeoutInMillis = *ai.TimeoutInMillis; in.TimeoutInMillis == 0 {
+			return nil, errorf(at.at("timeoutInMillis"), "must be between %d and %d", plans.MinTimeoutMillis, plans.MaxTimeoutMillis)
+		}
+	}
+	in.RequestParameters = im.requestMappings(at.at("requestParameters"), ai.RequestParameters)
+	in.CacheKeyParameters = im.cacheKeyParameters(at.at("cacheKeyParameters"), ai.CacheKeyParameters)
+	replies, err := im.integrationResponses(at.at("responses"), in.Type, ai.Responses)
+	if err != nil {
+		return nil, err
+	}
+	in.IntegrationResponses = replies
+	in.Normalize()
+	if err := in.Validate(); err != nil {
+		return nil, located(at, err)
+	}
+	return in, nil
+}
+
+// keepStrings drops from each of obj's objects named by keys the values
+// that are not strings, with a warning naming each (a YAML true, false or
+// number written where API Gateway expects a string).
+func (im *importer) keepStrings(at loc, obj map[string]any, keys ...string) {
+	for _, key := range keys {
+		m, ok := obj[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range sortedKeys(m) {
+			if _, ok := m[k].(string); !ok {
+				im.warn(at.at(key, k), "%v is a %s, not a string; ignored (quote it: \"'%v'\" is the literal)", m[k], jsonKind(m[k]), m[k])
+				delete(m, k)
+			}
+		}
+	}
+}
+
+// statusAsString turns obj's statusCode written as a number into a string.
+func statusAsString(obj map[string]any) {
+	if n, ok := obj["statusCode"].(float64); ok {
+		obj["statusCode"] = strconv.FormatFloat(n, 'f', -1, 64)
+	}
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case bool:
+		return "boolean"
+	case float64, int, int64, uint64:
+		return "number"
+	case nil:
+		return "null"
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// requestMappings returns the integration request parameters tollgate
+// can honour: "integration.request.{querystring|header|path}.name" (not
+// the Host header) from a 'literal', a
+// method.request.{querystring|header|path}.name or a stageVariables.name;
+// the others are skipped with a warning.
+func (im *importer) requestMappings(at loc, out map[string]string) map[string]string {
+	for _, k := range sortedKeys(out) {
+		v := out[k]
+		loc, name, ok := plans.ParseRequestParameter("integration.request.", k)
+		switch {
+		case !ok:
+			im.warn(at.at(k), "only integration.request.{querystring|header|path}.name can be mapped; ignored")
+		case loc == "header" && strings.EqualFold(name, "host"):
+			im.warn(at.at(k), "the upstream's Host header comes from the integration uri; ignored")
+		case !supportedSource(v):
+			im.warn(at.at(k), "source %q is not one tollgate evaluates ('literal', method.request.{querystring|header|path}.name, stageVariables.name); ignored", v)
+		default:
+			continue
+		}
+		delete(out, k)
+	}
+	return out
+}
+
+// supportedSource reports whether the gateway evaluates a mapping source.
+func supportedSource(v string) bool {
+	if plans.IsLiteral(v) {
+		return true
+	}
+	if name, ok := strings.CutPrefix(v, "stageVariables."); ok {
+		return name != ""
+	}
+	_, _, ok := plans.ParseRequestParameter("method.request.", v)
+	return ok
+}
+
+// cacheKeyParameters keeps the method.request.{querystring|header|path}
+// parameters of ps; the others are skipped with a warning.
+func (im *importer) cacheKeyParameters(at loc, ps []string) []string {
+	var out []string
+	for i, p := range ps {
+		if _, _, ok := plans.ParseRequestParameter("method.request.", p); !ok {
+			im.warn(at.at(index(i)), "cache key parameter %q is not method.request.{querystring|header|path}.name; ignored", p)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// integrationResponses keys the integration's responses by status code.
+// A response tollgate cannot keep (a selection pattern Go's regexp
+// cannot read, a status code an earlier response answers: the default
+// one, then the others by pattern) and a header mapping it cannot honour
+// are skipped with a warning; a status code that is not one is an error.
+func (im *importer) integrationResponses(at loc, typ string, rs map[string]awsIntegrationReply) (map[string]*plans.IntegrationResponse, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	out := map[string]*plans.IntegrationResponse{}
+	patterns := sortedKeys(rs)
+	if i := slices.Index(patterns, "default"); i > 0 {
+		patterns = append(append([]string{"default"}, patterns[:i]...), patterns[i+1:]...)
+	}
+	for _, pattern := range patterns {
+		r, rat := rs[pattern], at.at(pattern)
+		ir := &plans.IntegrationResponse{StatusCode: r.StatusCode, ContentHandling: r.ContentHandling, ResponseTemplates: r.ResponseTemplates}
+		if err := plans.ValidateStatusCode("statusCode", ir.StatusCode); err != nil {
+			return nil, located(rat, err)
+		}
+		if pattern != "default" {
+			ir.SelectionPattern = pattern
+		}
+		if _, err := regexp.Compile(ir.SelectionPattern); err != nil {
+			im.warn(rat, "the selection pattern is not a regular expression tollgate can read (Go's RE2 syntax): %v; response ignored", err)
+			continue
+		}
+		if other := out[ir.StatusCode]; other != nil {
+			im.warn(rat.at("statusCode"), "the response for selection pattern %q already answers %s; response ignored", other.SelectionPattern, ir.StatusCode)
+			continue
+		}
+		sources := anySource
+		if typ == plans.IntegrationMock {
+			sources = mockSource
+		}
+		ir.ResponseParameters = im.responseMappings(rat.at("responseParameters"), "method.response.header.", sources, r.ResponseParameters)
+		if err := ir.Validate(); err != nil {
+			return nil, located(rat, err)
+		}
+		out[ir.StatusCode] = ir
+	}
+	return out, nil
+}
+
+// sourceRule says which mapping sources a response evaluates, and how a
+// warning names them.
+type sourceRule struct {
+	ok   func(string) bool
+	kind string
+}
+
+var (
+	// anySource: an HTTP_PROXY integration response, stored only.
+	anySource = sourceRule{func(v string) bool { return v != "" }, "a source"}
+	// mockSource: a MOCK integration response.
+	mockSource = sourceRule{func(v string) bool {
+		name, ok := strings.CutPrefix(v, "stageVariables.")
+		return plans.IsLiteral(v) || ok && name != ""
+	}, "'literal' or stageVariables.name"}
+	// gatewaySource: a gateway response.
+	gatewaySource = sourceRule{supportedSource, "'literal', method.request.{querystring|header|path}.name or stageVariables.name"}
+)
+
+// responseMappings keeps the header mappings of an integration response
+// or gateway response that tollgate can honour: keys prefix+<header name>
+// of headers the gateway does not write itself, from sources the
+// response evaluates. The others are skipped with a warning.
+func (im *importer) responseMappings(at loc, prefix string, sources sourceRule, m map[string]string) map[string]string {
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		name, ok := strings.CutPrefix(k, prefix)
+		switch {
+		case !ok || plans.ValidateHeaderParam("responseParameters", prefix, k) != nil:
+			im.warn(at.at(k), "a response parameter must be %s<header name>; ignored", prefix)
+		case plans.GatewayOwnedHeader(name):
+			im.warn(at.at(k), "%s is a header the gateway writes itself (Retry-After, x-amzn-*, the rate-limit, framing and hop-by-hop headers); ignored", name)
+		case !sources.ok(v):
+			im.warn(at.at(k), "source %q is not one tollgate evaluates here (%s); ignored", v, sources.kind)
+		default:
+			continue
+		}
+		delete(m, k)
+	}
+	return m
+}
+
+// gatewayResponses reads x-amazon-apigateway-gateway-responses; a type
+// tollgate does not produce and a mapping it cannot honour are skipped
+// with a warning.
+func (im *importer) gatewayResponses(def *plans.ApiDefinition) error {
+	raw, ok := im.doc.Extensions[extGatewayResponses]
+	if !ok {
+		return nil
+	}
+	var objs map[string]any
+	if err := remarshal(raw, &objs); err != nil {
+		return jsonFieldError(loc{extGatewayResponses}, err)
+	}
+	for t, v := range objs {
+		if obj, ok := v.(map[string]any); ok {
+			im.keepStrings(loc{extGatewayResponses, t}, obj, "responseParameters", "responseTemplates")
+			statusAsString(obj)
+		}
+	}
+	var all map[string]gatewayReply
+	if err := remarshal(objs, &all); err != nil {
+		return jsonFieldError(loc{extGatewayResponses}, err)
+	}
+	for _, t := range sortedKeys(all) {
+		at := loc{extGatewayResponses, t}
+		if !plans.ValidGatewayResponseType(t) {
+			im.warn(at, "tollgate does not produce this response type; ignored")
+			continue
+		}
+		r := all[t]
+		gr := plans.GatewayResponse{ResponseType: t, StatusCode: r.StatusCode, ResponseTemplates: r.ResponseTemplates,
+			ResponseParameters: im.responseMappings(at.at("responseParameters"), "gatewayresponse.header.", gatewaySource, r.ResponseParameters)}
+		if err := gr.Validate(); err != nil {
+			return located(at, err)
+		}
+		if def.GatewayResponses == nil {
+			def.GatewayResponses = map[string]plans.GatewayResponse{}
+		}
+		def.GatewayResponses[t] = gr
+	}
+	return nil
+}
+
+// remarshal decodes an extension value (as kin-openapi holds it) into v.
+func remarshal(raw any, v any) error {
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// jsonFieldError is the 400 for an extension value of the wrong shape,
+// naming the field below at.
+func jsonFieldError(at loc, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		at = at.at(te.Field)
+		return errorf(at, "expected %s, got JSON %s", te.Type, te.Value)
+	}
+	return errorf(at, "%v", err)
+}
