@@ -13,6 +13,7 @@ import (
 
 	"tollgate/internal/reqbody"
 	"tollgate/plans"
+	"tollgate/seal"
 )
 
 // Publisher pushes committed config to the data plane (implemented by
@@ -97,6 +98,10 @@ type Options struct {
 	// export and the record feed (docs/usage.md); nil leaves those two
 	// unsupported (400).
 	Ledger UsageLedger
+	// Secrets seals the private keys of custom domain names' certificates
+	// before they are stored (TOLLGATE_SECRETS_KEY); nil stores them as
+	// given.
+	Secrets *seal.Key
 }
 
 // Server is the admin API, an http.Handler. Create it with New.
@@ -111,6 +116,7 @@ type Server struct {
 	ready   func(ctx context.Context) error
 	usage   UsageCounter
 	ledger  UsageLedger
+	secrets *seal.Key // nil: private keys are stored as given
 	handler http.Handler
 	// bodyLimits bound how long a request body may take (reqbody); zero
 	// means reqbody.DefaultLimits.
@@ -133,6 +139,8 @@ func New(opts Options) *Server {
 		ready:  opts.Ready,
 		usage:  opts.Usage,
 		ledger: opts.Ledger,
+
+		secrets: opts.Secrets,
 
 		bodyLimits: opts.BodyLimits,
 	}
@@ -184,6 +192,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.apiKeyRoutes(r)
 	s.accountRoutes(r)
 	s.ledgerRoutes(r)
+	s.domainRoutes(r)
 	s.tagRoutes(r)
 	return r
 }

@@ -85,16 +85,24 @@ type env struct {
 }
 
 // newEnv starts the admin on a fresh database behind httptest.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the options changed by with (when not nil)
+// before the admin starts.
+func newEnvWith(t *testing.T, with func(*admin.Options)) *env {
 	t.Helper()
 	pub := &recorder{}
-	srv := httptest.NewServer(admin.New(admin.Options{
+	opts := admin.Options{
 		Store:       postgrestest.MustDB(t),
 		Publisher:   pub,
 		Credentials: admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
 		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		Ready:       func(context.Context) error { return nil },
-	}))
+	}
+	if with != nil {
+		with(&opts)
+	}
+	srv := httptest.NewServer(admin.New(opts))
 	t.Cleanup(srv.Close)
 	c := apigateway.New(apigateway.Options{
 		BaseEndpoint: aws.String(srv.URL),

@@ -101,4 +101,5 @@ type Store interface {
 	UpdateAccount(ctx context.Context, fn func(*plans.Account) error) (*plans.Account, error)
 
 	RuleStore
+	DomainStore
 }

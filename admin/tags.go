@@ -27,8 +27,8 @@ type taggable struct {
 }
 
 // resourceARN reads the route's ARN: arn:<partition>:apigateway:<region>::<path>
-// with path /restapis/{id}, /restapis/{id}/stages/{name}, /usageplans/{id}
-// or /apikeys/{id} (any region; SDKs send it percent-encoded as one path
+// with path /restapis/{id}, /restapis/{id}/stages/{name}, /usageplans/{id},
+// /apikeys/{id} or /domainnames/{name} (any region; SDKs send it percent-encoded as one path
 // segment). Anything else is 400 naming resourceArn.
 func (s *Server) resourceARN(r *http.Request) (taggable, error) {
 	raw := chi.URLParam(r, "*")
@@ -50,12 +50,14 @@ func (s *Server) resourceARN(r *http.Request) (taggable, error) {
 		return s.planTags(seg[1]), nil
 	case len(seg) == 2 && seg[0] == "apikeys":
 		return s.keyTags(seg[1]), nil
+	case len(seg) == 2 && seg[0] == "domainnames":
+		return s.domainTags(strings.ToLower(seg[1])), nil
 	}
 	return taggable{}, badARN(arn)
 }
 
 func badARN(arn string) error {
-	return plans.Invalid("resourceArn", "resourceArn %q must be arn:aws:apigateway:<region>::/restapis/{id}, /restapis/{id}/stages/{name}, /usageplans/{id} or /apikeys/{id}", arn)
+	return plans.Invalid("resourceArn", "resourceArn %q must be arn:aws:apigateway:<region>::/restapis/{id}, /restapis/{id}/stages/{name}, /usageplans/{id}, /apikeys/{id} or /domainnames/{name}", arn)
 }
 
 func (s *Server) apiTags(id string) taggable {
@@ -105,6 +107,22 @@ func (s *Server) keyTags(id string) taggable {
 		},
 		update: func(ctx context.Context, fn func(map[string]string) map[string]string) error {
 			_, err := s.store.UpdateApiKey(ctx, id, func(k *plans.ApiKey) error { k.Tags = fn(k.Tags); return nil })
+			return err
+		},
+	}
+}
+
+func (s *Server) domainTags(name string) taggable {
+	return taggable{
+		get: func(ctx context.Context) (map[string]string, error) {
+			d, err := s.store.GetDomainName(ctx, name)
+			return tagsOf(d, err, func(d *plans.DomainName) map[string]string { return d.Tags })
+		},
+		update: func(ctx context.Context, fn func(map[string]string) map[string]string) error {
+			_, err := s.store.UpdateDomainName(ctx, name, func(d *plans.DomainName, _ *plans.DomainCertificate) error {
+				d.Tags = fn(d.Tags)
+				return nil
+			})
 			return err
 		},
 	}

@@ -4,7 +4,8 @@ import "fmt"
 
 // Snapshot is the whole configuration the gateway runs on, at one config
 // Version: the account throttle, every API's stages with the resources of
-// the deployment each stage points to, and every usage plan. It holds no
+// the deployment each stage points to, every usage plan, and the custom
+// domain names with their certificates and mappings. It holds no
 // API keys (they are looked up one by one, see KeyRecord). The admin builds
 // it from PostgreSQL and publishes it as JSON; a gateway node validates it,
 // compiles it and swaps it in whole.
@@ -13,6 +14,8 @@ type Snapshot struct {
 	Account Throttle              `json:"account"`
 	Apis    map[string]*ApiConfig `json:"apis"`
 	Plans   map[string]*UsagePlan `json:"plans"`
+	// Domains are the custom domain names by name (lower case).
+	Domains map[string]*DomainConfig `json:"domains,omitempty"`
 }
 
 // ApiConfig is one RestApi as the gateway sees it: its stages by name.
@@ -61,6 +64,14 @@ func (s *Snapshot) Validate() error {
 		}
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("snapshot: plan %s: %w", id, err)
+		}
+	}
+	for name, d := range s.Domains {
+		if d == nil || d.DomainName != name {
+			return fmt.Errorf("snapshot: domain %q: name mismatch", name)
+		}
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
 		}
 	}
 	return nil

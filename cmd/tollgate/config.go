@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tollgate/internal/reqbody"
+	"tollgate/seal"
 )
 
 // Config is everything tollgate reads at start (the README's table; docs/operations.md). Each
@@ -65,15 +66,19 @@ type Secrets struct {
 	AdminSecretAccessKey string // TOLLGATE_ADMIN_SECRET_ACCESS_KEY
 	AdminToken           string // TOLLGATE_ADMIN_TOKEN, at least 32 characters
 	KeyPepper            []byte // TOLLGATE_KEY_PEPPER: key hashes become HMAC-SHA-256
+	// SecretsKey (TOLLGATE_SECRETS_KEY, at least 32 bytes) encrypts the
+	// private keys of custom domain names' certificates in PostgreSQL and
+	// Redis; admin and gateway nodes need the same one (package seal).
+	SecretsKey []byte
 }
 
 // LoadSecrets reads Secrets from getenv (os.Getenv in production). It
 // returns an error naming the variable when a _FILE cannot be read, the
-// admin token is shorter than 32 characters, or only half of the SigV4
-// credential pair is set.
+// admin token or the secrets key is shorter than 32 characters, or only
+// half of the SigV4 credential pair is set.
 func LoadSecrets(getenv func(string) string) (Secrets, error) {
 	var s Secrets
-	var pepper string
+	var pepper, secretsKey string
 	for _, v := range []struct {
 		name string
 		dst  *string
@@ -82,6 +87,7 @@ func LoadSecrets(getenv func(string) string) (Secrets, error) {
 		{"TOLLGATE_ADMIN_SECRET_ACCESS_KEY", &s.AdminSecretAccessKey},
 		{"TOLLGATE_ADMIN_TOKEN", &s.AdminToken},
 		{"TOLLGATE_KEY_PEPPER", &pepper},
+		{"TOLLGATE_SECRETS_KEY", &secretsKey},
 	} {
 		val, err := secret(getenv, v.name)
 		if err != nil {
@@ -90,6 +96,10 @@ func LoadSecrets(getenv func(string) string) (Secrets, error) {
 		*v.dst = val
 	}
 	s.KeyPepper = []byte(pepper)
+	if secretsKey != "" && len(secretsKey) < seal.MinSecretLen {
+		return s, fmt.Errorf("TOLLGATE_SECRETS_KEY must be at least %d bytes (for example openssl rand -base64 32)", seal.MinSecretLen)
+	}
+	s.SecretsKey = []byte(secretsKey)
 	if s.AdminToken != "" && len(s.AdminToken) < 32 {
 		return s, fmt.Errorf("TOLLGATE_ADMIN_TOKEN must be at least 32 characters")
 	}

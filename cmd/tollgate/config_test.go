@@ -28,6 +28,8 @@ func TestLoadSecrets(t *testing.T) {
 		{"half sigv4 pair", map[string]string{"TOLLGATE_ADMIN_ACCESS_KEY_ID": "AKID"}, "set together", nil},
 		{"missing file", map[string]string{"TOLLGATE_KEY_PEPPER_FILE": filepath.Join(dir, "nope")}, "TOLLGATE_KEY_PEPPER_FILE", nil},
 		{"pepper", map[string]string{"TOLLGATE_KEY_PEPPER": "p"}, "", func(s Secrets) bool { return string(s.KeyPepper) == "p" }},
+		{"short secrets key", map[string]string{"TOLLGATE_SECRETS_KEY": "short"}, "TOLLGATE_SECRETS_KEY must be at least 32", nil},
+		{"secrets key", map[string]string{"TOLLGATE_SECRETS_KEY": strings.Repeat("s", 32)}, "", func(s Secrets) bool { return len(s.SecretsKey) == 32 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

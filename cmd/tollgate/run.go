@@ -29,6 +29,7 @@ import (
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/push"
+	"tollgate/seal"
 	"tollgate/web"
 )
 
@@ -52,6 +53,7 @@ type Main struct {
 	UsageSource ledger.UsageSource
 
 	registry       *prometheus.Registry
+	secrets        *seal.Key      // from TOLLGATE_SECRETS_KEY; nil without it
 	gatewayProxies []netip.Prefix // TOLLGATE_TRUSTED_PROXIES, parsed
 	adminProxies   []netip.Prefix // TOLLGATE_ADMIN_TRUSTED_PROXIES, parsed
 	rdb            redis.UniversalClient
@@ -116,6 +118,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.adminProxies, err = trustedProxies("TOLLGATE_ADMIN_TRUSTED_PROXIES", m.Config.AdminTrustedProxies); err != nil {
 		return err
 	}
+	if m.secrets, err = secretsKey(m.Config.Secrets.SecretsKey); err != nil {
+		return err
+	}
 	if m.rdb, err = redisurl.Open(m.Config.RedisURL); err != nil {
 		return fmt.Errorf("TOLLGATE_REDIS_URL: %w", err)
 	}
@@ -154,6 +159,11 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		return err
 	}
 	m.db = db
+	if m.secrets == nil {
+		m.Logger.Warn("TOLLGATE_SECRETS_KEY is not set: the private keys of custom domain names' certificates are stored as given, unencrypted, in PostgreSQL and Redis")
+	} else {
+		m.Logger.Info("private keys of custom domain names' certificates are stored encrypted", "secretsKeyId", m.secrets.ID())
+	}
 	pub := push.NewPublisher(db, m.rdb, push.Options{Prefix: cfg.RedisPrefix, Logger: m.Logger})
 	if err := pub.Reconcile(ctx); err != nil {
 		m.Logger.Warn("first publish failed; the reconciler retries every second", "err", err)
@@ -183,6 +193,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		BodyLimits: cfg.bodyLimits(),
 		Usage:      usageCounter{limiter},
 		Ledger:     db,
+		Secrets:    m.secrets,
 	})
 	bound, err := m.listen("admin", addr, handler, 0)
 	m.AdminAddr = bound
@@ -249,6 +260,18 @@ func (m *Main) startGateway(ctx context.Context) error {
 	bound, err := m.listen("gateway", cfg.GatewayAddr, m.gw, gateway.ServerMaxHeaderBytes)
 	m.GatewayAddr = bound
 	return err
+}
+
+// secretsKey derives the key of TOLLGATE_SECRETS_KEY; nil when unset.
+func secretsKey(secret []byte) (*seal.Key, error) {
+	if len(secret) == 0 {
+		return nil, nil
+	}
+	k, err := seal.NewKey(secret)
+	if err != nil {
+		return nil, fmt.Errorf("TOLLGATE_SECRETS_KEY: %w", err)
+	}
+	return k, nil
 }
 
 // openCacheRedis opens TOLLGATE_CACHE_REDIS_URL; nil (the limiter Redis)

@@ -110,7 +110,7 @@ func TestGatewayDoesNotDependOnRedis(t *testing.T) {
 // library only (and, for limit and cache, nothing of Redis either).
 func TestPurePackagesUseOnlyTheStandardLibrary(t *testing.T) {
 	g := loadGraph(t)
-	for _, p := range []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache"} {
+	for _, p := range []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache", module + "/seal"} {
 		for d := range g.deps(p) {
 			if !g.standard[d] && d != "C" { // "C": cgo, which the standard library's net uses
 				t.Errorf("%s depends on %s, want the standard library only", p, d)

@@ -56,6 +56,8 @@ var conflicts = map[string]string{
 	"methods_pkey":              "Method already exists for this resource",
 	"rate_limit_rules_name_key": "The stage already has a rate-limit rule of this name",
 	"rate_limit_rules_pkey":     "Identifier collision, please retry",
+	"domain_names_pkey":         "The domain name you provided already exists",
+	"base_path_mappings_pkey":   "Base path already exists for this domain name",
 }
 
 // reference is a foreign key a caller can break: the field it names, the
@@ -70,6 +72,10 @@ var references = map[string]reference{
 		"Active stages pointing to this deployment must be moved or deleted"},
 	"usage_plan_stages_stage_fkey": {"apiStages", "API Stage not found",
 		"The stage is included in a usage plan; remove it from the plan first"},
+	"base_path_mappings_stage_fkey": {"stage", "Invalid stage identifier specified",
+		"The stage is mapped to a custom domain name; delete its base path mapping first"},
+	"base_path_mappings_api_fkey": {"restApiId", "Invalid REST API identifier specified",
+		"The API is mapped to a custom domain name; delete its base path mappings first"},
 }
 
 // deleteError marks an error of a DELETE statement (see deleting).

@@ -20,7 +20,9 @@ type snapshotStageRow struct {
 // one REPEATABLE READ transaction so it is consistent with its Version:
 // the account throttle, every API (with an empty stage map when it has no
 // stage) with its stages, each carrying the resources of the deployment it
-// points to and its rate-limit rules, and every usage plan with its api stages. It holds no keys.
+// points to and its rate-limit rules, every usage plan with its api
+// stages, and every custom domain name with its certificate and base path
+// mappings. It holds no API keys.
 // Errors: KindUnavailable.
 func (db *DB) Snapshot(ctx context.Context) (*plans.Snapshot, error) {
 	var s *plans.Snapshot
@@ -47,6 +49,9 @@ func readSnapshot(ctx context.Context, tx pgx.Tx) (*plans.Snapshot, error) {
 		return nil, err
 	}
 	if err := readSnapshotRules(ctx, tx, s); err != nil {
+		return nil, err
+	}
+	if err := readSnapshotDomains(ctx, tx, s); err != nil {
 		return nil, err
 	}
 	ps, err := queryPlans(ctx, tx, `SELECT `+planCols+` FROM usage_plans ORDER BY id`)
