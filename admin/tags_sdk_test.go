@@ -41,7 +41,8 @@ func TestTagsByARN(t *testing.T) {
 	}
 	for arn, want := range map[string]string{
 		"arn:aws:apigateway:us-east-1::/restapis/nope000000": "NotFoundException",
-		"arn:aws:apigateway:us-east-1::/domainnames/x":       "BadRequestException",
+		"arn:aws:apigateway:us-east-1::/domainnames/x":       "NotFoundException",
+		"arn:aws:apigateway:us-east-1::/vpclinks/x":          "BadRequestException",
 		"arn:aws:s3:::bucket":                                "BadRequestException",
 	} {
 		_, err := e.c.GetTags(e.ctx, &apigateway.GetTagsInput{ResourceArn: aws.String(arn)})
