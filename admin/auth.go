@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"tollgate/internal/clientaddr"
+	"tollgate/plans"
 )
 
 // Authentication refusal types (x-amzn-ErrorType), as AWS.
@@ -34,14 +36,38 @@ var (
 	errBadToken      = &authError{errUnrecognized, "The security token included in the request is invalid."}
 )
 
-// authenticator checks bearer tokens and SigV4 signatures and limits
-// failed attempts per client address.
+// authenticator checks bearer tokens and SigV4 signatures (the bootstrap
+// credentials of the environment, then those of the credential store)
+// and limits failed attempts per client address.
 type authenticator struct {
 	insecure bool // accept everything (Options.Insecure)
 	creds    Credentials
+	stored   *credentialCache // nil: only the bootstrap credentials
 	now      func() time.Time
 	trusted  []netip.Prefix // proxies whose X-Forwarded-For names the client
 	failures *clientaddr.Failures
+}
+
+// principal is who made a request: the name the audit log records as the
+// actor, and the role that decides what it may do.
+type principal struct {
+	Name string
+	Role plans.Role
+}
+
+// Bootstrap principals: the environment's credentials are admins.
+var (
+	bootstrapToken = principal{Name: "bootstrap", Role: plans.RoleAdmin}
+	insecureAdmin  = principal{Name: "insecure-admin", Role: plans.RoleAdmin}
+)
+
+type principalKey struct{}
+
+// principalOf returns the request's authenticated principal (the zero
+// principal, which may do nothing, on public routes).
+func principalOf(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
 }
 
 // Failed-authentication limits per client address: a token bucket of
@@ -67,22 +93,27 @@ func newAuthenticator(c Credentials, now func() time.Time, trusted []netip.Prefi
 // authenticate refuses requests to non-public paths without valid
 // credentials: 403 with the refusal's type, or 429 TooManyRequestsException
 // (with Retry-After) when the client address has used up its failed
-// attempts. Valid credentials pass whatever the address's count.
+// attempts. Valid credentials pass whatever the address's count, with
+// their principal in the request's context.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.auth.insecure || publicPath(r.URL.Path) {
+		if publicPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		err := s.auth.verify(r)
+		if s.auth.insecure {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, insecureAdmin)))
+			return
+		}
+		p, err := s.auth.verify(r)
 		var ae *authError
 		switch {
 		case err == nil:
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 		case errors.As(err, &ae):
 			s.refuseAuth(w, r, ae)
 		default:
-			s.writeError(w, r, err) // body too large or unreadable: not a failed attempt
+			s.writeError(w, r, err) // body too large or unreadable, store down: not a failed attempt
 		}
 	})
 }
@@ -104,24 +135,48 @@ func (s *Server) refuseAuth(w http.ResponseWriter, r *http.Request, ae *authErro
 }
 
 // verify accepts a bearer token or a SigV4 signature.
-func (a *authenticator) verify(r *http.Request) error {
+func (a *authenticator) verify(r *http.Request) (principal, error) {
 	h := r.Header.Get("Authorization")
 	switch {
 	case h == "":
-		return errNoCredentials
+		return principal{}, errNoCredentials
 	case len(h) > len("Bearer ") && strings.EqualFold(h[:len("Bearer ")], "Bearer "):
-		return a.verifyBearer(strings.TrimSpace(h[len("Bearer "):]))
+		return a.verifyBearer(r.Context(), strings.TrimSpace(h[len("Bearer "):]))
 	case strings.HasPrefix(h, sigV4Algorithm+" "):
 		return a.verifySigV4(r, h)
 	}
-	return errNoCredentials
+	return principal{}, errNoCredentials
 }
 
-// verifyBearer compares token with the configured one in constant time.
-func (a *authenticator) verifyBearer(token string) error {
-	want := a.creds.BearerToken
-	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
-		return errBadToken
+// verifyBearer compares token with the bootstrap one in constant time,
+// then looks it up by hash among the stored credentials.
+func (a *authenticator) verifyBearer(ctx context.Context, token string) (principal, error) {
+	if want := a.creds.BearerToken; want != "" && subtle.ConstantTimeCompare([]byte(token), []byte(want)) == 1 {
+		return bootstrapToken, nil
 	}
-	return nil
+	if a.stored == nil || token == "" {
+		return principal{}, errBadToken
+	}
+	c, err := a.stored.byToken(ctx, token)
+	if err != nil {
+		return principal{}, err
+	}
+	return principal{Name: c.Name, Role: c.Role}, nil
+}
+
+// accessKey returns the principal and secret of a SigV4 access key id:
+// the bootstrap pair's, else a stored credential's.
+func (a *authenticator) accessKey(ctx context.Context, akid string) (principal, string, error) {
+	if a.creds.AccessKeyID != "" && a.creds.SecretAccessKey != "" &&
+		subtle.ConstantTimeCompare([]byte(akid), []byte(a.creds.AccessKeyID)) == 1 {
+		return principal{Name: a.creds.AccessKeyID, Role: plans.RoleAdmin}, a.creds.SecretAccessKey, nil
+	}
+	if a.stored == nil {
+		return principal{}, "", errBadToken
+	}
+	c, secret, err := a.stored.byAccessKey(ctx, akid)
+	if err != nil {
+		return principal{}, "", err
+	}
+	return principal{Name: c.Name, Role: c.Role}, secret, nil
 }

@@ -315,11 +315,11 @@ func TestNoCredentialsConfiguredRefusesAll(t *testing.T) {
 	a := newAuthenticator(Credentials{BearerToken: ""}, time.Now, nil)
 	r := httptest.NewRequest(http.MethodGet, "/account", nil)
 	r.Header.Set("Authorization", "Bearer ")
-	if err := a.verify(r); err == nil {
+	if _, err := a.verify(r); err == nil {
 		t.Fatal("got an empty bearer token accepted with no token configured, want refused")
 	}
 	r.Header.Set("Authorization", "Bearer "+strings.Repeat("z", 40))
-	if err := a.verify(r); err == nil {
+	if _, err := a.verify(r); err == nil {
 		t.Fatal("got a bearer token accepted with no token configured, want refused")
 	}
 }

@@ -93,6 +93,10 @@ type Options struct {
 	// answers them 400 as operations outside the subset. UpdateUsage
 	// announces its change when Publisher implements UsageAnnouncer.
 	Usage UsageCounter
+	// CredentialStore, when set, keeps admin credentials beyond the
+	// bootstrap Credentials, with roles, and serves /credentials; nil
+	// accepts the bootstrap credentials only.
+	CredentialStore CredentialStore
 	// Ledger, when set, is the usage ledger: GetUsage adds what it holds
 	// (days the limiter no longer keeps included), and it serves the usage
 	// export and the record feed (docs/usage.md); nil leaves those two
@@ -118,6 +122,8 @@ type Server struct {
 	ledger  UsageLedger
 	secrets *seal.Key // nil: private keys are stored as given
 	handler http.Handler
+	mux     *chi.Mux
+	creds   CredentialStore // nil: bootstrap credentials only
 	// bodyLimits bound how long a request body may take (reqbody); zero
 	// means reqbody.DefaultLimits.
 	bodyLimits reqbody.Limits
@@ -139,6 +145,7 @@ func New(opts Options) *Server {
 		ready:  opts.Ready,
 		usage:  opts.Usage,
 		ledger: opts.Ledger,
+		creds:  opts.CredentialStore,
 
 		secrets: opts.Secrets,
 
@@ -156,6 +163,9 @@ func New(opts Options) *Server {
 	}
 	s.auth = newAuthenticator(opts.Credentials, s.now, opts.TrustedProxies)
 	s.auth.insecure = opts.Insecure
+	if s.creds != nil {
+		s.auth.stored = newCredentialCache(s.creds, s.secrets, s.log)
+	}
 	if opts.Insecure {
 		s.log.Warn("admin: running without authentication (--insecure-admin): every request is accepted")
 	}
@@ -172,7 +182,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every API operation behind authentication.
 func (s *Server) routes(opts Options) http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.limitBody, s.authenticate)
+	s.mux = r
+	r.Use(s.limitBody, s.authenticate, s.authorize)
 	r.NotFound(s.handle(unsupported))
 	r.MethodNotAllowed(s.handle(unsupported))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -194,6 +205,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.ledgerRoutes(r)
 	s.domainRoutes(r)
 	s.tagRoutes(r)
+	s.credentialRoutes(r)
 	return r
 }
 

@@ -20,6 +20,7 @@ import (
 	"tollgate/admin"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
+	"tollgate/seal"
 )
 
 var _ admin.Store = (*postgres.DB)(nil)
@@ -82,6 +83,10 @@ type env struct {
 	c   *apigateway.Client
 	pub *recorder
 	ctx context.Context
+	db  *postgres.DB
+	// dbURL is the test's database, for looking into tables
+	// (postgrestest.MustConn).
+	dbURL string
 }
 
 // newEnv starts the admin on a fresh database behind httptest.
@@ -92,12 +97,16 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 func newEnvWith(t *testing.T, with func(*admin.Options)) *env {
 	t.Helper()
 	pub := &recorder{}
+	dbURL := postgrestest.MustURL(t)
+	db := postgrestest.MustOpen(t, dbURL, postgres.Options{})
 	opts := admin.Options{
-		Store:       postgrestest.MustDB(t),
-		Publisher:   pub,
-		Credentials: admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
-		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-		Ready:       func(context.Context) error { return nil },
+		Store:           db,
+		CredentialStore: db,
+		Secrets:         testSecretsKey(t),
+		Publisher:       pub,
+		Credentials:     admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
+		Logger:          slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		Ready:           func(context.Context) error { return nil },
 	}
 	if with != nil {
 		with(&opts)
@@ -110,7 +119,17 @@ func newEnvWith(t *testing.T, with func(*admin.Options)) *env {
 		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
 		Retryer:      aws.NopRetryer{},
 	})
-	return &env{t: t, url: srv.URL, c: c, pub: pub, ctx: context.Background()}
+	return &env{t: t, url: srv.URL, c: c, pub: pub, ctx: context.Background(), db: db, dbURL: dbURL}
+}
+
+// sdk returns an SDK client of the test's admin signing with akid/secret.
+func (e *env) sdk(akid, secret string) *apigateway.Client {
+	return apigateway.New(apigateway.Options{
+		BaseEndpoint: aws.String(e.url),
+		Region:       "eu-west-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(akid, secret, ""),
+		Retryer:      aws.NopRetryer{},
+	})
 }
 
 type testWriter struct{ t *testing.T }
@@ -178,11 +197,17 @@ func op(o types.Op, path, value string) types.PatchOperation {
 // the x-amzn-ErrorType and the body.
 func (e *env) raw(method, path, body string) (int, string, string) {
 	e.t.Helper()
+	return e.rawAs(token, method, path, body)
+}
+
+// rawAs is raw with bearer token tok.
+func (e *env) rawAs(tok, method, path, body string) (int, string, string) {
+	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -206,4 +231,14 @@ func (e *env) api(name, stage string) (apiID, petsID string) {
 		call(e.c.CreateDeployment(e.ctx, &apigateway.CreateDeploymentInput{RestApiId: a.Id, StageName: aws.String(stage)})).must(t)
 	}
 	return *a.Id, *pets.Id
+}
+
+// testSecretsKey is the admin's TOLLGATE_SECRETS_KEY in tests.
+func testSecretsKey(t *testing.T) *seal.Key {
+	t.Helper()
+	k, err := seal.NewKey([]byte("admin-test-secrets-key-0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

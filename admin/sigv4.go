@@ -60,41 +60,41 @@ func invalidSignature(msg string) error { return &authError{errInvalidSignature,
 // it re-signs a copy holding only the signed headers, the same X-Amz-Date,
 // r.Host with its port, the raw path as sent and the payload hash, with
 // the AWS SDK's signer, and compares the signatures in constant time.
-func (a *authenticator) verifySigV4(r *http.Request, authz string) error {
+func (a *authenticator) verifySigV4(r *http.Request, authz string) (principal, error) {
 	h, ok := parseSigV4Header(authz)
 	if !ok {
-		return invalidSignature("Authorization header requires Credential, SignedHeaders and Signature")
+		return principal{}, invalidSignature("Authorization header requires Credential, SignedHeaders and Signature")
 	}
 	scope := strings.Split(h.Credential, "/")
 	if len(scope) != 5 || scope[3] != sigV4Service || scope[4] != "aws4_request" {
-		return invalidSignature("Credential must be <access key>/<date>/<region>/apigateway/aws4_request")
+		return principal{}, invalidSignature("Credential must be <access key>/<date>/<region>/apigateway/aws4_request")
 	}
-	if a.creds.AccessKeyID == "" || a.creds.SecretAccessKey == "" ||
-		subtle.ConstantTimeCompare([]byte(scope[0]), []byte(a.creds.AccessKeyID)) != 1 {
-		return errBadToken
+	p, secret, err := a.accessKey(r.Context(), scope[0])
+	if err != nil {
+		return principal{}, err
 	}
 	signedAt, err := a.checkDate(r)
 	if err != nil {
-		return err
+		return principal{}, err
 	}
 	payloadHash, err := payloadHash(r)
 	if err != nil {
-		return err
+		return principal{}, err
 	}
 	c, err := signedCopy(r, h.SignedHeaders)
 	if err != nil {
-		return err
+		return principal{}, err
 	}
-	creds := aws.Credentials{AccessKeyID: a.creds.AccessKeyID, SecretAccessKey: a.creds.SecretAccessKey}
+	creds := aws.Credentials{AccessKeyID: scope[0], SecretAccessKey: secret}
 	if err := v4.NewSigner().SignHTTP(r.Context(), creds, c, payloadHash, sigV4Service, scope[2], signedAt); err != nil {
-		return invalidSignature("cannot compute the signature")
+		return principal{}, invalidSignature("cannot compute the signature")
 	}
 	want, _ := parseSigV4Header(c.Header.Get("Authorization"))
 	if want.Credential != h.Credential || want.SignedHeaders != h.SignedHeaders ||
 		subtle.ConstantTimeCompare([]byte(want.Signature), []byte(h.Signature)) != 1 {
-		return invalidSignature("The request signature we calculated does not match the signature you provided.")
+		return principal{}, invalidSignature("The request signature we calculated does not match the signature you provided.")
 	}
-	return nil
+	return p, nil
 }
 
 // checkDate parses X-Amz-Date and requires it within maxClockSkew of now.

@@ -4,6 +4,7 @@
 //	tollgate serve [--role=admin|gateway|all]   run the servers (migrates first)
 //	tollgate migrate up|down|version            manage the PostgreSQL schema
 //	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
+//	tollgate credentials create|list|rotate|revoke  admin credentials with roles (admin API)
 //	tollgate version                            the version of this build
 //
 // Every flag has an environment variable of the same name (TOLLGATE_…);
@@ -27,10 +28,11 @@ import (
 // cli is the command line: main only parses it, handles signals and turns
 // errors into exit codes.
 type cli struct {
-	Serve   serveCmd   `cmd:"" help:"Run the admin API and/or the gateway."`
-	Migrate migrateCmd `cmd:"" help:"Run the embedded PostgreSQL migrations."`
-	Usage   usageCmd   `cmd:"" help:"Read the usage ledger."`
-	Version versionCmd `cmd:"" help:"Print the version of this build."`
+	Serve       serveCmd       `cmd:"" help:"Run the admin API and/or the gateway."`
+	Migrate     migrateCmd     `cmd:"" help:"Run the embedded PostgreSQL migrations."`
+	Usage       usageCmd       `cmd:"" help:"Read the usage ledger."`
+	Credentials credentialsCmd `cmd:"" help:"Manage admin credentials and their roles (through the admin API)."`
+	Version     versionCmd     `cmd:"" help:"Print the version of this build."`
 }
 
 type serveCmd struct {
@@ -122,6 +124,7 @@ same variable with a _FILE suffix:
   TOLLGATE_ADMIN_ACCESS_KEY_ID, TOLLGATE_ADMIN_SECRET_ACCESS_KEY   SigV4 credentials of the admin API
   TOLLGATE_ADMIN_TOKEN                                             bearer token, at least 32 characters
   TOLLGATE_KEY_PEPPER                                              API key hashes become HMAC-SHA-256
+  TOLLGATE_SECRETS_KEY                                             32 bytes (hex or base64): seals stored SigV4 secrets
 Without any admin credential the admin refuses to start unless --insecure-admin
 is given (it then listens on 127.0.0.1 only).`
 }

@@ -175,9 +175,10 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	m.goRun(func() { m.runRestore(ctx, db, limiter) })
 	m.startFlusher(ctx, db, limiter)
 	handler := admin.New(admin.Options{
-		TrustedProxies: m.adminProxies,
-		Store:          db,
-		Publisher:      pub,
+		TrustedProxies:  m.adminProxies,
+		Store:           db,
+		CredentialStore: db,
+		Publisher:       pub,
 		Credentials: admin.Credentials{
 			AccessKeyID:     cfg.Secrets.AdminAccessKeyID,
 			SecretAccessKey: cfg.Secrets.AdminSecretAccessKey,

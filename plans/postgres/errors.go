@@ -58,6 +58,10 @@ var conflicts = map[string]string{
 	"rate_limit_rules_pkey":     "Identifier collision, please retry",
 	"domain_names_pkey":         "The domain name you provided already exists",
 	"base_path_mappings_pkey":   "Base path already exists for this domain name",
+	"admin_credentials_name_key":       "A credential of this name exists",
+	"admin_credentials_access_key_key": "Identifier collision, please retry",
+	"admin_credentials_token_hash_key": "Identifier collision, please retry",
+	"admin_credentials_pkey":           "Identifier collision, please retry",
 }
 
 // reference is a foreign key a caller can break: the field it names, the

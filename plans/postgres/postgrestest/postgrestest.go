@@ -93,10 +93,17 @@ func MustDB(tb testing.TB) *postgres.DB {
 // MustDBWith is MustDB with options (a fixed clock, an account default).
 func MustDBWith(tb testing.TB, opts postgres.Options) *postgres.DB {
 	tb.Helper()
-	u := MustURL(tb)
+	return MustOpen(tb, MustURL(tb), opts)
+}
+
+// MustOpen opens a *postgres.DB on the database at url (from MustURL),
+// closed at cleanup; tests that also read tables directly (MustConn) use
+// it.
+func MustOpen(tb testing.TB, url string, opts postgres.Options) *postgres.DB {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := postgres.Open(ctx, u, opts)
+	db, err := postgres.Open(ctx, url, opts)
 	if err != nil {
 		tb.Fatalf("postgrestest: open: %v", err)
 	}
@@ -225,4 +232,18 @@ func FixedClock(t time.Time) func() time.Time {
 		t = t.Add(time.Second)
 		return now
 	}
+}
+
+// MustConn opens a plain connection to the database at url (from MustURL),
+// closed at cleanup, for tests that look into tables directly.
+func MustConn(tb testing.TB, url string) *pgx.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatalf("postgrestest: connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
 }
