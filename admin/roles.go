@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -147,6 +148,9 @@ var routeRules = map[string]rule{
 	"GET /tags/*":    read("GetTags", areaByARN),
 	"DELETE /tags/*": write("UntagResource", areaByARN),
 
+	"GET /audit":        read("GetAudit", areaAudit),
+	"GET /audit/export": read("ExportAudit", areaAudit),
+
 	"POST /credentials":                       create("CreateCredential", areaCredentials, "/credentials/{id}"),
 	"GET /credentials":                        read("GetCredentials", areaCredentials),
 	"GET /credentials/{credentialId}":         read("GetCredential", areaCredentials),
@@ -172,6 +176,9 @@ func may(role plans.Role, a area, write bool) bool {
 
 // mayReadKeyValues reports whether role may see API key values.
 func mayReadKeyValues(role plans.Role) bool { return role != plans.RoleViewer }
+
+// paramPattern matches a route parameter ("{restApiId}").
+var paramPattern = regexp.MustCompile(`\{[^}]+\}`)
 
 // ruleKey is a route's key in routeRules.
 func ruleKey(method, pattern string) string { return method + " " + pattern }

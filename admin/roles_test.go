@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -39,7 +38,7 @@ func (zeroUsage) SetRemaining(context.Context, string, string, plans.Quota, int6
 func fullServer(t *testing.T) (*Server, *postgres.DB) {
 	t.Helper()
 	db := postgrestest.MustDB(t)
-	s := New(Options{Store: db, CredentialStore: db, Ledger: db, Usage: zeroUsage{}, Logger: testLogger(t),
+	s := New(Options{Store: db, CredentialStore: db, Audit: db, Ledger: db, Usage: zeroUsage{}, Logger: testLogger(t),
 		Credentials: Credentials{BearerToken: bootstrapTestToken}, Metrics: http.NotFoundHandler(),
 		Web: fstest.MapFS{"index.html": {Data: []byte("console")}}})
 	return s, db
@@ -106,8 +105,6 @@ var postReads = map[string]bool{}
 
 // keyValueReads are reads that answer API key values.
 var keyValueReads = map[string]bool{}
-
-var paramPattern = regexp.MustCompile(`\{[^}]+\}`)
 
 // requestFor fills pattern's parameters with ids that exist nowhere, so a
 // permitted call answers 400 or 404 and changes nothing.

@@ -97,6 +97,11 @@ type Options struct {
 	// bootstrap Credentials, with roles, and serves /credentials; nil
 	// accepts the bootstrap credentials only.
 	CredentialStore CredentialStore
+	// Audit, when set, is the audit log: every change through the API is
+	// recorded (the store records in the change's transaction the entry
+	// the request's context carries), and /audit serves it. nil records
+	// nothing.
+	Audit AuditLog
 	// Ledger, when set, is the usage ledger: GetUsage adds what it holds
 	// (days the limiter no longer keeps included), and it serves the usage
 	// export and the record feed (docs/usage.md); nil leaves those two
@@ -124,6 +129,7 @@ type Server struct {
 	handler http.Handler
 	mux     *chi.Mux
 	creds   CredentialStore // nil: bootstrap credentials only
+	audit   AuditLog        // nil: no audit log
 	// bodyLimits bound how long a request body may take (reqbody); zero
 	// means reqbody.DefaultLimits.
 	bodyLimits reqbody.Limits
@@ -148,6 +154,7 @@ func New(opts Options) *Server {
 		creds:  opts.CredentialStore,
 
 		secrets: opts.Secrets,
+		audit:   opts.Audit,
 
 		bodyLimits: opts.BodyLimits,
 	}
@@ -183,7 +190,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) routes(opts Options) http.Handler {
 	r := chi.NewRouter()
 	s.mux = r
-	r.Use(s.limitBody, s.authenticate, s.authorize)
+	r.Use(s.limitBody, s.authenticate, s.authorize, s.audited)
 	r.NotFound(s.handle(unsupported))
 	r.MethodNotAllowed(s.handle(unsupported))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -206,6 +213,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.domainRoutes(r)
 	s.tagRoutes(r)
 	s.credentialRoutes(r)
+	s.auditRoutes(r)
 	return r
 }
 

@@ -103,6 +103,7 @@ func newEnvWith(t *testing.T, with func(*admin.Options)) *env {
 		Store:           db,
 		CredentialStore: db,
 		Secrets:         testSecretsKey(t),
+		Audit:           db,
 		Publisher:       pub,
 		Credentials:     admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
 		Logger:          slog.New(slog.NewTextHandler(testWriter{t}, nil)),

@@ -37,6 +37,7 @@ type stackOptions struct {
 	allInOne       bool          // one node of role "all" is the admin and both gateways
 	adminToken     string        // TOLLGATE_ADMIN_TOKEN besides the SigV4 credentials
 	flushInterval  time.Duration // TOLLGATE_USAGE_FLUSH_INTERVAL; 0 = the default
+	secretsKey     string        // TOLLGATE_SECRETS_KEY
 }
 
 // mustStackWith starts one admin and two gateway Mains sharing one database
@@ -80,7 +81,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, UsageFlushInterval: o.flushInterval,
-		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken},
+		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken, SecretsKey: []byte(o.secretsKey)},
 	}
 	if o.allInOne {
 		s.admin = s.startMain(t, base, "all", o.logs)

@@ -106,6 +106,7 @@ func TestConsole(t *testing.T) {
 	editRules(t, p, s, apiID)
 	planID := editPlan(t, p, s)
 	editKey(t, p, s, planID)
+	checkAudit(t, p)
 	checkPhoneLayout(t, p)
 
 	if probs := p.Problems(); len(probs) > 0 {
@@ -526,7 +527,8 @@ func checkPhoneLayout(t *testing.T, p *browsertest.Page) {
 	defer p.Viewport(1280, 900)
 	for _, section := range []struct{ link, heading, shot string }{
 		{"APIs", "APIs", "console-apis-phone"}, {"Usage plans", "Usage plans", "console-plans-phone"},
-		{"API keys", "API keys", "console-keys-phone"}, {"Usage", "Usage", "console-usage-phone"}} {
+		{"API keys", "API keys", "console-keys-phone"}, {"Usage", "Usage", "console-usage-phone"},
+		{"Audit", "Audit", "console-audit-phone"}} {
 		p.Role("link", section.link).Click()
 		p.Role("heading", section.heading)
 		if w := browsertest.Eval[[]int](p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
@@ -534,6 +536,40 @@ func checkPhoneLayout(t *testing.T, p *browsertest.Page) {
 		}
 		p.Screenshot(section.shot)
 	}
+}
+
+// checkAudit opens the audit page: the changes made above are there with
+// who made them and through which door (the SDK's signed calls: api; the
+// console's: console), and filtering by actor keeps only that actor's.
+func checkAudit(t *testing.T, p *browsertest.Page) {
+	t.Helper()
+	p.Role("link", "Audit").Click()
+	p.Role("heading", "Audit")
+	p.Eventually("the audit log lists the console's and the SDK's changes", func() error {
+		rows := p.Table("Audit log")
+		if !rowWith(rows, "bootstrap", "console", "CreateApiKey") || !rowWith(rows, "bootstrap", "console", "CreateUsagePlan") {
+			return fmt.Errorf("no console rows for CreateApiKey and CreateUsagePlan by bootstrap in %q", rows)
+		}
+		if !rowWith(rows, testAccessKey, "api", "CreateRestApi") {
+			return fmt.Errorf("no api row for CreateRestApi by %s in %q", testAccessKey, rows)
+		}
+		return nil
+	})
+	p.Screenshot("console-audit")
+	p.Label("Actor").Fill(testAccessKey)
+	p.Role("button", "Apply filter").Click()
+	p.Eventually("the filter keeps one actor", func() error {
+		rows := p.Table("Audit log")
+		for _, row := range rows[1:] {
+			if len(row) > 1 && row[1] != testAccessKey {
+				return fmt.Errorf("row %q is not by %s", row, testAccessKey)
+			}
+		}
+		if !rowWith(rows, testAccessKey, "api", "CreateRestApi") {
+			return fmt.Errorf("filtered rows %q lack CreateRestApi", rows)
+		}
+		return nil
+	})
 }
 
 // rowWith reports whether some row holds every one of cells (in order,

@@ -170,6 +170,9 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.goRun(func() { pub.RunReconciler(ctx, time.Second) })
 	m.goRun(func() { m.pruneChanges(ctx, db) })
+	if cfg.AuditRetention > 0 {
+		m.goRun(func() { m.pruneAudit(ctx, db, cfg.AuditRetention) })
+	}
 	limiter := engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})
 	m.restore(ctx, db, limiter) // a fresh or emptied limiter serves keyed requests once restored
 	m.goRun(func() { m.runRestore(ctx, db, limiter) })
@@ -178,6 +181,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		TrustedProxies:  m.adminProxies,
 		Store:           db,
 		CredentialStore: db,
+		Audit:           db,
 		Publisher:       pub,
 		Credentials: admin.Credentials{
 			AccessKeyID:     cfg.Secrets.AdminAccessKeyID,
@@ -327,6 +331,27 @@ func (m *Main) pruneChanges(ctx context.Context, db *postgres.DB) {
 			m.Logger.Warn("pruning the config change log failed; retrying in an hour", "err", err)
 		case n > 0:
 			m.Logger.Info("pruned the config change log", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneAudit deletes audit entries older than retention, at start and
+// hourly, until ctx ends.
+func (m *Main) pruneAudit(ctx context.Context, db *postgres.DB, retention time.Duration) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		n, err := db.PruneAudit(ctx, retention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.Logger.Warn("pruning the audit log failed; retrying in an hour", "err", err)
+		case n > 0:
+			m.Logger.Info("pruned the audit log", "deleted", n, "retention", retention.String())
 		}
 		select {
 		case <-ctx.Done():

@@ -121,11 +121,14 @@ func (db *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 type txFunc func(ctx context.Context, tx pgx.Tx, now time.Time) error
 
 // write runs fn in a READ COMMITTED read-write transaction, within the
-// statement timeout.
+// statement timeout. The audit entry ctx carries (plans.WithAudit) is
+// recorded in the same transaction (audited).
 func (db *DB) write(ctx context.Context, fn txFunc) error {
 	ctx, cancel := db.bound(ctx)
 	defer cancel()
-	return db.inTx(ctx, pgx.TxOptions{}, fn)
+	err := db.inTx(ctx, pgx.TxOptions{}, audited(fn))
+	markRecorded(ctx, err)
+	return err
 }
 
 // writeBulk runs fn as write does, within bound instead of the statement
@@ -135,12 +138,14 @@ func (db *DB) write(ctx context.Context, fn txFunc) error {
 func (db *DB) writeBulk(ctx context.Context, bound time.Duration, fn txFunc) error {
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	return db.inTx(ctx, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	err := db.inTx(ctx, pgx.TxOptions{}, audited(func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(bound.Milliseconds(), 10)); err != nil {
 			return err
 		}
 		return fn(ctx, tx, now)
-	})
+	}))
+	markRecorded(ctx, err)
+	return err
 }
 
 // readOnly are the options of read transactions: REPEATABLE READ, so every

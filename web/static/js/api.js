@@ -64,6 +64,14 @@ export function query(params) {
   return s ? "?" + s : "";
 }
 
+/**
+ * The headers of every call: the bearer token, and the door the audit log
+ * records for the console's changes.
+ */
+export function authHeaders(token = session.token()) {
+  return { Authorization: "Bearer " + token, Accept: "application/json", "X-Tollgate-Source": "console" };
+}
+
 let onUnauthorized = () => {};
 
 /** Sets what happens when the API refuses the token (sign-in again). */
@@ -78,7 +86,7 @@ export function whenUnauthorized(fn) {
  */
 export async function call(method, url, body, opts = {}) {
   const token = opts.token === undefined ? session.token() : opts.token;
-  const headers = { Authorization: "Bearer " + token, Accept: "application/json" };
+  const headers = authHeaders(token);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let res;
   try {

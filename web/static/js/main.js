@@ -89,7 +89,11 @@ function signInView() {
     hint: "TOLLGATE_ADMIN_TOKEN of this admin node. It is kept in this tab's session storage only." });
   const form = onSubmit(h("form", { class: "panel" }, tokenField, h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in"))),
     async ({ token }) => {
-      await call("GET", "/account", undefined, { token }); // GetAccount: refused tokens are not kept
+      try {
+        await call("GET", "/account", undefined, { token }); // GetAccount: refused tokens are not kept
+      } catch (err) {
+        if (err.type !== "AccessDeniedException") throw err; // a valid token whose role may not read the account
+      }
       session.signIn(token);
       render();
     });
