@@ -148,8 +148,11 @@ var routeRules = map[string]rule{
 	"GET /tags/*":    read("GetTags", areaByARN),
 	"DELETE /tags/*": write("UntagResource", areaByARN),
 
-	"GET /audit":        read("GetAudit", areaAudit),
-	"GET /audit/export": read("ExportAudit", areaAudit),
+	"GET /config":        read("GetConfig", areaConfig),
+	"POST /config/plan":  read("PlanConfig", areaConfig),
+	"POST /config/apply": {Op: "ApplyConfig", Area: areaConfig, Write: true, Source: plans.SourceConfig},
+	"GET /audit":         read("GetAudit", areaAudit),
+	"GET /audit/export":  read("ExportAudit", areaAudit),
 
 	"POST /credentials":                       create("CreateCredential", areaCredentials, "/credentials/{id}"),
 	"GET /credentials":                        read("GetCredentials", areaCredentials),

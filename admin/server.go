@@ -102,6 +102,10 @@ type Options struct {
 	// the request's context carries), and /audit serves it. nil records
 	// nothing.
 	Audit AuditLog
+	// Config, when set, serves the whole configuration: GET /config,
+	// POST /config/plan and /config/apply (docs/config.md); nil leaves
+	// them unsupported.
+	Config ConfigStore
 	// Ledger, when set, is the usage ledger: GetUsage adds what it holds
 	// (days the limiter no longer keeps included), and it serves the usage
 	// export and the record feed (docs/usage.md); nil leaves those two
@@ -130,6 +134,7 @@ type Server struct {
 	mux     *chi.Mux
 	creds   CredentialStore // nil: bootstrap credentials only
 	audit   AuditLog        // nil: no audit log
+	config  ConfigStore     // nil: no /config
 	// bodyLimits bound how long a request body may take (reqbody); zero
 	// means reqbody.DefaultLimits.
 	bodyLimits reqbody.Limits
@@ -155,6 +160,7 @@ func New(opts Options) *Server {
 
 		secrets: opts.Secrets,
 		audit:   opts.Audit,
+		config:  opts.Config,
 
 		bodyLimits: opts.BodyLimits,
 	}
@@ -214,6 +220,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.tagRoutes(r)
 	s.credentialRoutes(r)
 	s.auditRoutes(r)
+	s.configRoutes(r)
 	return r
 }
 

@@ -104,6 +104,7 @@ func newEnvWith(t *testing.T, with func(*admin.Options)) *env {
 		CredentialStore: db,
 		Secrets:         testSecretsKey(t),
 		Audit:           db,
+		Config:          db,
 		Publisher:       pub,
 		Credentials:     admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
 		Logger:          slog.New(slog.NewTextHandler(testWriter{t}, nil)),

@@ -5,6 +5,7 @@
 //	tollgate migrate up|down|version            manage the PostgreSQL schema
 //	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
 //	tollgate credentials create|list|rotate|revoke  admin credentials with roles (admin API)
+//	tollgate config dump|plan|apply                 the whole configuration as a file (admin API)
 //	tollgate version                            the version of this build
 //
 // Every flag has an environment variable of the same name (TOLLGATE_…);
@@ -32,6 +33,7 @@ type cli struct {
 	Migrate     migrateCmd     `cmd:"" help:"Run the embedded PostgreSQL migrations."`
 	Usage       usageCmd       `cmd:"" help:"Read the usage ledger."`
 	Credentials credentialsCmd `cmd:"" help:"Manage admin credentials and their roles (through the admin API)."`
+	Config      configCmd      `cmd:"" help:"Dump, plan and apply the whole configuration as a file (through the admin API)."`
 	Version     versionCmd     `cmd:"" help:"Print the version of this build."`
 }
 
@@ -52,6 +54,10 @@ func main() {
 		kong.Description("Self-hosted API gateway with usage plans, API keys, throttles, quotas and a stage cache."),
 		kong.BindTo(ctx, (*context.Context)(nil)))
 	if err := kctx.Run(); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		if !errors.As(err, new(loggedError)) {
 			fmt.Fprintln(os.Stderr, "tollgate:", err)
 		}

@@ -182,6 +182,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Store:           db,
 		CredentialStore: db,
 		Audit:           db,
+		Config:          db,
 		Publisher:       pub,
 		Credentials: admin.Credentials{
 			AccessKeyID:     cfg.Secrets.AdminAccessKeyID,

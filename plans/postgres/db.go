@@ -177,6 +177,13 @@ func (db *DB) readBulk(ctx context.Context, fn txFunc) error {
 const maxAttempts = 3
 
 func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn txFunc) error {
+	if shared, ok := ctx.Value(sharedTxKey{}).(*sharedTx); ok {
+		// Inside Atomically: a savepoint of the shared transaction, so a
+		// failed call undoes only its own statements.
+		return translate(pgx.BeginFunc(ctx, shared.tx, func(sp pgx.Tx) error {
+			return fn(ctx, sp, shared.now)
+		}))
+	}
 	var err error
 	for range maxAttempts {
 		now := db.now().UTC().Truncate(time.Microsecond)
@@ -188,6 +195,29 @@ func (db *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn txFunc) error {
 		}
 	}
 	return translate(err)
+}
+
+type sharedTxKey struct{}
+
+// sharedTx is the transaction of an Atomically call and its clock reading.
+type sharedTx struct {
+	tx  pgx.Tx
+	now time.Time
+}
+
+// Atomically runs fn in one transaction: every store call made with the
+// context fn receives joins it (as a savepoint), so fn's reads and writes
+// commit together or not at all (tollgate config apply). The transaction
+// first locks the config version row, so no other write commits between
+// fn's reads and its writes. bound limits the whole transaction (the
+// statement timeout too). An audit entry in ctx is recorded once.
+func (db *DB) Atomically(ctx context.Context, bound time.Duration, fn func(ctx context.Context) error) error {
+	return db.writeBulk(ctx, bound, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, `SELECT version FROM config_version FOR UPDATE`); err != nil {
+			return err
+		}
+		return fn(context.WithValue(ctx, sharedTxKey{}, &sharedTx{tx: tx, now: now}))
+	})
 }
 
 func retryable(err error) bool {
