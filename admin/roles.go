@@ -17,15 +17,16 @@ import (
 type area string
 
 const (
-	areaAPIs        area = "apis"        // REST APIs, resources, methods, deployments, stages, rules, gateway responses
-	areaPlans       area = "plans"       // usage plans
-	areaKeys        area = "keys"        // API keys and their plan memberships
-	areaUsage       area = "usage"       // GetUsage, UpdateUsage, the usage ledger
-	areaAccount     area = "account"     // the account throttle
-	areaCredentials area = "credentials" // admin credentials
-	areaAudit       area = "audit"       // the audit log
-	areaConfig      area = "config"      // the whole configuration (config dump, plan, apply)
-	areaByARN       area = "tags"        // tag routes: the area of the resource the ARN names
+	areaAPIs        area = "apis"                  // REST APIs, resources, methods, deployments, stages, rules, gateway responses, domain names
+	areaPlans       area = "plans"                 // usage plans
+	areaKeys        area = "keys"                  // API keys and their plan memberships
+	areaUsage       area = "usage"                 // GetUsage, UpdateUsage, the usage ledger
+	areaAccount     area = "account"               // the account throttle
+	areaCredentials area = "credentials"           // admin credentials
+	areaAudit       area = "audit"                 // the audit log
+	areaConfig      area = "config"                // the whole configuration (config dump, plan, apply)
+	areaByARN       area = "tags"                  // tag routes: the area of the resource the ARN names
+	areaUnruled     area = "routes without a rule" // a route missing from routeRules: admin only
 )
 
 // rule is what the admin knows of one route: the operation, its area and
@@ -135,6 +136,17 @@ var routeRules = map[string]rule{
 	"PATCH /apikeys/{apiKey}":  write("UpdateApiKey", areaKeys),
 	"DELETE /apikeys/{apiKey}": write("DeleteApiKey", areaKeys),
 
+	"POST /domainnames":                     create("CreateDomainName", areaAPIs, "/domainnames/{domainName}"),
+	"GET /domainnames":                      read("GetDomainNames", areaAPIs),
+	"GET " + domainPath:                     read("GetDomainName", areaAPIs),
+	"PATCH " + domainPath:                   write("UpdateDomainName", areaAPIs),
+	"DELETE " + domainPath:                  write("DeleteDomainName", areaAPIs),
+	"POST " + mappingPath:                   create("CreateBasePathMapping", areaAPIs, mappingPath+"/{basePath}"),
+	"GET " + mappingPath:                    read("GetBasePathMappings", areaAPIs),
+	"GET " + mappingPath + "/{basePath}":    read("GetBasePathMapping", areaAPIs),
+	"PATCH " + mappingPath + "/{basePath}":  write("UpdateBasePathMapping", areaAPIs),
+	"DELETE " + mappingPath + "/{basePath}": write("DeleteBasePathMapping", areaAPIs),
+
 	"GET /usageplans/{usagePlanId}/usage":                read("GetUsage", areaUsage),
 	"PATCH /usageplans/{usagePlanId}/keys/{keyId}/usage": write("UpdateUsage", areaUsage),
 	"GET /usageplans/{usagePlanId}/usage/export":         read("ExportUsage", areaUsage),
@@ -168,11 +180,11 @@ func may(role plans.Role, a area, write bool) bool {
 	case plans.RoleAdmin:
 		return true
 	case plans.RoleOperator:
-		return a != areaCredentials && !(write && a == areaAccount)
+		return a != areaCredentials && a != areaUnruled && !(write && a == areaAccount)
 	case plans.RoleKeys:
 		return a == areaKeys || (!write && a == areaPlans)
 	case plans.RoleViewer:
-		return !write && a != areaCredentials
+		return !write && a != areaCredentials && a != areaUnruled
 	}
 	return false
 }
@@ -222,7 +234,7 @@ func (s *Server) routeOf(r *http.Request) (pattern string, ru rule, params *chi.
 	if !found {
 		s.log.Error("admin: " + missingRuleHelp(r.Method, pattern))
 		// Fail closed: an unknown route is an admin-only change.
-		ru = rule{Op: r.Method + " " + pattern, Area: areaCredentials, Write: true}
+		ru = rule{Op: r.Method + " " + pattern, Area: areaUnruled, Write: true}
 	}
 	return pattern, ru, params, true
 }

@@ -134,7 +134,7 @@ func TestEveryRouteAgainstEveryRole(t *testing.T) {
 		}
 		arns := []string{""}
 		if strings.HasPrefix(pattern, "/tags/") {
-			arns = []string{"/restapis/zzzz", "/restapis/zzzz/stages/prod", "/usageplans/zzzz", "/apikeys/zzzz"}
+			arns = []string{"/restapis/zzzz", "/restapis/zzzz/stages/prod", "/usageplans/zzzz", "/apikeys/zzzz", "/domainnames/api.example.com"}
 		}
 		for _, arn := range arns {
 			for _, role := range plans.Roles {
