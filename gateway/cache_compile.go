@@ -75,7 +75,10 @@ const (
 )
 
 // mode decides how a request uses the cache, and whether an ignored
-// "Cache-Control: max-age=0" earns the Warning header. A Range request
+// "Cache-Control: max-age=0" earns the Warning header. A request with a
+// body bypasses: the body reaches the upstream but is no part of the key,
+// so its answer must neither be stored (it would be served to requests
+// without that body: cache poisoning) nor be a stored one. A Range request
 // bypasses: its answer is part of the resource, never stored, and a full
 // entry is not cut to size here (RFC 9110 section 14 allows either). A
 // request with Authorization or Cookie bypasses unless that header is a
@@ -84,7 +87,7 @@ const (
 // key is tagged tollgate:invalidate-cache=true; otherwise the
 // unauthorizedCacheControlHeaderStrategy decides.
 func (mc *methodCache) mode(r *http.Request, rec *plans.KeyRecord) (cacheMode, bool) {
-	if len(r.Header["Range"]) > 0 || !mc.authKeyed && len(r.Header.Values("Authorization")) > 0 || !mc.cookieKeyed && len(r.Header.Values("Cookie")) > 0 {
+	if hasBody(r) || len(r.Header["Range"]) > 0 || !mc.authKeyed && len(r.Header.Values("Authorization")) > 0 || !mc.cookieKeyed && len(r.Header.Values("Cookie")) > 0 {
 		return modeBypass, false
 	}
 	if !maxAgeZero(r.Header) {
@@ -100,6 +103,12 @@ func (mc *methodCache) mode(r *http.Request, rec *plans.KeyRecord) (cacheMode, b
 		return modeLookup, false
 	}
 	return modeLookup, true // SUCCEED_WITH_RESPONSE_HEADER, the default
+}
+
+// hasBody reports whether r carries a body: a Content-Length above 0, or
+// one of unknown length (chunked, or an HTTP/2 stream without a length).
+func hasBody(r *http.Request) bool {
+	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
 }
 
 // maxAgeZero reports whether Cache-Control carries max-age=0.

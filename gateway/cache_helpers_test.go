@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,6 +41,7 @@ type upstream struct {
 	size     int
 	delay    time.Duration
 	echoAE   bool          // append " ae=<Accept-Encoding>" to the body
+	echoBody bool          // append " body=<bytes of the request body>" to the body
 	gate     chan struct{} // when set, answers wait until it is closed
 }
 
@@ -56,6 +58,10 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	status, delay, size, body := http.StatusOK, u.delay, u.size, u.version+" "+r.Method+" "+r.URL.RequestURI()
 	if u.echoAE {
 		body += " ae=" + r.Header.Get("Accept-Encoding")
+	}
+	if u.echoBody {
+		n, _ := io.Copy(io.Discard, r.Body)
+		body += " body=" + strconv.FormatInt(n, 10)
 	}
 	if len(u.statuses) > 0 {
 		status, u.statuses = u.statuses[0], u.statuses[1:]
