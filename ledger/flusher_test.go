@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
 	"tollgate/ledger"
 	"tollgate/ledger/ledgertest"
@@ -214,9 +215,9 @@ func TestFlushDrainsAtMostMaxDrainsPagesAndReportsMore(t *testing.T) {
 	for i := range 7 {
 		w.count(t, fmt.Sprintf("k%d", i), "p1", today, 1)
 	}
-	clock := &fakeClock{t: today}
-	f := ledger.NewFlusher(w.src, w.db, ledger.Options{DrainLimit: 2, MaxDrains: 2, Now: clock.now})
-	clock.advance(time.Minute)
+	clock := clocktest.New(today)
+	f := ledger.NewFlusher(w.src, w.db, ledger.Options{DrainLimit: 2, MaxDrains: 2, Now: clock.Now})
+	clock.Add(time.Minute)
 	if !mustFlush(t, f) {
 		t.Fatal("got no more after two full pages, want more")
 	}
@@ -240,12 +241,12 @@ func TestFlushDrainsAtMostMaxDrainsPagesAndReportsMore(t *testing.T) {
 func TestLagGrowsWhileWritesFail(t *testing.T) {
 	w := newWorld(t)
 	store := &flaky{Store: w.db}
-	clock := &fakeClock{t: today}
-	f := ledger.NewFlusher(w.src, store, ledger.Options{Now: clock.now})
+	clock := clocktest.New(today)
+	f := ledger.NewFlusher(w.src, store, ledger.Options{Now: clock.Now})
 	lag := func() float64 { return metric(t, f, "tollgate_ledger_lag_seconds") }
-	clock.advance(3 * time.Second)
+	clock.Add(3 * time.Second)
 	mustFlush(t, f)
-	clock.advance(2 * time.Second)
+	clock.Add(2 * time.Second)
 	if got := lag(); got != 2 {
 		t.Fatalf("lag after a good flush and 2 s: got %v, want 2", got)
 	}
@@ -254,7 +255,7 @@ func TestLagGrowsWhileWritesFail(t *testing.T) {
 	if _, err := f.Flush(ctx); err == nil {
 		t.Fatal("got no error, want the write to fail")
 	}
-	clock.advance(5 * time.Second)
+	clock.Add(5 * time.Second)
 	if got := lag(); got != 7 {
 		t.Fatalf("lag after a failed flush: got %v, want 7 (since the last good one)", got)
 	}
@@ -302,23 +303,6 @@ func TestRunFlushesEveryIntervalAndOnceMoreWhenStopped(t *testing.T) {
 	stop()
 	f2.Run(stopped)
 	wantLedger(t, w.ledger(t), map[string]int64{"p1/k1/2026-03-10": 2})
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // metric gathers f's collectors and returns the sum of the samples of the

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"tollgate/cmd/echo/echoserver"
+	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
 	"tollgate/keyspace"
 	"tollgate/plans/postgres/postgrestest"
@@ -71,7 +72,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 	if o.redisTimeout == 0 {
 		o.redisTimeout = 5 * time.Second
 	}
-	s := &stack{echo: echoserver.New(), clock: &fakeClock{}}
+	s := &stack{echo: echoserver.New(), clock: clocktest.New(time.Time{})}
 	up := httptest.NewServer(s.echo)
 	t.Cleanup(up.Close)
 	s.echoURL = up.URL

@@ -5,17 +5,18 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"tollgate/internal/clocktest"
 
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
 // Cases that need exact instants: the limiters of both gateways read a
-// fakeClock instead of Redis TIME.
+// test clock instead of Redis TIME.
 
 // mustClockStack starts a stack and a caseAPI with both limiters on a
-// fakeClock at 2026-06-15 12:00 UTC (returned as start); the test runs in
+// test clock at 2026-06-15 12:00 UTC (returned as start); the test runs in
 // parallel with others.
-func mustClockStack(t *testing.T) (*stack, caseAPI, *fakeClock, time.Time) {
+func mustClockStack(t *testing.T) (*stack, caseAPI, *clocktest.Clock, time.Time) {
 	t.Parallel()
 	s := mustStack(t)
 	start := utc(t, "2026-06-15T12:00:00Z")
@@ -32,7 +33,7 @@ type step struct {
 
 // runSteps sends each step's GET /prod/items with key at start+at,
 // alternating the gateways.
-func (s *stack) runSteps(t *testing.T, c *fakeClock, start time.Time, apiID, key string, steps []step) []*http.Response {
+func (s *stack) runSteps(t *testing.T, c *clocktest.Clock, start time.Time, apiID, key string, steps []step) []*http.Response {
 	t.Helper()
 	out := make([]*http.Response, len(steps))
 	for i, st := range steps {
@@ -169,7 +170,7 @@ func TestRetryAfterIsTheRealWait(t *testing.T) {
 }
 
 // TestLimitsFollowRedisClock (case BC-12): decisions and periods follow the limiter's
-// one clock (Redis TIME, here the fakeClock), never a node's: both nodes
+// one clock (Redis TIME, here the test clock), never a node's: both nodes
 // run with clocks months away from it and a Tokyo time zone (TestMain),
 // yet count in the right period and share one bucket.
 func TestLimitsFollowRedisClock(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/cmd/echo/echoserver"
+	"tollgate/internal/clocktest"
 )
 
 const (
@@ -29,7 +30,7 @@ type stack struct {
 	echo     *echoserver.Server
 	echoURL  string
 	sdk      *apigateway.Client
-	clock    *fakeClock // every node's script clock; zero: Redis TIME
+	clock    *clocktest.Clock // every node's script clock; zero: Redis TIME
 }
 
 // mustStack starts the stack; everything is closed at test cleanup.

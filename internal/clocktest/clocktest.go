@@ -1,0 +1,39 @@
+// Package clocktest is the settable clock tests inject where code takes
+// its time from a func() time.Time (ledger.Options.Now, engine.Options.Clock,
+// gateway.Options.CacheClock): one helper, safe for concurrent use.
+package clocktest
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock is a settable time source.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// New returns a Clock standing at t.
+func New(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// Add moves the clock by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
