@@ -53,3 +53,24 @@ func TestTagsByARN(t *testing.T) {
 	wantBadRequest(t, err, "aws:")
 	_ = types.ApiKeySourceTypeHeader
 }
+
+// TestStageStaleTagsAreValidated: the stale answer tags of a stage take a
+// whole number of seconds up to a day; anything else is 400 naming the
+// tag, and the stage keeps its tags.
+func TestStageStaleTagsAreValidated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apiID, _ := e.api("pets", "prod")
+	arn := aws.String("arn:aws:apigateway:us-east-1::/restapis/" + apiID + "/stages/prod")
+	for _, tag := range []string{"tollgate:cache-stale-if-error"} {
+		for _, bad := range []string{"", "-1", "1.5", "60s", " 60", "86401", "999999"} {
+			_, err := e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{tag: bad}})
+			wantBadRequest(t, err, tag)
+		}
+		call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{tag: "86400"}})).must(t)
+		got := call(e.c.GetStage(e.ctx, &apigateway.GetStageInput{RestApiId: aws.String(apiID), StageName: aws.String("prod")})).must(t)
+		if got.Tags[tag] != "86400" {
+			t.Errorf("got tags %v, want %s=86400", got.Tags, tag)
+		}
+	}
+}

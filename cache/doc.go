@@ -4,9 +4,11 @@
 // method, lowercased Host, the path as received and the integration's
 // cacheKeyParameters in canonical form), what may be stored and shared
 // (Storable, Private), Vary variants (VaryNames, VaryValue, Variant, with
-// Accept-Encoding normalised by AcceptEncoding), the stored form of an
-// Entry, and Flight, which coalesces concurrent misses of one entry on one
-// node. It imports no Redis driver.
+// Accept-Encoding normalised by AcceptEncoding), Cache-Control directives
+// (Directives), how long past its freshness an entry may answer stale
+// (Staleness, Stale: RFC 5861), the stored form of an Entry, and Flight,
+// which coalesces concurrent misses of one entry on one node. It imports
+// no Redis driver.
 //
 // The engine (package engine) owns the Redis side: it names an entry's
 // key from its digest (keyspace.Space.CacheEntry), reads the stage's cache

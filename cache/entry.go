@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -23,8 +22,12 @@ type Entry struct {
 	// Stored is when the entry was written (the filling node's clock,
 	// millisecond precision).
 	Stored time.Time
-	// TTL is how long the entry may be served after Stored.
+	// TTL is how long the entry is fresh after Stored (see Expires).
 	TTL time.Duration
+	// Keep is how long past its freshness the store keeps the entry, for
+	// stale answers (Staleness.Keep); set for Fill, not part of the
+	// stored form.
+	Keep time.Duration
 }
 
 // Age is how long ago e was stored, never negative (nodes' clocks may
@@ -33,9 +36,9 @@ func (e *Entry) Age(now time.Time) time.Duration {
 	return max(now.Sub(e.Stored), 0)
 }
 
-// Fresh reports whether e may still be served at now.
+// Fresh reports whether e may still be served at now as a hit.
 func (e *Entry) Fresh(now time.Time) bool {
-	return now.Before(e.Stored.Add(e.TTL))
+	return now.Before(e.Expires())
 }
 
 // Storable reports whether a response may be stored (docs/behaviour.md
@@ -55,18 +58,7 @@ func Storable(status int, h http.Header, bodyLen int, complete bool) bool {
 // a cookie or says Cache-Control private or no-store. Such a response is
 // never stored, nor shared with other requests waiting for the same entry.
 func Private(h http.Header) bool {
-	if len(h.Values("Set-Cookie")) > 0 {
-		return true
-	}
-	for _, v := range h.Values("Cache-Control") {
-		for _, d := range strings.Split(v, ",") {
-			d, _, _ = strings.Cut(strings.TrimSpace(d), "=")
-			if strings.EqualFold(d, "private") || strings.EqualFold(d, "no-store") {
-				return true
-			}
-		}
-	}
-	return false
+	return len(h.Values("Set-Cookie")) > 0 || Has(h, "private", "no-store")
 }
 
 // errCorrupt is returned by DecodeEntry for bytes it did not write.

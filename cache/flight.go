@@ -28,6 +28,11 @@ type Shared struct {
 	// names and the leader's values): a waiter whose own variant differs
 	// makes its own call.
 	Variant string
+	// Failure says why the leader's call failed (the upstream answered
+	// 5xx, timed out or could not be reached, in the gateway's words),
+	// "" when it did not: a waiter holding an entry it may serve stale
+	// on error serves that instead.
+	Failure string
 }
 
 // Join returns the call in flight for key and false, or a new call that

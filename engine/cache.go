@@ -166,9 +166,11 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 
 // Fill stores entry ent as the variant of lk's entry for its request
 // header (by the Vary names of ent.Header) and sets the key's expiry to
-// ent.TTL, in one MULTI. lk is a Lookup DecideLookup filled; the caller
-// checked cache.Storable. Older variants keep their own Stored and TTL
-// and are not served once stale. Errors come from Redis, or say that the
+// ent.TTL plus ent.Keep (its stale windows: the entry outlives its
+// freshness, which it records itself, see cache.Entry.Expires), in one
+// MULTI. lk is a Lookup DecideLookup filled; the caller checked
+// cache.Storable. Older variants keep their own Stored and TTL, and the
+// caller checks each one's freshness. Errors come from Redis, or say that the
 // cache Redis (one master of a cluster) is near maxmemory without eviction
 // and the entry was not stored, or that lk has no digest.
 func (e *Engine) Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error {
@@ -233,7 +235,7 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	names, _ := cache.VaryNames(e.Header)
 	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, "vary", strings.Join(names, ","), cache.Variant(names, h), e.Encode())
-		p.PExpire(ctx, key, e.TTL)
+		p.PExpire(ctx, key, e.TTL+e.Keep)
 		return nil
 	})
 	if err != nil {

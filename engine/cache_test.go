@@ -60,6 +60,31 @@ func TestCachePutGetVariants(t *testing.T) {
 	}
 }
 
+// An entry kept for stale answers lives in Redis for its TTL plus Keep,
+// and still knows when it stopped being fresh.
+func TestCacheEntryKeptPastItsTTL(t *testing.T) {
+	rdb, prefix := redistest.MustClient(t)
+	s := New(rdb, Options{Prefix: prefix}).cache
+	ctx := t.Context()
+	key := prefix + ":cache:e:kept"
+	stored := time.Now().Truncate(time.Millisecond)
+	e := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("kept"), Stored: stored, TTL: time.Minute, Keep: time.Hour}
+	if err := s.put(ctx, key, http.Header{}, e); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	ttl, err := rdb.PTTL(ctx, key).Result()
+	if err != nil || ttl <= time.Hour || ttl > time.Hour+time.Minute {
+		t.Errorf("PTTL: got %v, %v, want (1h, 1h1m]", ttl, err)
+	}
+	got, err := s.get(ctx, key, http.Header{})
+	if err != nil || got == nil {
+		t.Fatalf("get: got %v, %v, want the entry", got, err)
+	}
+	if !got.Expires().Equal(stored.Add(time.Minute)) {
+		t.Errorf("Expires: got %v, want %v (stored plus the TTL, not the key's expiry)", got.Expires(), stored.Add(time.Minute))
+	}
+}
+
 func TestCacheUnavailable(t *testing.T) {
 	rdb := deadRedis(t)
 	s := New(rdb, Options{Prefix: "t"}).cache

@@ -134,6 +134,9 @@ func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
 	case "": // the method does not cache, or the request was refused first
 	case cacheHit:
 		s.metrics.CacheHits.WithLabelValues(api, stage, method, resource).Inc()
+	case cacheStale: // answered from the cache, past its freshness
+		s.metrics.CacheHits.WithLabelValues(api, stage, method, resource).Inc()
+		s.metrics.CacheStale.WithLabelValues(api, stage, method, resource, ex.stale).Inc()
 	default: // Miss, Refresh, Bypass: served from the upstream
 		s.metrics.CacheMisses.WithLabelValues(api, stage, method, resource).Inc()
 	}

@@ -14,6 +14,7 @@ const (
 	cacheMiss    = "Miss"
 	cacheRefresh = "Refresh"
 	cacheBypass  = "Bypass"
+	cacheStale   = "Stale"
 )
 
 // Headers the cache writes.
@@ -72,9 +73,9 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 		s.serveMiss(w, r, ex, lk, cacheBypass, 0)
 	case mode == modeRefresh:
 		s.serveRefresh(w, r, ex, lk)
-	case lk.Entry != nil && lk.Entry.Fresh(time.Now()):
+	case lk.Entry != nil && lk.Entry.Fresh(s.now()):
 		ex.cache = cacheHit
-		writeEntry(w, r, lk.Entry, cacheHit)
+		s.writeEntry(w, r, lk.Entry, cacheHit)
 	default:
 		s.serveMiss(w, r, ex, lk, cacheMiss, mc.ttl)
 	}
@@ -108,8 +109,10 @@ func (s *Server) serveUncached(w *statusWriter, r *http.Request, ex *exchange) {
 
 // writeEntry writes a stored (or shared) response: its headers, except
 // those the gateway already set (rate-limit headers), X-Cache, Age on
-// hits (xcache Hit), Content-Length, and the body unless the request is HEAD.
-func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache string) {
+// answers from the cache (xcache Hit or Stale: seconds since the entry
+// was stored, RFC 9111 section 5.1), Content-Length, and the body unless
+// the request is HEAD.
+func (s *Server) writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache string) {
 	h := w.Header()
 	for k, vs := range e.Header {
 		if _, set := h[k]; !set {
@@ -117,8 +120,8 @@ func writeEntry(w http.ResponseWriter, r *http.Request, e *cache.Entry, xcache s
 		}
 	}
 	h[headerXCache] = []string{xcache}
-	if xcache == cacheHit {
-		h[headerAge] = []string{strconv.FormatInt(int64(e.Age(time.Now())/time.Second), 10)}
+	if xcache == cacheHit || xcache == cacheStale {
+		h[headerAge] = []string{strconv.FormatInt(int64(e.Age(s.now())/time.Second), 10)}
 	}
 	h[headerContentLen] = []string{strconv.Itoa(len(e.Body))}
 	w.WriteHeader(e.Status)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"tollgate/cache"
@@ -13,6 +12,7 @@ import (
 // method that does not cache has none.
 type methodCache struct {
 	ttl         time.Duration
+	stale       cache.Staleness // the stage's stale windows (its tags)
 	params      []cache.Param
 	authKeyed   bool // Authorization is a key parameter, so it may be cached
 	cookieKeyed bool // Cookie is a key parameter
@@ -44,6 +44,7 @@ func compileCache(stage *plans.Stage, path, verb string, in *plans.Integration) 
 	}
 	return &methodCache{
 		ttl:         time.Duration(ms.CacheTTLInSeconds) * time.Second,
+		stale:       cache.Staleness{IfError: time.Duration(stage.CacheStaleSeconds(plans.CacheStaleIfErrorTag)) * time.Second},
 		params:      params,
 		authKeyed:   cache.HasHeader(params, "Authorization"),
 		cookieKeyed: cache.HasHeader(params, "Cookie"),
@@ -62,6 +63,16 @@ func (mc *methodCache) eligible(reqMethod string) bool {
 		return reqMethod == http.MethodGet || reqMethod == http.MethodHead
 	}
 	return reqMethod == mc.verb
+}
+
+// onError returns e when it may answer in place of a failed upstream
+// call at now: past its freshness by less than its stale-if-error window
+// (the stage's or its own, see cache.Stale); nil otherwise.
+func (mc *methodCache) onError(e *cache.Entry, now time.Time) *cache.Entry {
+	if e == nil || !e.StaleWithin(now, cache.Stale(e.Header, mc.stale).IfError) {
+		return nil
+	}
+	return e
 }
 
 // cacheMode is what the cache does for one request.
@@ -113,12 +124,9 @@ func hasBody(r *http.Request) bool {
 
 // maxAgeZero reports whether Cache-Control carries max-age=0.
 func maxAgeZero(h http.Header) bool {
-	for _, v := range h.Values("Cache-Control") {
-		for _, d := range strings.Split(v, ",") {
-			k, val, _ := strings.Cut(strings.TrimSpace(d), "=")
-			if strings.EqualFold(k, "max-age") && strings.Trim(val, `"`) == "0" {
-				return true
-			}
+	for name, value := range cache.Directives(h) {
+		if name == "max-age" && value == "0" {
+			return true
 		}
 	}
 	return false

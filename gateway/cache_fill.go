@@ -11,18 +11,20 @@ import (
 	"tollgate/cache"
 )
 
-// serveMiss calls the integration for a request that found no entry,
-// once per entry key on this node: the first request leads, concurrent
-// ones wait and share its response unless it is private, too large or
-// meant for another Vary variant (then each makes its own call). A
-// storable response is written to the cache after it was sent, unless ttl
-// is 0 (the cache Redis is unavailable). HEAD requests neither lead nor
-// fill: their response has no body.
+// serveMiss calls the integration for a request that found no fresh
+// entry, once per entry key on this node: the first request leads,
+// concurrent ones wait and share its response unless it is private, too
+// large or meant for another Vary variant (then each makes its own call).
+// A storable response is written to the cache after it was sent, unless
+// ttl is 0 (the cache Redis is unavailable). HEAD requests neither lead
+// nor fill: their response has no body. When the call fails (5xx,
+// timeout, no answer; the leader's, for those waiting) and the expired
+// entry found is within its stale-if-error window, that entry answers.
 func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *cache.Lookup, xcache string, ttl time.Duration) {
 	ex.cache = xcache
+	fallback := ex.m.cache.onError(lk.Entry, s.now())
 	if r.Method == http.MethodHead {
-		w.Header()[headerXCache] = []string{xcache}
-		s.serveIntegration(w, r, ex)
+		s.capture(w, r, ex, xcache, fallback)
 		return
 	}
 	s.fills.Add(1) // before the client can see any of the response
@@ -32,11 +34,14 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *c
 	if !leader {
 		s.metrics.CacheFillWaits.WithLabelValues(ex.api, ex.stage, methodLabel(ex.method), ex.resource).Inc()
 		sh := call.Wait(r.Context())
-		if sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header) {
-			writeEntry(w, r, sh.Entry, xcache)
-			return
+		switch {
+		case sh != nil && sh.Failure != "" && fallback != nil:
+			s.serveStale(w, r, ex, fallback, sh.Failure)
+		case sh != nil && sh.Variant == cache.Variant(varyNames(sh.Entry.Header), r.Header):
+			s.writeEntry(w, r, sh.Entry, xcache)
+		default:
+			s.fill(w, r, ex, lk, s.capture(w, r, ex, xcache, fallback), ttl)
 		}
-		s.fill(w, r, lk, s.capture(w, r, ex, xcache), ttl)
 		return
 	}
 	done := false
@@ -45,10 +50,10 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *c
 			s.flight.Done(key, call, nil)
 		}
 	}()
-	cw := s.capture(w, r, ex, xcache)
+	cw := s.capture(w, r, ex, xcache, fallback)
 	s.flight.Done(key, call, cw.shared(r, ex))
 	done = true
-	s.fill(w, r, lk, cw, ttl)
+	s.fill(w, r, ex, lk, cw, ttl)
 }
 
 // serveRefresh calls the integration for an authorized
@@ -57,17 +62,29 @@ func (s *Server) serveRefresh(w *statusWriter, r *http.Request, ex *exchange, lk
 	ex.cache = cacheRefresh
 	s.fills.Add(1)
 	defer s.fills.Done()
-	s.fill(w, r, lk, s.capture(w, r, ex, cacheRefresh), ex.m.cache.ttl)
+	s.fill(w, r, ex, lk, s.capture(w, r, ex, cacheRefresh, nil), ex.m.cache.ttl)
 }
 
 // capture calls the integration with X-Cache set, recording the response
-// as it streams to the client.
-func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, xcache string) *captureWriter {
+// as it streams to the client. With a fallback entry, a call that fails
+// (see failure) is not passed on: the fallback answers, stale.
+func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, xcache string, fallback *cache.Entry) *captureWriter {
 	w.Header()[headerXCache] = []string{xcache}
 	cw := &captureWriter{ResponseWriter: w}
-	s.serveIntegration(cw, r, ex)
+	var guard *failGuard
+	if fallback == nil {
+		s.serveIntegration(cw, r, ex)
+	} else {
+		guard = newFailGuard(w, ex)
+		cw.ResponseWriter = guard
+		s.serveGuarded(cw, r, ex, guard)
+	}
 	if ex.errType == ErrorTypeClientClosed { // proxyError cannot see the statusWriter through cw
 		w.status = statusClientClosed
+	}
+	cw.failure = failure(ex, cw.status)
+	if guard != nil && guard.state == failed {
+		s.serveStale(w, r, ex, fallback, guard.reason)
 	}
 	return cw
 }
@@ -75,14 +92,16 @@ func (s *Server) capture(w *statusWriter, r *http.Request, ex *exchange, xcache 
 // fill stores cw's response as lk's entry when it is storable and the
 // request is not HEAD: it flushes the response to the client first, so
 // the write costs the client nothing (the connection's next request waits
-// for it, which keeps a client's own sequence of calls consistent). A
-// failed write is logged at debug level and leaves the entry absent.
-func (s *Server) fill(w http.ResponseWriter, r *http.Request, lk *cache.Lookup, cw *captureWriter, ttl time.Duration) {
+// for it, which keeps a client's own sequence of calls consistent). The
+// entry is kept past ttl for its stale windows. A failed write is logged
+// at debug level and leaves the entry absent.
+func (s *Server) fill(w http.ResponseWriter, r *http.Request, ex *exchange, lk *cache.Lookup, cw *captureWriter, ttl time.Duration) {
 	if ttl <= 0 || r.Method == http.MethodHead || !cache.Storable(cw.status, cw.header, cw.body.Len(), cw.complete()) {
 		return
 	}
 	_ = http.NewResponseController(w).Flush()
-	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: time.Now(), TTL: ttl}
+	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: s.now(), TTL: ttl,
+		Keep: cache.Stale(cw.header, ex.m.cache.stale).Keep()}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)
 	defer cancel()
 	if err := s.engine.Fill(ctx, lk, e); err != nil && s.log.Enabled(ctx, slog.LevelDebug) {
@@ -94,10 +113,11 @@ func (s *Server) fill(w http.ResponseWriter, r *http.Request, lk *cache.Lookup, 
 // status, the headers worth storing and up to cache.MaxBody bytes of body.
 type captureWriter struct {
 	http.ResponseWriter
-	status int
-	header http.Header
-	body   bytes.Buffer
-	over   bool // the body passed cache.MaxBody and was not kept
+	status  int
+	header  http.Header
+	body    bytes.Buffer
+	over    bool   // the body passed cache.MaxBody and was not kept
+	failure string // why the call failed (see failure), "" when it did not
 }
 
 func (cw *captureWriter) WriteHeader(code int) {
@@ -136,7 +156,7 @@ func (cw *captureWriter) shared(r *http.Request, ex *exchange) *cache.Shared {
 		return nil
 	}
 	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes()}
-	return &cache.Shared{Entry: e, Variant: cache.Variant(varyNames(cw.header), r.Header)}
+	return &cache.Shared{Entry: e, Variant: cache.Variant(varyNames(cw.header), r.Header), Failure: cw.failure}
 }
 
 // varyNames returns the Vary names of a response header.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ const (
 )
 
 // upstream is the counting test upstream of the cache cases: it answers "<version> <METHOD> <request URI>" with
-// X-Upstream-Hits, after statuses queued by a test (then 200), with the
+// X-Upstream-Hits, after statuses queued by a test (then status, or 200), with the
 // extra headers, body size and delay a test sets.
 type upstream struct {
 	srv  *httptest.Server
@@ -37,6 +38,7 @@ type upstream struct {
 	mu       sync.Mutex
 	version  string
 	statuses []int
+	status   int // when set, the status of every answer after the queued ones (else 200)
 	header   http.Header
 	size     int
 	delay    time.Duration
@@ -55,7 +57,7 @@ func newUpstream(t testing.TB) *upstream {
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	n := u.hits.Add(1)
 	u.mu.Lock()
-	status, delay, size, body := http.StatusOK, u.delay, u.size, u.version+" "+r.Method+" "+r.URL.RequestURI()
+	status, delay, size, body := cmp.Or(u.status, http.StatusOK), u.delay, u.size, u.version+" "+r.Method+" "+r.URL.RequestURI()
 	if u.echoAE {
 		body += " ae=" + r.Header.Get("Accept-Encoding")
 	}
@@ -129,6 +131,7 @@ func cacheSnapshot(stage plans.Stage, edit func(*plans.Snapshot), rs ...res) *pl
 type cacheEnv struct {
 	rdb    *redis.Client
 	prefix string
+	clock  func() time.Time // the nodes' cache clock; nil: the real one
 }
 
 func newCacheEnv(t testing.TB) *cacheEnv {
@@ -148,7 +151,7 @@ func (env *cacheEnv) gateway(t testing.TB, snap *plans.Snapshot, cacheRDB redis.
 	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: eng}, prefix: env.prefix, logs: &syncBuffer{}}
 	tg.keys.add(cacheKey1, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}})
 	tg.keys.add(cacheKey2, &plans.KeyRecord{KeyID: "key0000002", Enabled: true, PlanIDs: []string{"plan01"}, InvalidateCache: true})
-	tg.Server = New(Options{Keys: tg.keys, Engine: tg.engine, Logger: slog.New(slog.NewJSONHandler(tg.logs, nil))})
+	tg.Server = New(Options{Keys: tg.keys, Engine: tg.engine, Logger: slog.New(slog.NewJSONHandler(tg.logs, nil)), CacheClock: env.clock})
 	if err := tg.SetSnapshot(snap); err != nil {
 		t.Fatalf("SetSnapshot: %v", err)
 	}

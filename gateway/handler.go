@@ -39,6 +39,7 @@ type exchange struct {
 	unsettled         bool          // admitted uncounted (quota-counts=non-5xx): settle after the response
 	quotaStart        time.Time     // the quota period start of its decision
 	cache             string        // X-Cache outcome of a caching method
+	stale             string        // why a stale entry answered (staleError, ...); "" when none did
 	body              *reqbody.Body // the request body under its deadline; nil without one
 }
 

@@ -35,12 +35,19 @@ type Metrics struct {
 	// for a plan's level). The requests went on (docs/rules.md).
 	ShadowRefusals *prometheus.CounterVec
 	// CacheHits and CacheMisses count the requests of methods that cache
-	// (they answer X-Cache) by api, stage, method and resource: hits, and
+	// (they answer X-Cache) by api, stage, method and resource: hits
+	// (stale answers included: they come from the cache), and
 	// misses, which are every other request served from the upstream
 	// (Miss, Refresh, and Bypass: not eligible or the cache unavailable),
 	// as CloudWatch's CacheMissCount counts requests served from the
 	// backend while caching is enabled.
 	CacheHits, CacheMisses *prometheus.CounterVec
+	// CacheStale counts the answers a stale entry gave (X-Cache: Stale;
+	// each also counted in CacheHits) by api, stage, method, resource and
+	// reason: error (the upstream answered 5xx), timeout (it did not
+	// answer within the integration's timeout), refused (no answer: the
+	// connection was refused or broke, or the host was not found).
+	CacheStale *prometheus.CounterVec
 	// CacheFillWaits counts the requests of caching methods that missed
 	// while another request of this node was already filling the same
 	// entry, and waited for that fill instead of calling the upstream too
@@ -91,6 +98,9 @@ func NewMetrics() *Metrics {
 		CacheMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_misses_total", Help: "Requests of caching methods served from the upstream (X-Cache Miss, Refresh or Bypass), by API, stage, method and resource.",
 		}, route),
+		CacheStale: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_cache_stale_total", Help: "Answers from stale cache entries (X-Cache: Stale), by API, stage, method, resource and reason (error, timeout, refused).",
+		}, append(route, "reason")),
 		CacheFillWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_fill_waits_total", Help: "Cache misses that waited for another request's fill of the same entry instead of calling the upstream, by API, stage, method and resource.",
 		}, route),
@@ -124,7 +134,7 @@ func (m *Metrics) forgetStage(api, stage string) {
 	match := prometheus.Labels{"api": api, "stage": stage}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency, m.IntegrationLatency, m.KeyRefusals} {
+	}{m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheStale, m.CacheFillWaits, m.Latency, m.IntegrationLatency, m.KeyRefusals} {
 		v.DeletePartialMatch(match)
 	}
 }
@@ -132,7 +142,7 @@ func (m *Metrics) forgetStage(api, stage string) {
 // Collectors returns every collector, for prometheus.Registerer.MustRegister.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheFillWaits, m.Latency,
+		m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheStale, m.CacheFillWaits, m.Latency,
 		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
 }

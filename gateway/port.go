@@ -24,7 +24,8 @@ type Engine interface {
 	// same round trip it reads the stage's cache generation and, unless
 	// lk.Refresh, the entry, and fills lk's outputs (cache.Lookup).
 	DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error)
-	// Fill stores ent as the entry lk names (after the response was sent).
+	// Fill stores ent as the entry lk names (after the response was sent),
+	// kept for ent.TTL plus ent.Keep (its stale windows).
 	Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error
 	// QuotaState reads the quota state of a key in a plan in the current
 	// period, charging nothing (the partner usage endpoint).

@@ -87,6 +87,11 @@ type Options struct {
 	Metrics *Metrics
 	// Ready, when set, is also consulted by Ready (e.g. a Redis ping).
 	Ready func(ctx context.Context) error
+	// CacheClock is the response cache's time: when an entry was stored,
+	// whether it is fresh or within a stale window, its Age. nil means the
+	// node's clock (time.Now); tests inject one. Limits and usage never
+	// read it: they run on Redis's time.
+	CacheClock func() time.Time
 }
 
 // Server is the gateway's http.Handler. Create it with New and give it a
@@ -109,8 +114,9 @@ type Server struct {
 	failingSince atomic.Int64  // unix ns of the first failure since the last success; 0 none
 	outageAfter  time.Duration // see limiterFailed; tests shorten it
 	bodyLimits   reqbody.Limits
-	flight       cache.Flight   // concurrent misses of one entry on this node
-	fills        sync.WaitGroup // misses and refreshes until their fill landed (tests wait)
+	flight       cache.Flight     // concurrent misses and refreshes of one entry on this node
+	now          func() time.Time // the cache's clock (Options.CacheClock)
+	fills        sync.WaitGroup   // misses and refreshes until their fill landed (tests wait)
 }
 
 // New returns a Server configured by opts. It panics when Keys or Engine
@@ -132,6 +138,10 @@ func New(opts Options) *Server {
 		attempts:    newAttempts(time.Now),
 		bodyLimits:  opts.BodyLimits,
 		outageAfter: outageAfter,
+		now:         opts.CacheClock,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.bodyLimits == (reqbody.Limits{}) {
 		s.bodyLimits = reqbody.DefaultLimits

@@ -307,3 +307,34 @@ func TestCheckPathParameters(t *testing.T) {
 		}
 	}
 }
+
+func TestStageStaleTags(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int
+		field string
+	}{
+		{"0", 0, ""},
+		{"60", 60, ""},
+		{"86400", 86400, ""},
+		{"060", 60, ""},
+		{"086400", 0, "tags." + CacheStaleIfErrorTag},
+		{"86401", 0, "tags." + CacheStaleIfErrorTag},
+		{"", 0, "tags." + CacheStaleIfErrorTag},
+		{"-1", 0, "tags." + CacheStaleIfErrorTag},
+		{"+1", 0, "tags." + CacheStaleIfErrorTag},
+		{"1e3", 0, "tags." + CacheStaleIfErrorTag},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			s := Stage{StageName: "prod", Tags: map[string]string{CacheStaleIfErrorTag: tt.value}}
+			assertField(t, s.Validate(), tt.field)
+			if got := s.CacheStaleSeconds(CacheStaleIfErrorTag); got != tt.want {
+				t.Errorf("CacheStaleSeconds: got %d, want %d", got, tt.want)
+			}
+		})
+	}
+	if got := (&Stage{}).CacheStaleSeconds(CacheStaleIfErrorTag); got != 0 {
+		t.Errorf("CacheStaleSeconds without the tag: got %d, want 0", got)
+	}
+}

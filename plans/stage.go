@@ -162,7 +162,64 @@ func (s *Stage) Validate() error {
 	if err := ValidateStageVariables(s.Variables); err != nil {
 		return err
 	}
-	return ValidateTags(s.Tags)
+	if err := ValidateTags(s.Tags); err != nil {
+		return err
+	}
+	return validateStaleTags(s.Tags)
+}
+
+// Stage tags of stale answers (docs/behaviour.md, "Response cache"): how
+// many seconds past its TTL the stage cache may still serve an entry, as
+// the Cache-Control extensions of the same names (RFC 5861). Tags, so the
+// AWS CLI can set them (tag-resource on the stage's ARN).
+const (
+	// CacheStaleIfErrorTag: while the upstream answers 5xx, times out or
+	// cannot be reached.
+	CacheStaleIfErrorTag = "tollgate:cache-stale-if-error"
+	// MaxCacheStaleSeconds bounds each: a day.
+	MaxCacheStaleSeconds = 86400
+)
+
+// staleTags are the stage tags whose value is a number of seconds.
+var staleTags = []string{CacheStaleIfErrorTag}
+
+// validateStaleTags checks that each stale tag, when set, is a whole
+// number of seconds from 0 to MaxCacheStaleSeconds. Errors: KindInvalid
+// naming "tags.<tag>".
+func validateStaleTags(tags map[string]string) error {
+	for _, tag := range staleTags {
+		if v, ok := tags[tag]; ok {
+			if _, ok := staleSeconds(v); !ok {
+				return Invalid("tags."+tag, "tag %s=%q must be a whole number of seconds from 0 to %d", tag, v, MaxCacheStaleSeconds)
+			}
+		}
+	}
+	return nil
+}
+
+// CacheStaleSeconds returns the value of stale tag (CacheStaleIfErrorTag)
+// in seconds; 0 when it is unset or invalid.
+func (s *Stage) CacheStaleSeconds(tag string) int {
+	n, _ := staleSeconds(s.Tags[tag])
+	return n
+}
+
+// staleSeconds parses 1 to 5 digits up to MaxCacheStaleSeconds.
+func staleSeconds(v string) (int, bool) {
+	if v == "" || len(v) > 5 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(v[i]-'0')
+	}
+	if n > MaxCacheStaleSeconds {
+		return 0, false
+	}
+	return n, true
 }
 
 // MaxStageVariableValueLen bounds a stage variable's value, in characters

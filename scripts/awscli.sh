@@ -8,7 +8,8 @@
 #   import-api-keys from CSV with the plan, calls through the gateway until
 #   the key is throttled, a CORS preflight and a cross-origin 429 (with
 #   curl, and from a page in headless Chromium when /usr/bin/chromium exists),
-#   get-usage, tag-resource/get-tags, get-export and a re-import of it.
+#   get-usage, tag-resource/get-tags (an API key's, a stage's stale answer
+#   tags), get-export and a re-import of it.
 # Everything runs on loopback: its own database (dropped at the end), its
 # own Redis key prefix on the test Redis, free ports. PostgreSQL and Redis
 # must answer (scripts/services.sh).
@@ -217,6 +218,16 @@ apigw tag-resource --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid
 [ "$(apigw get-tags --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid" --query 'tags.team' --output text)" = cli ] || fail "get-tags"
 apigw untag-resource --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$keyid" --tag-keys team >/dev/null || fail "untag-resource"
 ok "tag-resource, get-tags, untag-resource on the API key"
+
+stage_arn="arn:aws:apigateway:us-east-1::/restapis/$api/stages/prod"
+apigw tag-resource --resource-arn "$stage_arn" --tags tollgate:cache-stale-if-error=300 >/dev/null || fail "tag-resource stale tags"
+[ "$(apigw get-stage --rest-api-id "$api" --stage-name prod --query 'tags."tollgate:cache-stale-if-error"' --output text)" = 300 ] ||
+  fail "get-stage: the stale tag is not set"
+if out=$(apigw tag-resource --resource-arn "$stage_arn" --tags tollgate:cache-stale-if-error=5m 2>&1); then
+  fail "tag-resource tollgate:cache-stale-if-error=5m: accepted"
+fi
+grep -q 'BadRequestException' <<<"$out" && grep -q 'tollgate:cache-stale-if-error' <<<"$out" || fail "tag-resource of a bad stale value: $out"
+ok "tag-resource on the stage: a stale window in seconds is taken, a bad one is 400 naming the tag"
 
 apigw get-export --rest-api-id "$api" --stage-name prod --export-type oas30 --parameters extensions=apigateway \
   --accepts application/yaml "$run/export.yaml" >/dev/null || fail "get-export"
