@@ -62,7 +62,7 @@ func TestStageStaleTagsAreValidated(t *testing.T) {
 	e := newEnv(t)
 	apiID, _ := e.api("pets", "prod")
 	arn := aws.String("arn:aws:apigateway:us-east-1::/restapis/" + apiID + "/stages/prod")
-	for _, tag := range []string{"tollgate:cache-stale-if-error"} {
+	for _, tag := range []string{"tollgate:cache-stale-if-error", "tollgate:cache-stale-while-revalidate"} {
 		for _, bad := range []string{"", "-1", "1.5", "60s", " 60", "86401", "999999"} {
 			_, err := e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{tag: bad}})
 			wantBadRequest(t, err, tag)

@@ -12,19 +12,21 @@ const MaxStale = 24 * time.Hour
 
 // Staleness is how long past its freshness an entry may still be served
 // (RFC 5861; docs/behaviour.md, "Response cache"). IfError: while the
-// upstream fails (answers 5xx, times out or cannot be reached). Zero
-// means never.
+// upstream fails (answers 5xx, times out or cannot be reached).
+// WhileRevalidate: at once, while the entry is refreshed in the
+// background. Zero means never.
 type Staleness struct {
-	IfError time.Duration
+	IfError, WhileRevalidate time.Duration
 }
 
 // Keep is how long past its freshness an entry allowed s must stay
-// stored: its longest window.
-func (s Staleness) Keep() time.Duration { return s.IfError }
+// stored: its longer window.
+func (s Staleness) Keep() time.Duration { return max(s.IfError, s.WhileRevalidate) }
 
 // Stale returns the windows within which a response with header h may be
 // served stale: the longer of the stage's and the one h's Cache-Control
-// grants (stale-if-error=<seconds>, capped at MaxStale), or none when h
+// grants (stale-if-error=<seconds>, stale-while-revalidate=<seconds>,
+// each capped at MaxStale), or none when h
 // forbids stale answers (must-revalidate, proxy-revalidate or no-cache:
 // RFC 9111 sections 4.2.4 and 5.2.2).
 func Stale(h http.Header, stage Staleness) Staleness {
@@ -35,6 +37,8 @@ func Stale(h http.Header, stage Staleness) Staleness {
 			return Staleness{}
 		case "stale-if-error":
 			s.IfError = max(s.IfError, deltaSeconds(value))
+		case "stale-while-revalidate":
+			s.WhileRevalidate = max(s.WhileRevalidate, deltaSeconds(value))
 		}
 	}
 	return s

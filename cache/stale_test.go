@@ -22,6 +22,9 @@ func TestStale(t *testing.T) {
 		{"capped at a day", "stale-if-error=99999999999999999999999", Staleness{}, Staleness{IfError: MaxStale}},
 		{"not a number", "stale-if-error=-5, stale-if-error=1x", Staleness{}, Staleness{}},
 		{"must-revalidate forbids", "stale-if-error=90, must-revalidate", stage, Staleness{}},
+		{"both windows", "stale-while-revalidate=5, stale-if-error=60", Staleness{WhileRevalidate: 10 * time.Second},
+			Staleness{IfError: time.Minute, WhileRevalidate: 10 * time.Second}},
+		{"no-cache forbids both", "no-cache, stale-while-revalidate=5", Staleness{IfError: 1, WhileRevalidate: 1}, Staleness{}},
 		{"proxy-revalidate forbids", "Proxy-Revalidate", stage, Staleness{}},
 		{"no-cache forbids", `no-cache="X-A"`, stage, Staleness{}},
 	}
@@ -59,5 +62,12 @@ func TestEntryStaleWithin(t *testing.T) {
 	}
 	if got := e.Expires(); !got.Equal(stored.Add(10 * time.Second)) {
 		t.Errorf("Expires: got %v, want stored+10s", got)
+	}
+}
+
+func TestStalenessKeep(t *testing.T) {
+	s := Staleness{IfError: time.Minute, WhileRevalidate: time.Hour}
+	if got := s.Keep(); got != time.Hour {
+		t.Errorf("Keep: got %v, want the longer window, 1h", got)
 	}
 }

@@ -41,9 +41,10 @@ const fillTimeout = time.Second
 // "Order of work" steps 3-4, and "Response cache"): the key check already
 // passed; the engine decides the limits (hits are charged too) and, in the
 // same round trip, reads the stage's cache generation and the entry
-// (Engine.DecideLookup); then a fresh entry is served, or the integration
-// is called once per entry on this node and a storable response is
-// written to the cache after it was sent.
+// (Engine.DecideLookup); then a fresh entry is served, or an expired one
+// within its stale-while-revalidate window (refreshed in the background),
+// or the integration is called once per entry on this node and a storable
+// response is written to the cache after it was sent.
 func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 	mc := ex.m.cache
 	mode, warn := mc.mode(r, ex.rec)
@@ -76,6 +77,8 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 	case lk.Entry != nil && lk.Entry.Fresh(s.now()):
 		ex.cache = cacheHit
 		s.writeEntry(w, r, lk.Entry, cacheHit)
+	case mc.whileRevalidate(lk.Entry, s.now()):
+		s.serveRevalidate(w, r, ex, lk)
 	default:
 		s.serveMiss(w, r, ex, lk, cacheMiss, mc.ttl)
 	}

@@ -43,8 +43,11 @@ func compileCache(stage *plans.Stage, path, verb string, in *plans.Integration) 
 		return nil
 	}
 	return &methodCache{
-		ttl:         time.Duration(ms.CacheTTLInSeconds) * time.Second,
-		stale:       cache.Staleness{IfError: time.Duration(stage.CacheStaleSeconds(plans.CacheStaleIfErrorTag)) * time.Second},
+		ttl: time.Duration(ms.CacheTTLInSeconds) * time.Second,
+		stale: cache.Staleness{
+			IfError:         time.Duration(stage.CacheStaleSeconds(plans.CacheStaleIfErrorTag)) * time.Second,
+			WhileRevalidate: time.Duration(stage.CacheStaleSeconds(plans.CacheStaleWhileRevalidateTag)) * time.Second,
+		},
 		params:      params,
 		authKeyed:   cache.HasHeader(params, "Authorization"),
 		cookieKeyed: cache.HasHeader(params, "Cookie"),
@@ -73,6 +76,13 @@ func (mc *methodCache) onError(e *cache.Entry, now time.Time) *cache.Entry {
 		return nil
 	}
 	return e
+}
+
+// whileRevalidate reports whether e may answer at once at now while it is
+// refreshed: past its freshness by less than its stale-while-revalidate
+// window (the stage's or its own, see cache.Stale).
+func (mc *methodCache) whileRevalidate(e *cache.Entry, now time.Time) bool {
+	return e != nil && e.StaleWithin(now, cache.Stale(e.Header, mc.stale).WhileRevalidate)
 }
 
 // cacheMode is what the cache does for one request.

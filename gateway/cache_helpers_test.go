@@ -88,6 +88,17 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// hold makes the upstream's answers wait until the returned release is
+// called (at the latest at the test's end, before the upstream closes: it
+// waits for its handlers).
+func (u *upstream) hold(t testing.TB) (release func()) {
+	gate := make(chan struct{})
+	release = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	u.set(func(u *upstream) { u.gate = gate })
+	return release
+}
+
 // set changes the upstream under its lock.
 func (u *upstream) set(f func(u *upstream)) {
 	u.mu.Lock()

@@ -14,6 +14,9 @@ const (
 	staleError   = "error"   // the upstream answered 5xx
 	staleTimeout = "timeout" // the integration timed out (the gateway's 504)
 	staleRefused = "refused" // no answer: connection refused or broken, host not found (the gateway's 502)
+	// staleRevalidate: within the stale-while-revalidate window, refreshed
+	// in the background.
+	staleRevalidate = "revalidate"
 )
 
 // failure returns why an integration call failed in a way a stale entry
@@ -31,12 +34,15 @@ func failure(ex *exchange, status int) string {
 	return ""
 }
 
-// serveStale answers with the stale entry e (X-Cache: Stale, Age) in
-// place of an upstream call that failed for reason (see failure). The
-// request is logged with its own status (200), the failure as its reason.
+// serveStale answers with the stale entry e (X-Cache: Stale, Age) for
+// reason: in place of an upstream call that failed (see failure; the
+// request is logged with its own status, 200, and the failure as its
+// reason), or staleRevalidate.
 func (s *Server) serveStale(w *statusWriter, r *http.Request, ex *exchange, e *cache.Entry, reason string) {
 	ex.cache, ex.stale = cacheStale, reason
-	ex.errType, ex.reason = "", "upstream failed ("+reason+"): stale entry served"
+	if reason != staleRevalidate {
+		ex.errType, ex.reason = "", "upstream failed ("+reason+"): stale entry served"
+	}
 	s.writeEntry(w, r, e, cacheStale)
 }
 

@@ -42,11 +42,7 @@ type upstreamFailure struct {
 var upstreamFailures = []upstreamFailure{
 	{"answers 503", staleError, func(_ *testing.T, u *upstream) { u.set(func(u *upstream) { u.status = 503 }) }, 503, ""},
 	{"answers 500", staleError, func(_ *testing.T, u *upstream) { u.set(func(u *upstream) { u.status = 500 }) }, 500, ""},
-	{"times out", staleTimeout, func(t *testing.T, u *upstream) {
-		gate := make(chan struct{})
-		t.Cleanup(func() { close(gate) }) // before the upstream closes: it waits for its handlers
-		u.set(func(u *upstream) { u.gate = gate })
-	}, 504, "IntegrationTimeoutException"},
+	{"times out", staleTimeout, func(t *testing.T, u *upstream) { u.hold(t) }, 504, "IntegrationTimeoutException"},
 	{"refuses the connection", staleRefused, func(_ *testing.T, u *upstream) { u.srv.Close() }, 502, "BadGatewayException"},
 }
 
@@ -158,8 +154,9 @@ func TestCacheStaleIfErrorFromTheUpstream(t *testing.T) {
 }
 
 // TestCacheNeverStaleWhenForbidden: must-revalidate, proxy-revalidate and
-// no-cache forbid stale answers whatever the stage and the upstream
-// grant; what the cache never stores is never served stale either.
+// no-cache forbid stale answers, on error and while revalidating,
+// whatever the stage and the upstream grant; what the cache never stores
+// is never served stale either.
 func TestCacheNeverStaleWhenForbidden(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -178,7 +175,7 @@ func TestCacheNeverStaleWhenForbidden(t *testing.T) {
 			u := newUpstream(t)
 			u.set(func(u *upstream) { u.header = c.header })
 			env, clock := staleEnv(t)
-			tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), nil,
+			tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600", plans.CacheStaleWhileRevalidateTag: "600"}), nil,
 				res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 			want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "")
 			u.set(func(u *upstream) { u.status, u.header = 503, nil })
@@ -189,14 +186,23 @@ func TestCacheNeverStaleWhenForbidden(t *testing.T) {
 }
 
 // TestCacheFlushEndsStaleAnswers: a stage cache flush makes the old
-// entries unreachable, stale ones too: on both nodes the failure passes.
-// HEAD is answered stale without a body before the flush.
+// entries unreachable, stale ones too: on both nodes the failure passes,
+// for either window. HEAD is answered stale without a body before the
+// flush.
 func TestCacheFlushEndsStaleAnswers(t *testing.T) {
-	t.Parallel()
+	for _, tag := range []string{plans.CacheStaleIfErrorTag, plans.CacheStaleWhileRevalidateTag} {
+		t.Run(tag, func(t *testing.T) {
+			t.Parallel()
+			flushEndsStaleAnswers(t, tag)
+		})
+	}
+}
+
+func flushEndsStaleAnswers(t *testing.T, tag string) {
 	u := newUpstream(t)
 	env, clock := staleEnv(t)
 	snap := func() *plans.Snapshot {
-		return cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
+		return cacheSnapshot(staleStage(60, map[string]string{tag: "600"}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
 	}
 	nodes := []*testGateway{env.gateway(t, snap(), nil), env.gateway(t, snap(), nil)}
 	want(t, "fill", nodes[0].get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
@@ -253,8 +259,8 @@ func TestCacheStaleIfErrorSingleFlight(t *testing.T) {
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), nil,
 		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 	want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "")
-	gate := make(chan struct{})
-	u.set(func(u *upstream) { u.status, u.gate = 503, gate })
+	u.set(func(u *upstream) { u.status = 503 })
+	release := u.hold(t)
 	clock.Add(61 * time.Second)
 	const n = 5
 	answers := make([]response, n)
@@ -264,7 +270,7 @@ func TestCacheStaleIfErrorSingleFlight(t *testing.T) {
 	}
 	waits := tg.metrics.CacheFillWaits.WithLabelValues(testAPI, testStage, "GET", "/items")
 	eventually(t, "one call, the others waiting for it", func() bool { return u.hits.Load() == 2 && counterValue(t, waits) == n-1 })
-	close(gate)
+	release()
 	wg.Wait()
 	for i, got := range answers {
 		wantStale(t, "request "+strconv.Itoa(i), got, "v1 GET /items", 61)
@@ -298,4 +304,76 @@ func TestCacheStaleWhenAFailedBodyBreaksOff(t *testing.T) {
 	broken.Store(true)
 	clock.Add(61 * time.Second)
 	wantStale(t, "the failed body broke off", tg.get(t, "/prod/items"), "whole", 61)
+}
+
+// TestCacheStaleWhileRevalidateOnTwoNodes: with the stage tagged
+// tollgate:cache-stale-while-revalidate=30, concurrent requests for an
+// expired entry all answer stale at once, while
+// the upstream has not answered the refresh yet; each node makes one
+// refresh call; the refreshed entry then answers as a hit on both nodes.
+func TestCacheStaleWhileRevalidateOnTwoNodes(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	env, clock := staleEnv(t)
+	snap := func() *plans.Snapshot {
+		return cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleWhileRevalidateTag: "30"}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
+	}
+	nodes := []*testGateway{env.gateway(t, snap(), nil), env.gateway(t, snap(), nil)}
+	want(t, "fill", nodes[0].get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
+	u.set(func(u *upstream) { u.version = "v2" })
+	release := u.hold(t)
+	clock.Add(61 * time.Second)
+	const perNode = 8
+	answers := make([]response, 2*perNode)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i] = nodes[i%2].do(t, "GET", "/prod/items", "x-api-key", cacheKey1) })
+	}
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select { // the refreshes still wait on the gate
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answers waited for the refresh")
+	}
+	for i, got := range answers {
+		wantStale(t, "request "+strconv.Itoa(i), got, "v1 GET /items", 61)
+	}
+	eventually(t, "a refresh from each node reached the upstream", func() bool { return u.hits.Load() >= 3 })
+	release()
+	for i, n := range nodes {
+		n.fills.Wait()
+		if got := counterValue(t, n.metrics.CacheStale.WithLabelValues(testAPI, testStage, "GET", "/items", staleRevalidate)); got != perNode {
+			t.Errorf("node %d: tollgate_cache_stale_total{reason=revalidate}: got %v, want %d", i+1, got, perNode)
+		}
+	}
+	u.wantHits(t, "one refresh per node", 3)
+	for i, n := range nodes {
+		got := n.get(t, "/prod/items")
+		want(t, fmt.Sprintf("node %d after the refresh", i+1), got, 200, "Hit", "v2 GET /items")
+		if a := got.header.Get("Age"); a != "0" {
+			t.Errorf("node %d: Age of the refreshed entry: got %q, want 0", i+1, a)
+		}
+	}
+}
+
+// TestCacheStaleWhileRevalidateRefreshFails: the upstream's own
+// stale-while-revalidate works without a stage tag; a refresh that fails
+// leaves the entry as it was, the next request starts another, and the
+// failure passes once the window ended.
+func TestCacheStaleWhileRevalidateRefreshFails(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	u.set(func(u *upstream) { u.header = http.Header{"Cache-Control": {"max-age=1, stale-while-revalidate=30"}} })
+	env, clock := staleEnv(t)
+	tg := env.gateway(t, cacheSnapshot(staleStage(60, nil), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
+	want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
+	u.set(func(u *upstream) { u.status = 503 })
+	clock.Add(61 * time.Second)
+	for i := range 2 {
+		wantStale(t, "stale while the refresh fails "+strconv.Itoa(i), tg.get(t, "/prod/items"), "v1 GET /items", 61)
+		u.wantHits(t, "refreshes", int64(2+i))
+	}
+	clock.Add(30 * time.Second)
+	want(t, "the window ended", tg.get(t, "/prod/items"), 503, "Miss", "")
 }

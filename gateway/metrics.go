@@ -46,7 +46,9 @@ type Metrics struct {
 	// each also counted in CacheHits) by api, stage, method, resource and
 	// reason: error (the upstream answered 5xx), timeout (it did not
 	// answer within the integration's timeout), refused (no answer: the
-	// connection was refused or broke, or the host was not found).
+	// connection was refused or broke, or the host was not found),
+	// revalidate (within stale-while-revalidate, refreshed in the
+	// background).
 	CacheStale *prometheus.CounterVec
 	// CacheFillWaits counts the requests of caching methods that missed
 	// while another request of this node was already filling the same
@@ -99,7 +101,7 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_cache_misses_total", Help: "Requests of caching methods served from the upstream (X-Cache Miss, Refresh or Bypass), by API, stage, method and resource.",
 		}, route),
 		CacheStale: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_cache_stale_total", Help: "Answers from stale cache entries (X-Cache: Stale), by API, stage, method, resource and reason (error, timeout, refused).",
+			Name: "tollgate_cache_stale_total", Help: "Answers from stale cache entries (X-Cache: Stale), by API, stage, method, resource and reason (error, timeout, refused, revalidate).",
 		}, append(route, "reason")),
 		CacheFillWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_cache_fill_waits_total", Help: "Cache misses that waited for another request's fill of the same entry instead of calling the upstream, by API, stage, method and resource.",

@@ -325,14 +325,20 @@ func TestStageStaleTags(t *testing.T) {
 		{"+1", 0, "tags." + CacheStaleIfErrorTag},
 		{"1e3", 0, "tags." + CacheStaleIfErrorTag},
 	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			s := Stage{StageName: "prod", Tags: map[string]string{CacheStaleIfErrorTag: tt.value}}
-			assertField(t, s.Validate(), tt.field)
-			if got := s.CacheStaleSeconds(CacheStaleIfErrorTag); got != tt.want {
-				t.Errorf("CacheStaleSeconds: got %d, want %d", got, tt.want)
-			}
-		})
+	for _, tag := range []string{CacheStaleIfErrorTag, CacheStaleWhileRevalidateTag} {
+		for _, tt := range tests {
+			t.Run(tag+"="+tt.value, func(t *testing.T) {
+				s := Stage{StageName: "prod", Tags: map[string]string{tag: tt.value}}
+				field := tt.field
+				if field != "" {
+					field = "tags." + tag
+				}
+				assertField(t, s.Validate(), field)
+				if got := s.CacheStaleSeconds(tag); got != tt.want {
+					t.Errorf("CacheStaleSeconds: got %d, want %d", got, tt.want)
+				}
+			})
+		}
 	}
 	if got := (&Stage{}).CacheStaleSeconds(CacheStaleIfErrorTag); got != 0 {
 		t.Errorf("CacheStaleSeconds without the tag: got %d, want 0", got)

@@ -176,12 +176,15 @@ const (
 	// CacheStaleIfErrorTag: while the upstream answers 5xx, times out or
 	// cannot be reached.
 	CacheStaleIfErrorTag = "tollgate:cache-stale-if-error"
+	// CacheStaleWhileRevalidateTag: at once, while one call per entry
+	// per node refreshes it in the background.
+	CacheStaleWhileRevalidateTag = "tollgate:cache-stale-while-revalidate"
 	// MaxCacheStaleSeconds bounds each: a day.
 	MaxCacheStaleSeconds = 86400
 )
 
 // staleTags are the stage tags whose value is a number of seconds.
-var staleTags = []string{CacheStaleIfErrorTag}
+var staleTags = []string{CacheStaleIfErrorTag, CacheStaleWhileRevalidateTag}
 
 // validateStaleTags checks that each stale tag, when set, is a whole
 // number of seconds from 0 to MaxCacheStaleSeconds. Errors: KindInvalid
@@ -197,7 +200,8 @@ func validateStaleTags(tags map[string]string) error {
 	return nil
 }
 
-// CacheStaleSeconds returns the value of stale tag (CacheStaleIfErrorTag)
+// CacheStaleSeconds returns the value of stale tag (CacheStaleIfErrorTag,
+// CacheStaleWhileRevalidateTag)
 // in seconds; 0 when it is unset or invalid.
 func (s *Stage) CacheStaleSeconds(tag string) int {
 	n, _ := staleSeconds(s.Tags[tag])

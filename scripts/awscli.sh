@@ -220,14 +220,16 @@ apigw untag-resource --resource-arn "arn:aws:apigateway:us-east-1::/apikeys/$key
 ok "tag-resource, get-tags, untag-resource on the API key"
 
 stage_arn="arn:aws:apigateway:us-east-1::/restapis/$api/stages/prod"
-apigw tag-resource --resource-arn "$stage_arn" --tags tollgate:cache-stale-if-error=300 >/dev/null || fail "tag-resource stale tags"
-[ "$(apigw get-stage --rest-api-id "$api" --stage-name prod --query 'tags."tollgate:cache-stale-if-error"' --output text)" = 300 ] ||
-  fail "get-stage: the stale tag is not set"
+apigw tag-resource --resource-arn "$stage_arn" \
+  --tags tollgate:cache-stale-if-error=300,tollgate:cache-stale-while-revalidate=30 >/dev/null || fail "tag-resource stale tags"
+[ "$(apigw get-stage --rest-api-id "$api" --stage-name prod \
+  --query '[tags."tollgate:cache-stale-if-error", tags."tollgate:cache-stale-while-revalidate"]' --output text)" = "300	30" ] ||
+  fail "get-stage: the stale tags are not set"
 if out=$(apigw tag-resource --resource-arn "$stage_arn" --tags tollgate:cache-stale-if-error=5m 2>&1); then
   fail "tag-resource tollgate:cache-stale-if-error=5m: accepted"
 fi
 grep -q 'BadRequestException' <<<"$out" && grep -q 'tollgate:cache-stale-if-error' <<<"$out" || fail "tag-resource of a bad stale value: $out"
-ok "tag-resource on the stage: a stale window in seconds is taken, a bad one is 400 naming the tag"
+ok "tag-resource on the stage: stale windows in seconds are taken, a bad one is 400 naming the tag"
 
 apigw get-export --rest-api-id "$api" --stage-name prod --export-type oas30 --parameters extensions=apigateway \
   --accepts application/yaml "$run/export.yaml" >/dev/null || fail "get-export"
