@@ -259,3 +259,37 @@ func TestConfigDumpMatchesThePublishedSchema(t *testing.T) {
 		t.Fatalf("GET /config does not match docs/config.schema.json: %v\n%s", err, body)
 	}
 }
+
+func TestConfigCarriesDomainNamesAndTheirMappings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.demo()
+	if code, _, body := e.raw(http.MethodPost, "/domainnames", `{"domainName":"api.example.com","regionalCertificateName":"shop-cert","regionalCertificateArn":"arn:aws:acm:us-east-1:123456789012:certificate/shop","tags":{"env":"prod"}}`); code != http.StatusCreated {
+		t.Fatalf("create domain: %d %s", code, body)
+	}
+	apis := call(e.c.GetRestApis(e.ctx, &apigateway.GetRestApisInput{})).must(t)
+	if code, _, body := e.raw(http.MethodPost, "/domainnames/api.example.com/basepathmappings", `{"basePath":"shop","restApiId":"`+*apis.Items[0].Id+`","stage":"prod"}`); code != http.StatusCreated {
+		t.Fatalf("create mapping: %d %s", code, body)
+	}
+	doc := e.dump()
+	if !strings.Contains(doc, "domainName: api.example.com") || !strings.Contains(doc, "basePath: shop") {
+		t.Fatalf("the dump lacks the domain or its mapping:\n%s", doc)
+	}
+	if got := e.configCall("plan", "?prune=true", doc); len(got.Changes) != 0 {
+		t.Fatalf("plan of the dump: got %+v", got.Changes)
+	}
+	edited := strings.Replace(doc, "basePath: shop", "basePath: store", 1)
+	got := e.configCall("plan", "", edited)
+	if len(got.Changes) != 1 || got.Changes[0].Kind != "domainName" || got.Changes[0].Fields["basePathMappings"] == nil {
+		t.Fatalf("plan of a moved mapping: got %+v", got.Changes)
+	}
+	e.configCall("apply", "", edited)
+	if code, _, body := e.raw(http.MethodGet, "/domainnames/api.example.com/basepathmappings/store", ""); code != http.StatusOK {
+		t.Fatalf("mapping after apply: %d %s", code, body)
+	}
+	fresh := newEnv(t)
+	fresh.configCall("apply", "", edited)
+	if again := fresh.configCall("plan", "?prune=true", edited); len(again.Changes) != 0 {
+		t.Fatalf("fresh stack after apply: got %+v", again.Changes)
+	}
+}

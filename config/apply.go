@@ -30,6 +30,12 @@ type Writer interface {
 	CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*plans.UsagePlanKey, error)
 	DeleteUsagePlanKey(ctx context.Context, planID, keyID string) error
 	SetAuditResource(ctx context.Context, id int64, resource string) error
+	CreateDomainName(ctx context.Context, d *plans.DomainName, cert plans.DomainCertificate) error
+	UpdateDomainName(ctx context.Context, name string, fn func(*plans.DomainName, *plans.DomainCertificate) error) (*plans.DomainName, error)
+	DeleteDomainName(ctx context.Context, name string) error
+	CreateBasePathMapping(ctx context.Context, domain string, m *plans.BasePathMapping) error
+	UpdateBasePathMapping(ctx context.Context, domain, basePath string, fn func(*plans.BasePathMapping) error) (*plans.BasePathMapping, error)
+	DeleteBasePathMapping(ctx context.Context, domain, basePath string) error
 }
 
 // CreatedKey is an API key Apply created, with its value: shown once, in
@@ -59,6 +65,10 @@ func (ap Applier) Apply(ctx context.Context, current *Document, changes []Change
 	for _, p := range current.UsagePlans {
 		r.planIDs[p.Name] = p.ID
 	}
+	r.mappings = map[string][]BasePathMapping{}
+	for _, d := range current.DomainNames {
+		r.mappings[d.DomainName] = d.BasePathMappings
+	}
 	r.memberships = map[string][]string{}
 	for _, k := range current.ApiKeys {
 		r.memberships[k.ID] = k.UsagePlans
@@ -79,6 +89,8 @@ func listOf(kind string) string {
 		return "usagePlans"
 	case KindApiKey:
 		return "apiKeys"
+	case KindDomain:
+		return "domainNames"
 	}
 	return kind
 }
@@ -86,9 +98,10 @@ func listOf(kind string) string {
 type run struct {
 	Applier
 	ctx         context.Context
-	apiIDs      map[string]string   // API name → id
-	planIDs     map[string]string   // plan name → id
-	memberships map[string][]string // key id → plan names stored
+	apiIDs      map[string]string            // API name → id
+	planIDs     map[string]string            // plan name → id
+	memberships map[string][]string          // key id → plan names stored
+	mappings    map[string][]BasePathMapping // domain name → mappings stored
 	created     []CreatedKey
 }
 
@@ -137,6 +150,8 @@ func (r *run) apply(c Change) error {
 		return r.applyPlan(c)
 	case KindApiKey:
 		return r.applyKey(c)
+	case KindDomain:
+		return r.applyDomain(c)
 	}
 	return nil
 }
@@ -354,6 +369,81 @@ func (r *run) syncMemberships(ctx context.Context, id string, want []string) err
 		}
 		if _, err := r.Store.CreateUsagePlanKey(ctx, planID, id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) applyDomain(c Change) error {
+	path := "/domainnames/" + c.Name
+	if c.Action == Delete {
+		ctx, _ := r.audit(c, "DeleteDomainName", path)
+		return r.Store.DeleteDomainName(ctx, c.Name)
+	}
+	want := c.want.(DomainName)
+	set := func(d *plans.DomainName) {
+		d.CertificateName, d.RegionalCertificateName, d.RegionalCertificateArn = want.CertificateName, want.RegionalCertificateName, want.RegionalCertificateArn
+		d.SecurityPolicy, d.Tags = want.SecurityPolicy, want.Tags
+	}
+	var ctx context.Context
+	if c.Action == Create {
+		ctx, _ = r.audit(c, "CreateDomainName", path)
+		d := &plans.DomainName{DomainName: want.DomainName}
+		set(d)
+		d.Normalize()
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		if err := r.Store.CreateDomainName(ctx, d, plans.DomainCertificate{}); err != nil {
+			return err
+		}
+	} else {
+		ctx, _ = r.audit(c, "UpdateDomainName", path)
+		if _, err := r.Store.UpdateDomainName(ctx, c.Name, func(d *plans.DomainName, _ *plans.DomainCertificate) error {
+			set(d)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return r.syncMappings(ctx, want)
+}
+
+// syncMappings makes the domain's base path mappings exactly want's.
+func (r *run) syncMappings(ctx context.Context, want DomainName) error {
+	stored := map[string]BasePathMapping{}
+	for _, m := range r.mappings[want.DomainName] {
+		stored[m.BasePath] = m
+	}
+	wanted := map[string]bool{}
+	for _, m := range want.BasePathMappings {
+		wanted[m.BasePath] = true
+	}
+	for _, m := range r.mappings[want.DomainName] {
+		if !wanted[m.BasePath] {
+			if err := r.Store.DeleteBasePathMapping(ctx, want.DomainName, m.BasePath); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range want.BasePathMappings {
+		apiID, ok := r.apiIDs[m.Api]
+		if !ok {
+			return plans.Invalid("basePathMappings", "basePathMappings %s: no API named %q", m.BasePath, m.Api)
+		}
+		old, ok := stored[m.BasePath]
+		switch {
+		case !ok:
+			if err := r.Store.CreateBasePathMapping(ctx, want.DomainName, &plans.BasePathMapping{BasePath: m.BasePath, RestApiID: apiID, Stage: m.Stage}); err != nil {
+				return err
+			}
+		case old != m:
+			if _, err := r.Store.UpdateBasePathMapping(ctx, want.DomainName, m.BasePath, func(pm *plans.BasePathMapping) error {
+				pm.RestApiID, pm.Stage = apiID, m.Stage
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

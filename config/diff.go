@@ -21,6 +21,7 @@ const (
 	KindRule      = "rateLimitRule"
 	KindUsagePlan = "usagePlan"
 	KindApiKey    = "apiKey"
+	KindDomain    = "domainName"
 )
 
 // Change is one difference between the stored configuration and a
@@ -50,9 +51,9 @@ type FieldChange struct {
 
 // Plan returns the changes that make current (from Read) into desired
 // (normalised here), in the order Apply makes them: the account, APIs
-// with their stages and rules, usage plans, API keys, then, when prune is
-// set, deletions of what desired lacks (keys, plans, rules, stages,
-// APIs). Without prune nothing is deleted.
+// with their stages and rules, usage plans, domain names, API keys, then,
+// when prune is set, deletions of what desired lacks (keys, plans, domain
+// names, rules, stages, APIs). Without prune nothing is deleted.
 func Plan(current, desired *Document, prune bool) ([]Change, error) {
 	want, err := Normalize(desired)
 	if err != nil {
@@ -81,6 +82,13 @@ func Plan(current, desired *Document, prune bool) ([]Change, error) {
 	for _, p := range planPairs {
 		out = append(out, planItem(KindUsagePlan, p.want.Name, p.want, p.have, func(u UsagePlan) UsagePlan { u.ID = ""; return u })...)
 	}
+	domainPairs, goneDomains, err := match(want.DomainNames, current.DomainNames, func(d DomainName) (string, string) { return d.DomainName, d.DomainName }, "domainNames")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range domainPairs {
+		out = append(out, planItem(KindDomain, p.want.DomainName, p.want, p.have, func(d DomainName) DomainName { return d })...)
+	}
 	keyPairs, goneKeys, err := match(want.ApiKeys, current.ApiKeys, func(k ApiKey) (string, string) { return k.ID, k.Name }, "apiKeys")
 	if err != nil {
 		return nil, err
@@ -96,6 +104,9 @@ func Plan(current, desired *Document, prune bool) ([]Change, error) {
 	}
 	for _, p := range gonePlans {
 		out = append(out, Change{Action: Delete, Kind: KindUsagePlan, Name: p.Name, ID: p.ID})
+	}
+	for _, d := range goneDomains {
+		out = append(out, Change{Action: Delete, Kind: KindDomain, Name: d.DomainName, ID: d.DomainName})
 	}
 	return append(out, deletes...), nil
 }
@@ -175,6 +186,8 @@ func idName(v any) (string, string) {
 		return t.ID, t.Name
 	case Api:
 		return t.ID, t.Name
+	case DomainName:
+		return t.DomainName, t.DomainName
 	}
 	return "", ""
 }

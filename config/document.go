@@ -15,8 +15,8 @@ type Document struct {
 	Apis       []Api       `json:"apis"`
 	UsagePlans []UsagePlan `json:"usagePlans"`
 	ApiKeys    []ApiKey    `json:"apiKeys"`
-	// Extension point: custom domain names join here as "domainNames"
-	// once the store has them (docs/config.md).
+	// DomainNames are custom domain names with their base path mappings.
+	DomainNames []DomainName `json:"domainNames,omitempty"`
 }
 
 // Account is the account throttle (PATCH /account).
@@ -49,6 +49,29 @@ type Stage struct {
 	MethodSettings      MethodSettings        `json:"methodSettings,omitempty"`
 	Tags                map[string]string     `json:"tags,omitempty"`
 	RateLimitRules      []plans.RateLimitRule `json:"rateLimitRules,omitempty"`
+}
+
+// DomainName is a custom domain name (REGIONAL) and its base path
+// mappings. Its certificate is not part of a document (a private key never
+// leaves the store): apply leaves a stored certificate as it is, and a
+// domain it creates has none until one is uploaded (update-domain-name)
+// or a node serves one from its files.
+type DomainName struct {
+	DomainName              string            `json:"domainName"`
+	CertificateName         string            `json:"certificateName,omitempty"`
+	RegionalCertificateName string            `json:"regionalCertificateName,omitempty"`
+	RegionalCertificateArn  string            `json:"regionalCertificateArn,omitempty"`
+	SecurityPolicy          string            `json:"securityPolicy,omitempty"`
+	Tags                    map[string]string `json:"tags,omitempty"`
+	BasePathMappings        []BasePathMapping `json:"basePathMappings,omitempty"`
+}
+
+// BasePathMapping maps a base path ("(none)" for the root) of a domain
+// name to an API (by name) and, optionally, a stage.
+type BasePathMapping struct {
+	BasePath string `json:"basePath"`
+	Api      string `json:"api"`
+	Stage    string `json:"stage,omitempty"`
 }
 
 // UsagePlan is a usage plan; its api stages name APIs by name.

@@ -40,6 +40,10 @@ func Normalize(d *Document) (*Document, error) {
 		out.ApiKeys = append(out.ApiKeys, k)
 	}
 	slices.SortStableFunc(out.ApiKeys, func(x, y ApiKey) int { return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.ID, y.ID)) })
+	for _, dn := range d.DomainNames {
+		out.DomainNames = append(out.DomainNames, normalizeDomain(dn))
+	}
+	slices.SortFunc(out.DomainNames, func(x, y DomainName) int { return strings.Compare(x.DomainName, y.DomainName) })
 	return out, nil
 }
 
@@ -168,4 +172,25 @@ func Dump(d *Document) *Document {
 		}
 	}
 	return &out
+}
+
+// normalizeDomain writes the domain as the store keeps it: lower case,
+// security policy TLS_1_2 when unset, base paths "(none)" for the root,
+// mappings sorted by base path.
+func normalizeDomain(dn DomainName) DomainName {
+	d := plans.DomainName{DomainName: dn.DomainName, SecurityPolicy: dn.SecurityPolicy}
+	d.Normalize()
+	dn.DomainName, dn.SecurityPolicy, dn.Tags = d.DomainName, d.SecurityPolicy, nilIfEmpty(dn.Tags)
+	ms := make([]BasePathMapping, len(dn.BasePathMappings))
+	for i, m := range dn.BasePathMappings {
+		pm := plans.BasePathMapping{BasePath: m.BasePath, Stage: m.Stage}
+		pm.Normalize()
+		ms[i] = BasePathMapping{BasePath: pm.BasePath, Api: m.Api, Stage: pm.Stage}
+	}
+	slices.SortFunc(ms, func(x, y BasePathMapping) int { return strings.Compare(x.BasePath, y.BasePath) })
+	dn.BasePathMappings = ms
+	if len(ms) == 0 {
+		dn.BasePathMappings = nil
+	}
+	return dn
 }

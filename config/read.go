@@ -24,9 +24,11 @@ type Store interface {
 	ListApiKeys(ctx context.Context, nameQuery, customerID string, p plans.Page) ([]plans.ApiKey, string, error)
 	ListUsagePlanKeys(ctx context.Context, planID, nameQuery string, p plans.Page) ([]plans.UsagePlanKey, string, error)
 	GetAccount(ctx context.Context) (*plans.Account, error)
-	// CountConfig counts the stored APIs, usage plans and API keys, so
-	// that Read can tell a partial read from a whole one.
-	CountConfig(ctx context.Context) (apis, usagePlans, apiKeys int, err error)
+	ListDomainNames(ctx context.Context, p plans.Page) ([]plans.DomainName, string, error)
+	ListBasePathMappings(ctx context.Context, domain string, p plans.Page) ([]plans.BasePathMapping, string, error)
+	// CountConfig counts the stored APIs, usage plans, API keys and
+	// domain names, so that Read can tell a partial read from a whole one.
+	CountConfig(ctx context.Context) (plans.ConfigCounts, error)
 	Writer
 }
 
@@ -81,12 +83,16 @@ func Read(ctx context.Context, st Store) (*Document, error) {
 		d.ApiKeys = append(d.ApiKeys, ApiKey{ID: k.ID, Name: k.Name, Description: k.Description, Enabled: k.Enabled,
 			CustomerID: k.CustomerID, Tags: k.Tags, UsagePlans: members[k.ID]})
 	}
-	na, np, nk, err := st.CountConfig(ctx)
+	if d.DomainNames, err = readDomains(ctx, st, apiNames); err != nil {
+		return nil, err
+	}
+	n, err := st.CountConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if na != len(d.Apis) || np != len(d.UsagePlans) || nk != len(d.ApiKeys) {
-		return nil, plans.Unavailable(fmt.Errorf("read %d APIs, %d plans, %d keys of %d, %d, %d", len(d.Apis), len(d.UsagePlans), len(d.ApiKeys), na, np, nk),
+	read := plans.ConfigCounts{Apis: len(d.Apis), UsagePlans: len(d.UsagePlans), ApiKeys: len(d.ApiKeys), DomainNames: len(d.DomainNames)}
+	if n != read {
+		return nil, plans.Unavailable(fmt.Errorf("read %+v of %+v", read, n),
 			"the stored configuration could not be read whole; nothing was planned")
 	}
 	return Normalize(d)
@@ -151,4 +157,31 @@ func dumpPlan(p plans.UsagePlan, apiNames map[string]string) UsagePlan {
 		out.ApiStages = append(out.ApiStages, ApiStage{Api: name, Stage: as.Stage, Throttle: as.Throttle})
 	}
 	return out
+}
+
+func readDomains(ctx context.Context, st Store, apiNames map[string]string) ([]DomainName, error) {
+	ds, err := all(func(p plans.Page) ([]plans.DomainName, string, error) { return st.ListDomainNames(ctx, p) })
+	if err != nil {
+		return nil, err
+	}
+	var out []DomainName
+	for _, d := range ds {
+		ms, err := all(func(p plans.Page) ([]plans.BasePathMapping, string, error) {
+			return st.ListBasePathMappings(ctx, d.DomainName, p)
+		})
+		if err != nil {
+			return nil, err
+		}
+		dn := DomainName{DomainName: d.DomainName, CertificateName: d.CertificateName, RegionalCertificateName: d.RegionalCertificateName,
+			RegionalCertificateArn: d.RegionalCertificateArn, SecurityPolicy: d.SecurityPolicy, Tags: d.Tags}
+		for _, m := range ms {
+			api := apiNames[m.RestApiID]
+			if api == "" {
+				api = m.RestApiID
+			}
+			dn.BasePathMappings = append(dn.BasePathMappings, BasePathMapping{BasePath: m.BasePath, Api: api, Stage: m.Stage})
+		}
+		out = append(out, dn)
+	}
+	return out, nil
 }

@@ -79,3 +79,9 @@ func AuditOf(ctx context.Context) *AuditEntry {
 	e, _ := ctx.Value(auditKey{}).(*AuditEntry)
 	return e
 }
+
+// ConfigCounts are how many of each top-level item the store holds
+// (tollgate config checks that it read them all).
+type ConfigCounts struct {
+	Apis, UsagePlans, ApiKeys, DomainNames int
+}

@@ -24,7 +24,7 @@ type configCmd struct {
 
 type configDumpCmd struct {
 	adminFlags
-	Output string `short:"o" type:"path" help:"File to write (written whole or not at all), or a directory (an existing one, or a path ending in /) to write one file per API plus usage-plans.yaml, api-keys.yaml and account.yaml; default standard output."`
+	Output string `short:"o" type:"path" help:"File to write (written whole or not at all), or a directory (an existing one, or a path ending in /) to write one file per API plus usage-plans.yaml, api-keys.yaml, domain-names.yaml and account.yaml; default standard output."`
 }
 
 func (c *configDumpCmd) Run(ctx context.Context) error {
@@ -68,9 +68,10 @@ func writeDir(dir string, d *config.Document) error {
 		return err
 	}
 	files := map[string]*config.Document{
-		"usage-plans.yaml": {UsagePlans: d.UsagePlans},
-		"api-keys.yaml":    {ApiKeys: d.ApiKeys},
-		"account.yaml":     {Account: d.Account},
+		"usage-plans.yaml":  {UsagePlans: d.UsagePlans},
+		"api-keys.yaml":     {ApiKeys: d.ApiKeys},
+		"domain-names.yaml": {DomainNames: d.DomainNames},
+		"account.yaml":      {Account: d.Account},
 	}
 	for _, a := range d.Apis {
 		name := unsafeName.ReplaceAllString(a.Name, "-")
@@ -131,6 +132,7 @@ func readDocument(path string) (*config.Document, error) {
 		out.Apis = append(out.Apis, d.Apis...)
 		out.UsagePlans = append(out.UsagePlans, d.UsagePlans...)
 		out.ApiKeys = append(out.ApiKeys, d.ApiKeys...)
+		out.DomainNames = append(out.DomainNames, d.DomainNames...)
 	}
 	return out, nil
 }

@@ -144,12 +144,13 @@ func (db *DB) PruneAudit(ctx context.Context, olderThan time.Duration) (int64, e
 	return n, err
 }
 
-// CountConfig counts the stored REST APIs, usage plans and API keys
-// (tollgate config checks that it read them all).
-func (db *DB) CountConfig(ctx context.Context) (apis, usagePlans, apiKeys int, err error) {
-	err = db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+// CountConfig counts the stored REST APIs, usage plans, API keys and
+// domain names (tollgate config checks that it read them all).
+func (db *DB) CountConfig(ctx context.Context) (plans.ConfigCounts, error) {
+	var n plans.ConfigCounts
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM rest_apis), (SELECT count(*) FROM usage_plans),
-			(SELECT count(*) FROM api_keys)`).Scan(&apis, &usagePlans, &apiKeys)
+			(SELECT count(*) FROM api_keys), (SELECT count(*) FROM domain_names)`).Scan(&n.Apis, &n.UsagePlans, &n.ApiKeys, &n.DomainNames)
 	})
-	return apis, usagePlans, apiKeys, err
+	return n, err
 }
