@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -106,6 +107,7 @@ func (s *Server) runConfig(w http.ResponseWriter, r *http.Request, apply bool) e
 		if err := mayApply(principalOf(ctx), changes); err != nil {
 			return err
 		}
+		summarize(ctx, prune, changes)
 		ap := config.Applier{Store: s.config, NewKey: func() (string, string) {
 			v := s.keyFmt.New()
 			return v, plans.HashKey(v, s.pepper)
@@ -136,4 +138,19 @@ func mayApply(p principal, changes []config.Change) error {
 		}
 	}
 	return nil
+}
+
+// summarize makes the apply's own audit entry (recorded when its
+// transaction commits) the list of what it changed, rather than the whole
+// document; each change has an entry of its own.
+func summarize(ctx context.Context, prune bool, changes []config.Change) {
+	e := plans.AuditOf(ctx)
+	if e == nil {
+		return
+	}
+	list := make([]string, len(changes))
+	for i, c := range changes {
+		list[i] = c.Action + " " + c.Kind + " " + c.Name
+	}
+	e.Change, _ = json.Marshal(map[string]any{"prune": prune, "changes": list})
 }

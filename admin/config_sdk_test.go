@@ -130,6 +130,10 @@ func TestConfigPlanShowsExactlyTheEditAndApplyMakesIt(t *testing.T) {
 	if len(entries) == 0 || entries[0].Source != "config" || entries[0].Operation != "UpdateUsagePlan" || entries[0].Actor != "bootstrap" {
 		t.Fatalf("audit of the plan: got %+v, want UpdateUsagePlan by bootstrap through config", entries)
 	}
+	applied, _ := e.audit("?resource=/config/apply")
+	if len(applied) != 1 || mustJSON(applied[0].Change) != `{"changes":["update usagePlan gold"],"prune":false}` {
+		t.Fatalf("the apply's own entry: got %+v, want the list of its changes", applied)
+	}
 }
 
 func TestConfigAppliedToAFreshStackReproducesIt(t *testing.T) {
