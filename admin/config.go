@@ -15,10 +15,12 @@ import (
 
 // ConfigStore is what the whole-configuration endpoints need
 // (plans/postgres.DB): the store's reads and writes, run in one
-// transaction by Atomically.
+// transaction by Atomically (apply: locks the configuration) or
+// Consistently (dump and plan: read-only, locks nothing).
 type ConfigStore interface {
 	config.Store
 	Atomically(ctx context.Context, bound time.Duration, fn func(ctx context.Context) error) error
+	Consistently(ctx context.Context, bound time.Duration, fn func(ctx context.Context) error) error
 }
 
 // configBound limits one config plan or apply, all of it.
@@ -37,7 +39,7 @@ func (s *Server) configRoutes(r chi.Router) {
 // YAML when Accept asks for it, else JSON; never a key value.
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
 	var d *config.Document
-	err := s.config.Atomically(r.Context(), configBound, func(ctx context.Context) error {
+	err := s.config.Consistently(r.Context(), configBound, func(ctx context.Context) error {
 		var err error
 		d, err = config.Read(ctx, s.config)
 		return err
@@ -94,7 +96,11 @@ func (s *Server) runConfig(w http.ResponseWriter, r *http.Request, apply bool) e
 		return err
 	}
 	out := configResult{Changes: []config.Change{}}
-	err = s.config.Atomically(r.Context(), configBound, func(ctx context.Context) error {
+	run := s.config.Consistently
+	if apply {
+		run = s.config.Atomically
+	}
+	err = run(r.Context(), configBound, func(ctx context.Context) error {
 		current, err := config.Read(ctx, s.config)
 		if err != nil {
 			return err

@@ -209,10 +209,10 @@ func TestConfigApplyIsAllOrNothingAndNamesTheItem(t *testing.T) {
 	e.demo()
 	doc := e.dump()
 	bad := strings.Replace(doc, "limit: 1000", "limit: 2000", 1)
-	bad = strings.Replace(bad, "usagePlans:\n", "usagePlans:\n  - name: broken\n    quota:\n      period: FORTNIGHT\n      limit: 5\n", 1)
+	bad = strings.Replace(bad, "usagePlans:\n", "usagePlans:\n  - name: zz-broken\n    quota:\n      period: FORTNIGHT\n      limit: 5\n", 1)
 	code, _, body := e.raw(http.MethodPost, "/config/apply", bad)
-	if code != http.StatusBadRequest || !strings.Contains(body, "usagePlans[broken]") {
-		t.Fatalf("apply of a bad plan: got %d %s, want 400 naming usagePlans[broken]", code, body)
+	if code != http.StatusBadRequest || !strings.Contains(body, "usagePlans[zz-broken]") {
+		t.Fatalf("apply of a bad plan: got %d %s, want 400 naming usagePlans[zz-broken]", code, body)
 	}
 	if got := e.configCall("plan", "", doc); len(got.Changes) != 0 {
 		t.Fatalf("after the failed apply: got %+v, want nothing changed", got.Changes)

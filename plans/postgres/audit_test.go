@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,5 +50,26 @@ func TestPruneAuditDeletesOnlyOldEntries(t *testing.T) {
 	got, _, _ := db.AuditEntries(ctx, plans.AuditQuery{})
 	if n != 2 || len(got) != 1 {
 		t.Fatalf("pruned %d, %d left; want 2 pruned, 1 left", n, len(got))
+	}
+}
+
+func TestAtomicallyCommitsAllOrNothing(t *testing.T) {
+	db := newDB(t)
+	err := db.Atomically(ctx, time.Minute, func(ctx context.Context) error {
+		must(t, db.CreateUsagePlan(ctx, &plans.UsagePlan{Name: "first"}))
+		return db.DeleteUsagePlan(ctx, "nosuchplan") // fails after a write that succeeded
+	})
+	wantErr(t, err, plans.KindNotFound, "-")
+	got, _, err := db.ListUsagePlans(ctx, "", plans.Page{})
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("got %d plans after a failed Atomically, want none", len(got))
+	}
+	must(t, db.Atomically(ctx, time.Minute, func(ctx context.Context) error {
+		must(t, db.CreateUsagePlan(ctx, &plans.UsagePlan{Name: "a"}))
+		return db.CreateUsagePlan(ctx, &plans.UsagePlan{Name: "b"})
+	}))
+	if got, _, _ = db.ListUsagePlans(ctx, "", plans.Page{}); len(got) != 2 {
+		t.Fatalf("got %d plans, want 2", len(got))
 	}
 }

@@ -220,6 +220,21 @@ func (db *DB) Atomically(ctx context.Context, bound time.Duration, fn func(ctx c
 	})
 }
 
+// Consistently runs fn in one read-only REPEATABLE READ transaction that
+// every store call made with fn's context joins, so fn sees one committed
+// state throughout and locks nothing (tollgate config dump and plan).
+// bound limits the whole transaction.
+func (db *DB) Consistently(ctx context.Context, bound time.Duration, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return db.inTx(ctx, readOnly, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", strconv.FormatInt(bound.Milliseconds(), 10)); err != nil {
+			return err
+		}
+		return fn(context.WithValue(ctx, sharedTxKey{}, &sharedTx{tx: tx, now: now}))
+	})
+}
+
 func retryable(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
