@@ -8,6 +8,6 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/tollgate ./cmd/echo ./cmd/de
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
-EXPOSE 8000 8001
+EXPOSE 8000 8001 8443
 ENTRYPOINT ["/usr/local/bin/tollgate"]
 CMD ["serve"]

@@ -107,6 +107,9 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 		slog.Int64("bytes", sw.bytes),
 		slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
 	)
+	if ex.domain != nil {
+		attrs = append(attrs, slog.String("domain", ex.domain.name))
+	}
 	attrs = appendIf(attrs, "key_id", ex.keyID)
 	attrs = appendIf(attrs, "plan_id", ex.planID)
 	attrs = appendIf(attrs, "error_type", ex.errType)

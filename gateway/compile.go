@@ -14,6 +14,7 @@ import (
 type config struct {
 	version int64
 	apis    map[string]*apiConfig
+	domains map[string]*domainRoute // custom domain names by name (certStore.compileDomains)
 }
 
 // hasStage reports whether c serves stage of apiID.

@@ -1,14 +1,16 @@
 // Package gateway is tollgate's data plane (docs/architecture.md,
 // docs/behaviour.md): an http.Handler that routes
 // `Host: {restApiId}.execute-api.<anything>` and
-// `/{stageName}/{resource path}` to a method of the deployment a stage
-// serves, checks the caller's API key, asks the engine for one atomic
+// `/{stageName}/{resource path}`, or a custom domain name's
+// `/{basePath}/{resource path}` through its base path mappings, to a
+// method of the deployment a stage serves, checks the caller's API key, asks the engine for one atomic
 // decision over the plan, stage and account buckets and the plan quota,
 // writes the caller's rate-limit headers and calls the integration
 // (HTTP_PROXY through httputil.ReverseProxy, or MOCK).
 //
 // The server runs on an immutable compiled form of a *plans.Snapshot (one
-// tree router per stage, every bucket resolved), built off the request path
+// tree router per stage, every bucket resolved, each custom domain's
+// certificate parsed and its base path tree), built off the request path
 // by SetSnapshot and swapped in whole through an atomic pointer; a request
 // loads it once. Key records come from a KeyLookup (push.Reader in
 // production); decisions and the response cache from an Engine, the port
@@ -37,8 +39,11 @@
 //	srv = gateway.New(gateway.Options{
 //		Keys: reader, Engine: eng, KeyPepper: pepper, FailureMode: mode, TrustedProxies: proxies,
 //		Logger: logger, Metrics: metrics, Ready: func(ctx context.Context) error { return reader.Ready() },
+//		Secrets: secretsKey, CertificateFiles: files,
 //	})
 //	hs := &http.Server{Handler: srv, ReadHeaderTimeout: gateway.ReadHeaderTimeout, MaxHeaderBytes: gateway.ServerMaxHeaderBytes}
+//	tlsServer := &http.Server{Handler: srv, TLSConfig: srv.TLSConfig(), ...} // ServeTLS(ln, "", "")
+//	go srv.WatchCertificateFiles(ctx, 0)
 //
 // srv must be assigned before reader.Start delivers the first snapshot.
 package gateway

@@ -18,6 +18,10 @@ import (
 // built in place (arrays reused so the hot path allocates little).
 // Functions of the request path take it rather than its parts.
 type exchange struct {
+	cfg               *config          // the snapshot, loaded once for the request; nil before the first
+	domain            *domainRoute     // the custom domain name of the Host; nil on an execute-api host
+	stagePath         string           // the escaped path that names the stage, then the resource
+	usage             bool             // the request is for the partner usage endpoint (UsagePath)
 	m                 *method          // the routed method
 	rec               *plans.KeyRecord // the caller's key record; nil unless the method requires a key
 	sp                *stagePlan       // the caller's plan on this stage; nil without a key
@@ -44,7 +48,8 @@ type exchange struct {
 }
 
 // ServeHTTP serves API requests on `{restApiId}.execute-api.*` hosts and
-// /healthz and /readyz on any other host.
+// on custom domain names (through their base path mappings), and /healthz
+// and /readyz on any other host.
 //
 // Every request body is bounded in size (MaxBodyBytes) and in time
 // (Options.BodyLimits), whichever host it was sent to.
@@ -55,12 +60,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = reqbody.Wrap(w, r, s.bodyLimits)
 		defer body.Finish()
 	}
+	cfg := s.cfg.Load()
 	apiID, ok := apiIDFromHost(r.Host)
+	var domain *domainRoute
 	if !ok {
-		s.serveHealth(w, r)
-		return
+		if domain = cfg.domainFor(r.Host); domain == nil {
+			s.serveHealth(w, r)
+			return
+		}
 	}
-	ex := &exchange{id: newRequestID(), start: time.Now(), api: apiID, method: r.Method, body: body}
+	ex := &exchange{id: newRequestID(), start: time.Now(), cfg: cfg, domain: domain, api: apiID, method: r.Method, body: body,
+		stagePath: r.URL.EscapedPath(), usage: r.URL.Path == UsagePath}
 	defer ex.endSlots() // also when serving panics or the client went away
 	ex.peer = clientaddr.Peer(r)
 	ex.client = clientaddr.Client(r, ex.peer, s.trusted)
@@ -87,7 +97,10 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	if !s.checkInput(w, r, ex) {
 		return
 	}
-	if r.URL.Path == UsagePath {
+	if ex.domain != nil && !s.mapBasePath(w, r, ex) {
+		return
+	}
+	if ex.usage {
 		s.serveUsage(w, r, ex)
 		return
 	}
@@ -159,12 +172,13 @@ func headerBytes(r *http.Request) int {
 	return n
 }
 
-// route resolves (stage, resource, method) from the snapshot, loaded once
-// for the whole request, with the path parameters in ex.params, or writes
+// route resolves (stage, resource, method) from the snapshot loaded for
+// the request (ex.cfg) and ex.stagePath, with the path parameters in
+// ex.params, or writes
 // 404 / 405 / 503 (no snapshot yet) and returns nil. ex.lreq.Version is
 // the snapshot's.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *method {
-	cfg := s.cfg.Load()
+	cfg := ex.cfg
 	if cfg == nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "no config snapshot loaded"
 		writeUnavailable(w)
@@ -172,7 +186,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *me
 	}
 	ex.lreq.Version = cfg.version
 	api := cfg.apis[ex.api]
-	stageName, rest, ok := splitStagePath(r.URL.EscapedPath())
+	stageName, rest, ok := splitStagePath(ex.stagePath)
 	var st *stageConfig
 	if api != nil && ok {
 		st = api.stages[stageName]

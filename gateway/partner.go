@@ -87,7 +87,7 @@ type dayUsage struct {
 // one decision on the key's plan bucket alone (no quota, no usage count;
 // a 429 when empty), then the figures read from the limiter.
 func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
-	cfg := s.cfg.Load()
+	cfg := ex.cfg
 	if cfg == nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "no config snapshot loaded"
 		writeUnavailable(w)

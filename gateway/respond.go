@@ -22,6 +22,7 @@ var (
 	errNotFound       = errorType{http.StatusNotFound, "Not Found", "NotFoundException"}
 	errMethodNotAllow = errorType{http.StatusMethodNotAllowed, "Method Not Allowed", "MethodNotAllowedException"}
 	errForbidden      = errorType{http.StatusForbidden, "Forbidden", "ForbiddenException"}
+	errMisdirected    = errorType{http.StatusMisdirectedRequest, "Misdirected Request", "MisdirectedRequestException"}
 	errThrottled      = errorType{http.StatusTooManyRequests, "Too Many Requests", "TooManyRequestsException"}
 	errQuota          = errorType{http.StatusTooManyRequests, "Limit Exceeded", "LimitExceededException"}
 	errUnavailable    = errorType{http.StatusServiceUnavailable, "Service Unavailable", "ServiceUnavailableException"}

@@ -15,6 +15,7 @@ import (
 	"tollgate/internal/clientaddr"
 	"tollgate/internal/reqbody"
 	"tollgate/plans"
+	"tollgate/seal"
 )
 
 // Input limits (docs/behaviour.md "Limits"). cmd sets ReadHeaderTimeout
@@ -92,6 +93,14 @@ type Options struct {
 	// node's clock (time.Now); tests inject one. Limits and usage never
 	// read it: they run on Redis's time.
 	CacheClock func() time.Time
+	// Secrets opens the sealed private keys of custom domain names'
+	// certificates (TOLLGATE_SECRETS_KEY; package seal); nil opens only
+	// keys stored as given.
+	Secrets *seal.Key
+	// CertificateFiles are the certificates of this node's configuration
+	// (TOLLGATE_GATEWAY_TLS_CERTIFICATES), by the regionalCertificateArn
+	// a domain name names them with; WatchCertificateFiles reloads them.
+	CertificateFiles map[string]CertificateFiles
 }
 
 // Server is the gateway's http.Handler. Create it with New and give it a
@@ -117,6 +126,7 @@ type Server struct {
 	flight       cache.Flight     // concurrent misses and refreshes of one entry on this node
 	now          func() time.Time // the cache's clock (Options.CacheClock)
 	fills        sync.WaitGroup   // misses and refreshes until their fill landed (tests wait)
+	certs        *certStore       // custom domain names' certificates (TLSConfig)
 }
 
 // New returns a Server configured by opts. It panics when Keys or Engine
@@ -159,6 +169,7 @@ func New(opts Options) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	s.certs = newCertStore(opts.Secrets, opts.CertificateFiles, s.log)
 	transport := opts.Transport
 	if transport == nil {
 		transport = NewTransport()
@@ -168,7 +179,8 @@ func New(opts Options) *Server {
 }
 
 // SetSnapshot validates and compiles snap (routers per stage, resolved
-// buckets) and swaps it in whole; requests already running keep the one
+// buckets, custom domain names with their certificates) and swaps it in
+// whole; requests already running keep the one
 // they loaded. SetSnapshot does not change snap; the compiled form keeps
 // references into it, so the caller must not change it afterwards. On
 // error the previous snapshot keeps serving, Ready fails until a later
@@ -185,6 +197,7 @@ func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
 		s.log.LogAttrs(context.Background(), slog.LevelError, "config snapshot rejected; keeping the previous one", slog.String("error", err.Error()))
 		return err
 	}
+	cfg.domains = s.certs.compileDomains(snap.Domains)
 	old := s.cfg.Swap(cfg)
 	s.rejected.Store(nil)
 	s.metrics.ConfigVersion.Set(float64(cfg.version))

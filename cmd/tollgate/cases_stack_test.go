@@ -38,7 +38,8 @@ type stackOptions struct {
 	allInOne       bool          // one node of role "all" is the admin and both gateways
 	adminToken     string        // TOLLGATE_ADMIN_TOKEN besides the SigV4 credentials
 	flushInterval  time.Duration // TOLLGATE_USAGE_FLUSH_INTERVAL; 0 = the default
-	secretsKey     string        // TOLLGATE_SECRETS_KEY
+	secretsKey     string        // TOLLGATE_SECRETS_KEY of every node
+	tlsCerts       string        // TOLLGATE_GATEWAY_TLS_CERTIFICATES of the gateways
 }
 
 // mustStackWith starts one admin and two gateway Mains sharing one database
@@ -80,6 +81,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		DatabaseURL: o.databaseURL, RedisURL: o.redisURL, RedisPrefix: prefix,
 		RedisTimeout: o.redisTimeout, AdminAddr: "127.0.0.1:0", GatewayAddr: "127.0.0.1:0",
 		MetricsAddr: "127.0.0.1:0", AccountRateLimit: 10000, AccountBurstLimit: 5000,
+		GatewayTLSAddr: "127.0.0.1:0", GatewayTLSCerts: o.tlsCerts,
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, UsageFlushInterval: o.flushInterval,
 		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken, SecretsKey: []byte(o.secretsKey)},

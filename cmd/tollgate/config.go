@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"tollgate/gateway"
 	"tollgate/internal/reqbody"
 	"tollgate/seal"
 )
@@ -26,6 +27,8 @@ type Config struct {
 	LeaseLifetime       time.Duration `help:"Lifetime of a capacity lease: a hot key's decision takes several tokens and quota units and the node admits on them without a Redis round trip for at most this long (at most 100ms; 0 turns leases off; docs/leases.md)." default:"100ms" env:"TOLLGATE_LEASE_LIFETIME"`
 	AdminAddr           string        `help:"Admin API listen address: loopback by default (reach it through a tunnel, or bind a private address on purpose; docs/operations.md)." default:"127.0.0.1:8001" env:"TOLLGATE_ADMIN_ADDR"`
 	GatewayAddr         string        `help:"Gateway listen address: every interface by default (partners must reach it)." default:":8000" env:"TOLLGATE_GATEWAY_ADDR"`
+	GatewayTLSAddr      string        `help:"Gateway HTTPS listen address for custom domain names: TLS 1.2 and newer, HTTP/2, each domain's certificate by SNI; empty: no HTTPS listener (docs/behaviour.md)." default:":8443" env:"TOLLGATE_GATEWAY_TLS_ADDR"`
+	GatewayTLSCerts     string        `name:"gateway-tls-certificates" help:"Certificates of this node for custom domain names created with a regionalCertificateArn: ARN=CERTFILE,KEYFILE entries separated by ; or new lines (CERTFILE: the certificate, then its chain); changed files are served within 5 s." env:"TOLLGATE_GATEWAY_TLS_CERTIFICATES"`
 	MetricsAddr         string        `help:"Metrics listen address of a gateway-only node (admin nodes serve /metrics on the admin port)." default:"127.0.0.1:9100" env:"TOLLGATE_METRICS_ADDR"`
 	Pprof               bool          `help:"Also serve Go's runtime profiles (net/http/pprof) under /debug/pprof/ on the metrics listener of a gateway-only node; keep that listener private." env:"TOLLGATE_PPROF"`
 	AccountRateLimit    float64       `help:"Account throttle rate in requests per second; seeds PostgreSQL on first start, after which PATCH /account is authoritative." default:"10000" env:"TOLLGATE_ACCOUNT_RATE_LIMIT"`
@@ -150,6 +153,30 @@ func trustedProxies(env string, list []string) ([]netip.Prefix, error) {
 			}
 			out = append(out, p.Masked())
 		}
+	}
+	return out, nil
+}
+
+// certificateFiles parses TOLLGATE_GATEWAY_TLS_CERTIFICATES: entries
+// ARN=CERTFILE,KEYFILE separated by ";" or new lines. Errors name the
+// variable and the entry.
+func certificateFiles(v string) (map[string]gateway.CertificateFiles, error) {
+	out := map[string]gateway.CertificateFiles{}
+	for _, entry := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == '\n' }) {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		arn, files, ok := strings.Cut(entry, "=")
+		certFile, keyFile, ok2 := strings.Cut(files, ",")
+		arn, certFile, keyFile = strings.TrimSpace(arn), strings.TrimSpace(certFile), strings.TrimSpace(keyFile)
+		if !ok || !ok2 || arn == "" || certFile == "" || keyFile == "" {
+			return nil, fmt.Errorf("TOLLGATE_GATEWAY_TLS_CERTIFICATES: entry %q is not ARN=CERTFILE,KEYFILE", entry)
+		}
+		if _, dup := out[arn]; dup {
+			return nil, fmt.Errorf("TOLLGATE_GATEWAY_TLS_CERTIFICATES: %s is listed twice", arn)
+		}
+		out[arn] = gateway.CertificateFiles{CertFile: certFile, KeyFile: keyFile}
 	}
 	return out, nil
 }

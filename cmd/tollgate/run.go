@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -43,9 +46,10 @@ type Main struct {
 
 	// AdminAddr and GatewayAddr are the addresses bound by Run
 	// ("127.0.0.1:41234"); empty for a role that does not run.
-	AdminAddr   string
-	GatewayAddr string
-	MetricsAddr string
+	AdminAddr      string
+	GatewayAddr    string
+	GatewayTLSAddr string // the HTTPS listener of custom domain names; empty when off
+	MetricsAddr    string
 
 	// UsageSource is where an admin node's flush worker takes usage from
 	// (docs/usage.md); nil means the limiter Redis's own (the admin's
@@ -233,6 +237,10 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err := m.engine.Load(ctx); err != nil {
 		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}
+	certFiles, err := certificateFiles(cfg.GatewayTLSCerts)
+	if err != nil {
+		return err
+	}
 	metrics := gateway.NewMetrics()
 	m.registry.MustRegister(metrics.Collectors()...)
 	// The reader feeds snapshots to the gateway and serves it key lookups;
@@ -248,16 +256,18 @@ func (m *Main) startGateway(ctx context.Context) error {
 		Logger:     m.Logger,
 	})
 	m.gw = gateway.New(gateway.Options{
-		Keys:           m.reader,
-		Engine:         m.engine,
-		KeyPepper:      cfg.Secrets.KeyPepper,
-		KeyFormat:      plans.KeyFormat{Prefix: cfg.KeyPrefix},
-		FailureMode:    cfg.LimiterFailureMode,
-		TrustedProxies: m.gatewayProxies,
-		BodyLimits:     cfg.bodyLimits(),
-		Logger:         m.Logger,
-		Metrics:        metrics,
-		Ready:          func(context.Context) error { return m.reader.Ready() },
+		Keys:             m.reader,
+		Engine:           m.engine,
+		KeyPepper:        cfg.Secrets.KeyPepper,
+		KeyFormat:        plans.KeyFormat{Prefix: cfg.KeyPrefix},
+		FailureMode:      cfg.LimiterFailureMode,
+		TrustedProxies:   m.gatewayProxies,
+		BodyLimits:       cfg.bodyLimits(),
+		Logger:           m.Logger,
+		Metrics:          metrics,
+		Ready:            func(context.Context) error { return m.reader.Ready() },
+		Secrets:          m.secrets,
+		CertificateFiles: certFiles,
 	})
 	if err := m.reader.Start(ctx); err != nil {
 		return err
@@ -265,6 +275,11 @@ func (m *Main) startGateway(ctx context.Context) error {
 	m.goRun(func() { m.reader.Run(ctx) })
 	bound, err := m.listen("gateway", cfg.GatewayAddr, m.gw, gateway.ServerMaxHeaderBytes)
 	m.GatewayAddr = bound
+	if err != nil || cfg.GatewayTLSAddr == "" {
+		return err
+	}
+	m.goRun(func() { m.gw.WatchCertificateFiles(ctx, 0) })
+	m.GatewayTLSAddr, err = m.listenTLS("gateway-tls", cfg.GatewayTLSAddr, m.gw, gateway.ServerMaxHeaderBytes, m.gw.TLSConfig())
 	return err
 }
 
@@ -365,20 +380,47 @@ func (m *Main) pruneAudit(ctx context.Context, db *postgres.DB, retention time.D
 // listen binds addr and serves h (the server named server: "admin",
 // "gateway" or "metrics") in the background; it returns the bound address.
 func (m *Main) listen(server, addr string, h http.Handler, maxHeader int) (string, error) {
+	return m.listenTLS(server, addr, h, maxHeader, nil)
+}
+
+// listenTLS is listen over TLS with tlsCfg (nil: plain HTTP). A failed
+// TLS handshake (a client naming no custom domain, or an old TLS version)
+// is logged at debug level: scanners make many.
+func (m *Main) listenTLS(server, addr string, h http.Handler, maxHeader int, tlsCfg *tls.Config) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeader,
-		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)}
+		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn), TLSConfig: tlsCfg}
+	if tlsCfg != nil {
+		srv.ErrorLog = log.New(handshakeLog{m.Logger.With("server", server)}, "", 0)
+	}
 	m.servers = append(m.servers, srv)
 	m.goRun(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := srv.Serve
+		if tlsCfg != nil {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Logger.Error("server stopped", "addr", ln.Addr().String(), "err", err)
 		}
 	})
 	m.Logger.Info("listening", "server", server, "addr", ln.Addr().String(), "role", m.Config.Role)
 	return ln.Addr().String(), nil
+}
+
+// handshakeLog is the error log of a TLS listener: "TLS handshake error"
+// lines at debug level, anything else at warn.
+type handshakeLog struct{ log *slog.Logger }
+
+func (h handshakeLog) Write(p []byte) (int, error) {
+	level := slog.LevelWarn
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		level = slog.LevelDebug
+	}
+	h.log.Log(context.Background(), level, string(bytes.TrimSpace(p)))
+	return len(p), nil
 }
 
 func (m *Main) goRun(f func()) {
