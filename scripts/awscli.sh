@@ -9,7 +9,11 @@
 #   the key is throttled, a CORS preflight and a cross-origin 429 (with
 #   curl, and from a page in headless Chromium when /usr/bin/chromium exists),
 #   get-usage, tag-resource/get-tags (an API key's, a stage's stale answer
-#   tags), get-export and a re-import of it.
+#   tags), get-export and a re-import of it;
+#   and, in a section of its own at the end, a custom domain name
+#   (create-domain-name with a certificate from a CA made here with openssl,
+#   a multi-level base path mapping, HTTPS calls with a key through curl
+#   --resolve and --cacert, a renewed certificate through update-domain-name).
 # Everything runs on loopback: its own database (dropped at the end), its
 # own Redis key prefix on the test Redis, free ports. PostgreSQL and Redis
 # must answer (scripts/services.sh).
@@ -55,6 +59,7 @@ free_port() {
 }
 admin_port=$(free_port)
 gw_port=$(free_port)
+tls_port=$(free_port)
 echo_port=$(free_port)
 
 $GO build -o "$run/" ./cmd/tollgate ./cmd/echo
@@ -63,6 +68,9 @@ psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE $db" >/dev/null
 export TOLLGATE_DATABASE_URL="postgres://postgres@127.0.0.1:5432/$db?sslmode=disable"
 export TOLLGATE_REDIS_PREFIX=$prefix
 export TOLLGATE_ADMIN_ADDR=127.0.0.1:$admin_port TOLLGATE_GATEWAY_ADDR=127.0.0.1:$gw_port
+export TOLLGATE_GATEWAY_TLS_ADDR=127.0.0.1:$tls_port
+# Custom domain names' private keys are stored sealed with it (the domain section below).
+export TOLLGATE_SECRETS_KEY=awscli-test-secrets-key-0123456789abcdef
 export TOLLGATE_ADMIN_ACCESS_KEY_ID=AKIDAWSCLITEST TOLLGATE_ADMIN_SECRET_ACCESS_KEY=awscli-test-secret
 export TOLLGATE_LOG_FORMAT=text
 # A loaded test machine can miss the production 50 ms decision deadline, and
@@ -241,5 +249,89 @@ got=$(apigw get-resources --rest-api-id "$again" --query 'sort(items[].path)' --
 apigw get-export --rest-api-id "$api" --stage-name prod --export-type swagger "$run/export.json" >/dev/null || fail "get-export swagger"
 grep -q '"swagger": "2.0"' "$run/export.json" || fail "swagger export: $(head -c 200 "$run/export.json")"
 ok "get-export (oas30 YAML with extensions, swagger JSON) and a re-import of it"
+
+# ---------------------------------------------------------------------------
+# Custom domain names: partners keep https://api.example.test/v1/pets-api/...
+# A CA made here (root, intermediate) issues the domain's certificate; the
+# AWS CLI creates the domain with it (PEM body, chain and private key) and a
+# multi-level base path mapping to the imported API's prod stage; curl calls
+# the gateway's HTTPS listener with a key of its own, trusting the root only.
+# ---------------------------------------------------------------------------
+domain=api.example.test
+tls() { openssl "$@" 2>>"$run/openssl.log" || fail "openssl $1"; }
+tls req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=awscli test root" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -keyout "$run/root.key" -out "$run/root.crt"
+tls req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=awscli test intermediate" \
+  -keyout "$run/inter.key" -out "$run/inter.csr"
+printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n' >"$run/inter.ext"
+tls x509 -req -in "$run/inter.csr" -CA "$run/root.crt" -CAkey "$run/root.key" -CAcreateserial -days 2 \
+  -extfile "$run/inter.ext" -out "$run/inter.crt"
+printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$domain" >"$run/leaf.ext"
+issue() { # issue NAME: a key and a certificate for $domain signed by the intermediate
+  tls req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$domain" -keyout "$run/$1.key" -out "$run/$1.csr"
+  tls x509 -req -in "$run/$1.csr" -CA "$run/inter.crt" -CAkey "$run/inter.key" -CAcreateserial -days 2 \
+    -extfile "$run/leaf.ext" -out "$run/$1.crt"
+}
+issue leaf
+apigw create-domain-name --domain-name "$domain" --endpoint-configuration types=REGIONAL \
+  --regional-certificate-name awscli-leaf --certificate-body "file://$run/leaf.crt" \
+  --certificate-chain "file://$run/inter.crt" --certificate-private-key "file://$run/leaf.key" >"$run/domain.json" \
+  || fail "create-domain-name"
+grep -q '"domainNameStatus": "AVAILABLE"' "$run/domain.json" || fail "create-domain-name: $(cat "$run/domain.json")"
+apigw get-domain-name --domain-name "$domain" --output json >"$run/domain.json" || fail "get-domain-name"
+! grep -q 'PRIVATE KEY\|BEGIN CERTIFICATE' "$run/domain.json" || fail "get-domain-name shows the certificate or its key"
+apigw create-domain-name --domain-name other.example.test --certificate-body "file://$run/leaf.crt" \
+  --certificate-private-key "file://$run/inter.key" >/dev/null 2>"$run/refused.txt" && fail "a key of another certificate was accepted"
+grep -q 'BadRequestException' "$run/refused.txt" || fail "a key of another certificate: $(cat "$run/refused.txt")"
+ok "create-domain-name $domain (PEM body, chain and key; the key never shown; a key of another certificate refused)"
+
+apigw create-base-path-mapping --domain-name "$domain" --base-path v1/pets-api --rest-api-id "$api" --stage prod >/dev/null \
+  || fail "create-base-path-mapping"
+[ "$(apigw get-base-path-mapping --domain-name "$domain" --base-path v1/pets-api --query stage --output text)" = prod ] \
+  || fail "get-base-path-mapping v1/pets-api"
+domain_key=CliDomainKey0123456789abcdef
+dkeyid=$(apigw create-api-key --name cli-domain --enabled --value "$domain_key" --query id --output text) || fail "create-api-key"
+apigw create-usage-plan-key --usage-plan-id "$plan" --key-id "$dkeyid" --key-type API_KEY >/dev/null || fail "create-usage-plan-key"
+ok "create-base-path-mapping v1/pets-api to $api/prod; a key of its own in $plan"
+
+https() { # https PATH [curl args...]: GET https://$domain:$tls_port/PATH through the HTTPS listener
+  local path=$1
+  shift
+  curl -s --resolve "$domain:$tls_port:127.0.0.1" --cacert "$run/root.crt" "$@" "https://$domain:$tls_port/$path"
+}
+# The config reaches the gateway through Redis: wait (without the key, whose
+# plan allows 2 calls) until the mapping answers.
+for _ in $(seq 1 100); do
+  [ "$(https v1/pets-api/pets -o /dev/null -w '%{http_code}')" = 403 ] && break
+  sleep 0.05
+done
+code=$(https v1/pets-api/pets -o "$run/domain-call.json" -w '%{http_code} %{http_version}' -H "x-api-key: $domain_key") \
+  || fail "HTTPS call: curl exit $?"
+[ "$code" = "200 2" ] || fail "HTTPS call with the key: got $code, want 200 over HTTP/2: $(cat "$run/domain-call.json")"
+grep -q '"path":"/pets"' "$run/domain-call.json" && grep -q '"X-Forwarded-Proto":\["https"\]' "$run/domain-call.json" \
+  || fail "the upstream did not see /pets over https: $(cat "$run/domain-call.json")"
+[ "$(https v1/pets-api/pets -o /dev/null -w '%{http_code}')" = 403 ] || fail "HTTPS call without a key: want 403"
+[ "$(https v2/pets -o /dev/null -w '%{http_code}' -H "x-api-key: $domain_key")" = 403 ] || fail "a path under no base path: want 403"
+curl -s -o /dev/null --resolve "nope.example.test:$tls_port:127.0.0.1" --cacert "$run/root.crt" \
+  "https://nope.example.test:$tls_port/" && fail "a TLS handshake for a name no domain holds succeeded"
+ok "HTTPS via $domain/v1/pets-api with the key: 200 over HTTP/2, the upstream saw /pets; no key or no mapping 403; unknown name refused"
+
+served_serial() {
+  openssl s_client -connect "127.0.0.1:$tls_port" -servername "$domain" -CAfile "$run/root.crt" </dev/null 2>/dev/null \
+    | openssl x509 -noout -serial
+}
+issue renewed
+pem_json() { awk '{printf "%s\\n", $0}' "$1"; }
+printf '[{"op":"replace","path":"/certificateBody","value":"%s"},{"op":"replace","path":"/certificatePrivateKey","value":"%s"}]' \
+  "$(pem_json "$run/renewed.crt")" "$(pem_json "$run/renewed.key")" >"$run/renew.json"
+apigw update-domain-name --domain-name "$domain" --patch-operations "file://$run/renew.json" >/dev/null || fail "update-domain-name"
+want_serial=$(openssl x509 -noout -serial -in "$run/renewed.crt")
+for _ in $(seq 1 100); do
+  [ "$(served_serial)" = "$want_serial" ] && break
+  sleep 0.05
+done
+[ "$(served_serial)" = "$want_serial" ] || fail "renewed certificate not served: $(served_serial), want $want_serial"
+[ "$(https v1/pets-api/pets -o /dev/null -w '%{http_code}' -H "x-api-key: $domain_key")" = 200 ] || fail "HTTPS call after renewal"
+ok "update-domain-name with a renewed certificate: served from the next handshake, no restart"
 
 log "all $checks AWS CLI checks passed ($($AWS --version 2>&1))"

@@ -82,23 +82,17 @@ func (s *stack) waitHTTPS(t *testing.T, ca *tlstest.CA, path, serial string, sta
 func (s *stack) mockAPI(t *testing.T, ctx context.Context) string {
 	t.Helper()
 	c := s.sdk
-	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("domain")})
-	must(t, "CreateRestApi", err)
-	res, err := c.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})
-	must(t, "GetResources", err)
-	items, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: res.Items[0].Id, PathPart: aws.String("items")})
-	must(t, "CreateResource items", err)
-	item, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: items.Id, PathPart: aws.String("{id}")})
-	must(t, "CreateResource {id}", err)
-	for _, rid := range []*string{res.Items[0].Id, item.Id} {
-		_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api.Id, ResourceId: rid, HttpMethod: aws.String("GET"), AuthorizationType: aws.String("NONE")})
+	api, root, item := s.itemsAPI(t, ctx, "domain")
+	var err error
+	for _, rid := range []*string{root, item} {
+		_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api, ResourceId: rid, HttpMethod: aws.String("GET"), AuthorizationType: aws.String("NONE")})
 		must(t, "PutMethod", err)
-		_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api.Id, ResourceId: rid, HttpMethod: aws.String("GET"), Type: types.IntegrationTypeMock})
+		_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api, ResourceId: rid, HttpMethod: aws.String("GET"), Type: types.IntegrationTypeMock})
 		must(t, "PutIntegration", err)
 	}
-	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})
+	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api, StageName: aws.String("prod")})
 	must(t, "CreateDeployment", err)
-	return *api.Id
+	return *api
 }
 
 // A custom domain created through the admin reaches both gateway nodes

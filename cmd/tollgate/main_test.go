@@ -95,34 +95,44 @@ func (s *stack) setupWalk(t *testing.T, ctx context.Context) walkConfig {
 func (s *stack) setupWalkThrottle(t *testing.T, ctx context.Context, rate float64) walkConfig {
 	t.Helper()
 	c := s.sdk
-	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("walk")})
-	must(t, "CreateRestApi", err)
-	res, err := c.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})
-	must(t, "GetResources", err)
-	items, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: res.Items[0].Id, PathPart: aws.String("items")})
-	must(t, "CreateResource items", err)
-	item, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: items.Id, PathPart: aws.String("{id}")})
-	must(t, "CreateResource {id}", err)
-	_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api.Id, ResourceId: item.Id, HttpMethod: aws.String("GET"),
+	api, _, item := s.itemsAPI(t, ctx, "walk")
+	_, err := c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api, ResourceId: item, HttpMethod: aws.String("GET"),
 		AuthorizationType: aws.String("NONE"), ApiKeyRequired: true})
 	must(t, "PutMethod", err)
-	_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api.Id, ResourceId: item.Id, HttpMethod: aws.String("GET"),
+	_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api, ResourceId: item, HttpMethod: aws.String("GET"),
 		Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(s.echoURL + "/things/{id}")})
 	must(t, "PutIntegration", err)
-	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api.Id, StageName: aws.String("prod")})
+	_, err = c.CreateDeployment(ctx, &apigateway.CreateDeploymentInput{RestApiId: api, StageName: aws.String("prod")})
 	must(t, "CreateDeployment", err)
 	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{
 		Name:      aws.String("walk-plan"),
 		Throttle:  &types.ThrottleSettings{RateLimit: rate, BurstLimit: 3},
 		Quota:     &types.QuotaSettings{Limit: 6, Period: types.QuotaPeriodTypeDay},
-		ApiStages: []types.ApiStage{{ApiId: api.Id, Stage: aws.String("prod")}},
+		ApiStages: []types.ApiStage{{ApiId: api, Stage: aws.String("prod")}},
 	})
 	must(t, "CreateUsagePlan", err)
 	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("walker"), Enabled: true})
 	must(t, "CreateApiKey", err)
 	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
 	must(t, "CreateUsagePlanKey", err)
-	return walkConfig{apiID: *api.Id, keyID: *key.Id, keyValue: *key.Value, planID: *plan.Id}
+	return walkConfig{apiID: *api, keyID: *key.Id, keyValue: *key.Value, planID: *plan.Id}
+}
+
+// itemsAPI creates, through the SDK, an API named name with the resources
+// /items and /items/{id}, and returns the ids of the API, its root and
+// /items/{id}.
+func (s *stack) itemsAPI(t *testing.T, ctx context.Context, name string) (api, root, item *string) {
+	t.Helper()
+	c := s.sdk
+	a, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String(name)})
+	must(t, "CreateRestApi", err)
+	res, err := c.GetResources(ctx, &apigateway.GetResourcesInput{RestApiId: a.Id})
+	must(t, "GetResources", err)
+	items, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: a.Id, ParentId: res.Items[0].Id, PathPart: aws.String("items")})
+	must(t, "CreateResource items", err)
+	it, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: a.Id, ParentId: items.Id, PathPart: aws.String("{id}")})
+	must(t, "CreateResource {id}", err)
+	return a.Id, res.Items[0].Id, it.Id
 }
 
 func must(t *testing.T, what string, err error) {
