@@ -304,6 +304,7 @@ func flushCache(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 		}
 	}
 	p.Role("link", "APIs").Click()
+	p.Role("heading", "APIs") // else "prod" may be found on the page being replaced
 	p.Role("link", "prod").Click()
 	p.Role("heading", "Stage prod")
 	p.Screenshot("console-stage")
@@ -369,6 +370,7 @@ func editStage(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 func editRules(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
 	t.Helper()
 	p.Role("link", "APIs").Click()
+	p.Role("heading", "APIs") // else "prod" may be found on the page being replaced
 	p.Role("link", "prod").Click()
 	p.Role("heading", "Stage prod")
 	if txt := p.Role("region", "Rate-limit rules").Text(); txt != "This stage has no rate-limit rules." {
