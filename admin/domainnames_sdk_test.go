@@ -40,7 +40,8 @@ func TestDomainNameWithPEMCertificateThroughTheSDK(t *testing.T) {
 	// The store's clock moves a second per transaction, so the upload
 	// date (epoch seconds) of a new certificate moves.
 	e := newEnvWith(t, func(o *admin.Options) {
-		o.Store = postgrestest.MustDBWith(t, postgres.Options{Now: postgrestest.FixedClock(time.Now())})
+		db := postgrestest.MustDBWith(t, postgres.Options{Now: postgrestest.FixedClock(time.Now())})
+		o.Store, o.Audit = db, db
 	})
 	ca := tlstest.MustCA(t)
 	cert := ca.Issue(t, time.Time{}, domain)
@@ -91,6 +92,12 @@ func TestDomainNameWithPEMCertificateThroughTheSDK(t *testing.T) {
 	_, err = e.c.UpdateDomainName(e.ctx, &apigateway.UpdateDomainNameInput{DomainName: aws.String(domain),
 		PatchOperations: []types.PatchOperation{op(types.OpReplace, "/domainName", "x.example.test")}})
 	wantBadRequest(t, err, "/domainName")
+
+	// The audit log records both changes, never the private keys.
+	if code, _, body := e.raw(http.MethodGet, "/audit", ""); code != http.StatusOK || strings.Contains(body, "PRIVATE KEY") ||
+		!strings.Contains(body, "CreateDomainName") || !strings.Contains(body, "UpdateDomainName") {
+		t.Errorf("GET /audit: %d %s; want CreateDomainName and UpdateDomainName without a private key", code, body)
+	}
 
 	call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String("arn:aws:apigateway:us-east-1::/domainnames/" + domain),
 		Tags: map[string]string{"env": "prod"}})).must(t)
@@ -198,7 +205,7 @@ func TestDomainPrivateKeyIsStoredSealedWithTheSecretsKey(t *testing.T) {
 		t.Errorf("after removing the chain: chain %q, key sealed %v", c.Chain, seal.IsSealed(c.PrivateKey))
 	}
 
-	plainAdmin := newEnvWith(t, func(o *admin.Options) { o.Store = db })
+	plainAdmin := newEnvWith(t, func(o *admin.Options) { o.Store, o.Secrets = db, nil })
 	_, err = plainAdmin.c.UpdateDomainName(e.ctx, &apigateway.UpdateDomainNameInput{DomainName: aws.String(domain),
 		PatchOperations: []types.PatchOperation{op(types.OpReplace, "/certificateChain", ca.ChainPEM)}})
 	wantBadRequest(t, err, "certificatePrivateKey")

@@ -164,9 +164,9 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.db = db
 	if m.secrets == nil {
-		m.Logger.Warn("TOLLGATE_SECRETS_KEY is not set: the private keys of custom domain names' certificates are stored as given, unencrypted, in PostgreSQL and Redis")
+		m.Logger.Warn("TOLLGATE_SECRETS_KEY is not set: the private keys of custom domain names' certificates (in PostgreSQL and Redis) and the secrets of SigV4 credentials (in PostgreSQL) are stored as given, unencrypted")
 	} else {
-		m.Logger.Info("private keys of custom domain names' certificates are stored encrypted", "secretsKeyId", m.secrets.ID())
+		m.Logger.Info("the private keys of custom domain names' certificates and the secrets of SigV4 credentials are stored encrypted", "secretsKeyId", m.secrets.ID())
 	}
 	pub := push.NewPublisher(db, m.rdb, push.Options{Prefix: cfg.RedisPrefix, Logger: m.Logger})
 	if err := pub.Reconcile(ctx); err != nil {
