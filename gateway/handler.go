@@ -198,7 +198,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *me
 	}
 	ex.stage = stageName
 	if sw, ok := w.(*statusWriter); ok && st.responses != nil {
-		sw.errCtx = &errorContext{responses: st.responses, r: r, ps: &ex.params, vars: st.vars, requestID: ex.id}
+		sw.errCtx = &errorContext{responses: st.responses, r: r, ex: ex, vars: st.vars}
 	}
 	ps := &ex.params
 	rt := st.root.match(rest, ps)

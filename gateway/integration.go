@@ -29,47 +29,50 @@ type integration struct {
 }
 
 // mockResponse is what a MOCK integration answers: the integration
-// response its request template selects (status, literal and stage
-// variable header mappings, the application/json template as a literal
-// body), or 200 {} when it has no integration responses.
+// response its request template selects (status, header mappings, the
+// application/json template as the body, its variables substituted per
+// request), or 200 {} when it has no integration responses.
 type mockResponse struct {
-	status int
-	header http.Header
-	body   []byte
+	status  int
+	headers []mapping
+	body    template
 }
 
 // compileMock resolves the answer of a MOCK integration of a stage. No
 // integration response matching the request template's status is an
 // unusable integration (500, as AWS). Header mappings of headers the
-// gateway writes itself (plans.GatewayOwnedHeader) are left out.
-func compileMock(in *plans.Integration, vars map[string]string) (mockResponse, error) {
+// gateway writes itself (plans.GatewayOwnedHeader) and from sources it
+// does not evaluate (plans.EvaluatedSource) are left out.
+func compileMock(in *plans.Integration) (mockResponse, error) {
 	if len(in.IntegrationResponses) == 0 {
-		return mockResponse{status: http.StatusOK, header: http.Header{headerContentType: jsonContentType}, body: mockBody}, nil
+		return mockResponse{status: http.StatusOK, body: template{{Text: string(mockBody)}}}, nil
 	}
 	ir := in.SelectResponse(in.MockStatus())
 	if ir == nil {
 		return mockResponse{}, fmt.Errorf("no integration response matches MOCK status %s", in.MockStatus())
 	}
-	mr := mockResponse{header: http.Header{headerContentType: jsonContentType}, body: []byte(ir.ResponseTemplates["application/json"])}
+	mr := mockResponse{body: plans.ParseTemplate(ir.ResponseTemplates["application/json"])}
 	mr.status, _ = strconv.Atoi(ir.StatusCode)
 	for k, v := range ir.ResponseParameters {
 		name, ok := strings.CutPrefix(k, "method.response.header.")
-		if src := parseSource(v); ok && !plans.GatewayOwnedHeader(name) && (src.loc == "literal" && plans.IsLiteral(v) || src.loc == "stage") {
-			mr.header.Set(name, src.eval(nil, nil, vars))
+		if ok && !plans.GatewayOwnedHeader(name) && plans.EvaluatedSource(v) {
+			mr.headers = append(mr.headers, mapping{loc: "header", name: name, src: parseSource(v)})
 		}
 	}
 	return mr, nil
 }
 
-// write answers with the compiled MOCK response.
-func (mr *mockResponse) write(w http.ResponseWriter) {
+// write answers with the compiled MOCK response for one request.
+func (mr *mockResponse) write(w http.ResponseWriter, sc *templateScope) {
 	h := w.Header()
-	for k, v := range mr.header {
-		h[k] = v
+	h[headerContentType] = jsonContentType
+	for _, m := range mr.headers {
+		h.Set(m.name, m.src.eval(sc.r, &sc.ex.params, sc.vars))
 	}
-	h[headerContentLen] = []string{strconv.Itoa(len(mr.body))}
+	body := mr.body.render(sc)
+	h[headerContentLen] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(mr.status)
-	_, _ = w.Write(mr.body)
+	_, _ = w.Write([]byte(body))
 }
 
 // pathPart is a literal piece of the uri path (already escaped, as the
@@ -109,7 +112,7 @@ func compileIntegration(in *plans.Integration, vars map[string]string) integrati
 	}
 	switch in.Type {
 	case plans.IntegrationMock:
-		ig.mock, ig.err = compileMock(in, vars)
+		ig.mock, ig.err = compileMock(in)
 		return ig
 	case plans.IntegrationHTTPProxy:
 	default:
@@ -126,7 +129,9 @@ func compileIntegration(in *plans.Integration, vars map[string]string) integrati
 			ig.err = fmt.Errorf("request parameter %q may not be mapped", k)
 			continue
 		}
-		ig.mappings = append(ig.mappings, mapping{loc: loc, name: name, src: parseSource(v)})
+		if plans.EvaluatedSource(v) { // others are stored only (docs/migrating-from-aws.md)
+			ig.mappings = append(ig.mappings, mapping{loc: loc, name: name, src: parseSource(v)})
+		}
 	}
 	return ig
 }
@@ -196,8 +201,8 @@ func splitTemplate(p string) []pathPart {
 	return parts
 }
 
-// parseSource reads the right-hand side of a requestParameters mapping.
-// An unsupported source (e.g. "context.requestId") yields "".
+// parseSource reads the right-hand side of a mapping the gateway
+// evaluates (plans.EvaluatedSource); any other yields "".
 func parseSource(v string) source {
 	if len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' {
 		return source{loc: "literal", value: v[1 : len(v)-1]}

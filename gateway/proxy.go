@@ -75,7 +75,7 @@ func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *ex
 		ex.errType, ex.reason = ErrorTypeInternal, ig.err.Error()
 		writeError(w, errInternal)
 	case ig.kind == "MOCK":
-		ig.mock.write(w)
+		ig.mock.write(w, &templateScope{r: r, ex: ex, vars: ex.m.stage.vars})
 	default:
 		s.serveProxy(w, r, ex)
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -101,12 +100,12 @@ var responseTypes = map[string]string{
 type gatewayResponses map[string]*gatewayResponse
 
 // gatewayResponse is one compiled plans.GatewayResponse: status 0 keeps
-// the gateway's own status; body is written when hasBody.
+// the gateway's own status; body is rendered when hasBody.
 type gatewayResponse struct {
 	responseType string
 	status       int
 	headers      []mapping
-	body         string
+	body         template
 	hasBody      bool
 }
 
@@ -115,9 +114,8 @@ type gatewayResponse struct {
 type errorContext struct {
 	responses gatewayResponses
 	r         *http.Request
-	ps        *params
+	ex        *exchange
 	vars      map[string]string
-	requestID string
 }
 
 // errorContextOf finds the errorContext on w or a writer it wraps.
@@ -151,7 +149,8 @@ func compileGatewayResponses(in map[string]plans.GatewayResponse) gatewayRespons
 				c.headers = append(c.headers, mapping{loc: "header", name: name, src: parseSource(v)})
 			}
 		}
-		c.body, c.hasBody = gr.ResponseTemplates["application/json"]
+		body, ok := gr.ResponseTemplates["application/json"]
+		c.body, c.hasBody = plans.ParseTemplate(body), ok
 		out[t] = c
 	}
 	return out
@@ -173,19 +172,23 @@ func (gs gatewayResponses) find(e errorType) *gatewayResponse {
 }
 
 // write answers e as gr: gr's status (or e's), the gateway's usual error
-// headers plus gr's header mappings (none of them the gateway's own), and gr's template (or e's message) as
-// the body.
+// headers plus gr's header mappings (none of them the gateway's own), and
+// gr's rendered template (or e's message) as the body.
 func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorContext) {
 	h := w.Header()
 	body := `{"message":"` + e.message + `"}`
 	if gr.hasBody {
-		body = gr.render(e, ec.requestID)
+		responseType := responseTypes[e.amzn]
+		if responseType == "" {
+			responseType = gr.responseType
+		}
+		body = gr.body.render(&templateScope{r: ec.r, ex: ec.ex, vars: ec.vars, err: &e, responseType: responseType})
 	}
 	h[headerContentType] = jsonContentType
 	h[headerErrorType] = []string{e.amzn}
 	h[headerXContentOpts] = []string{"nosniff"}
 	for _, m := range gr.headers {
-		h.Set(m.name, m.src.eval(ec.r, ec.ps, ec.vars))
+		h.Set(m.name, m.src.eval(ec.r, &ec.ex.params, ec.vars))
 	}
 	h[headerContentLen] = []string{strconv.Itoa(len(body))}
 	status := e.status
@@ -194,22 +197,4 @@ func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorCo
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
-}
-
-// render substitutes the $context variables AWS's default templates use
-// ($context.error.messageString, $context.error.message,
-// $context.error.responseType, $context.requestId) in gr's template; the
-// rest is taken literally (no template language).
-func (gr *gatewayResponse) render(e errorType, requestID string) string {
-	quoted, _ := json.Marshal(e.message)
-	responseType := responseTypes[e.amzn]
-	if responseType == "" {
-		responseType = gr.responseType
-	}
-	return strings.NewReplacer(
-		"$context.error.messageString", string(quoted),
-		"$context.error.message", e.message,
-		"$context.error.responseType", responseType,
-		"$context.requestId", requestID,
-	).Replace(gr.body)
 }

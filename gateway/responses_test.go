@@ -192,3 +192,40 @@ func TestGatewayOwnedHeadersCoverWhatTheGatewayWrites(t *testing.T) {
 		}
 	}
 }
+
+// The $context and $stageVariables variables the gateway knows are
+// substituted in a MOCK integration response's template and a gateway
+// response's; an unknown one is served as written. A MOCK's header may
+// come from the request.
+func TestTemplatesSubstituteContextAndStageVariables(t *testing.T) {
+	t.Parallel()
+	echo := mock(false)
+	echo.MethodIntegration.IntegrationResponses = map[string]*plans.IntegrationResponse{"200": {StatusCode: "200",
+		ResponseParameters: map[string]string{"method.response.header.Access-Control-Allow-Origin": "method.request.header.Origin",
+			"method.response.header.X-Unsent": "context.requestId"},
+		ResponseTemplates: map[string]string{"application/json": `{"api":"$context.apiId","stage":"${context.stage}","resource":"$context.resourcePath",` +
+			`"path":"$context.path","method":"$context.httpMethod","id":"$context.requestId","env":"$stageVariables.env","none":"$stageVariables.none",` +
+			`"domain":"$context.domainName","prefix":"$context.domainPrefix","ua":"$context.identity.userAgent","other":"$context.authorizer.x",` +
+			`"error":"$context.error.message"}`}}}
+	snap := snapshot(plans.Stage{Variables: map[string]string{"env": "blue"}}, res{"/pets/{id}", methods(echo, "GET")})
+	snap.Apis[testAPI].Stages[testStage].GatewayResponses = map[string]plans.GatewayResponse{
+		plans.ResponseResourceNotFound: {ResponseType: plans.ResponseResourceNotFound, ResponseTemplates: map[string]string{"application/json": `{"message":$context.error.messageString,` +
+			`"type":"$context.error.responseType","stage":"$context.stage","path":"$context.path","env":"${stageVariables.env}","ip":"$context.identity.sourceIp","id":"$context.requestId"}`}},
+	}
+	tg := mustGateway(t, snap, nil)
+
+	got := tg.do(t, "GET", "/prod/pets/7", "Origin", "https://app.example", "User-Agent", "ua/1")
+	want := `{"api":"` + testAPI + `","stage":"prod","resource":"/pets/{id}","path":"/prod/pets/7","method":"GET","id":"` + got.header.Get("x-amzn-RequestId") +
+		`","env":"blue","none":"","domain":"` + testHost + `","prefix":"` + testAPI + `","ua":"ua/1","other":"$context.authorizer.x","error":"$context.error.message"}`
+	if got.status != 200 || got.body != want {
+		t.Errorf("MOCK: got %d %s\nwant 200 %s", got.status, got.body, want)
+	}
+	if h := got.header.Get("Access-Control-Allow-Origin"); h != "https://app.example" || got.header.Get("X-Unsent") != "" {
+		t.Errorf("MOCK headers: got %v, want Access-Control-Allow-Origin from Origin and no X-Unsent", got.header)
+	}
+	missing := tg.do(t, "GET", "/prod/nowhere")
+	want = `{"message":"Not Found","type":"RESOURCE_NOT_FOUND","stage":"prod","path":"/prod/nowhere","env":"blue","ip":"127.0.0.1","id":"` + missing.header.Get("x-amzn-RequestId") + `"}`
+	if missing.status != 404 || missing.body != want {
+		t.Errorf("gateway response: got %d %s\nwant 404 %s", missing.status, missing.body, want)
+	}
+}

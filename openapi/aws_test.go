@@ -115,11 +115,20 @@ func TestImportTakesWhatAPIGatewayTakes(t *testing.T) {
 				"paths./a.get.x-amazon-apigateway-integration.responses.5\\d{2}.statusCode"},
 			func(def *plans.ApiDefinition) string {
 				in := findMethod(def, "/a", "GET").MethodIntegration
-				if ir := in.IntegrationResponses["200"]; len(in.IntegrationResponses) != 1 || ir.SelectionPattern != "" || len(ir.ResponseParameters) != 1 || len(in.RequestParameters) != 0 {
-					return fmt.Sprintf("got %+v, want the default response with X-Ok", in)
+				if ir := in.IntegrationResponses["200"]; len(in.IntegrationResponses) != 1 || ir.SelectionPattern != "" || len(ir.ResponseParameters) != 1 ||
+					len(in.RequestParameters) != 1 || in.RequestParameters["integration.request.header.X-Id"] != "context.requestId" {
+					return fmt.Sprintf("got %+v, want the default response with X-Ok and X-Id kept (stored, not evaluated)", in)
 				}
 				return ""
 			}},
+		{"templates with what the gateway serves as written", oas3(`"paths":{"/a":{"options":{"x-amazon-apigateway-integration":{"type":"mock","responses":{"default":{"statusCode":"200",
+			"responseParameters":{"method.response.header.Access-Control-Allow-Origin":"integration.response.header.Origin"},
+			"responseTemplates":{"application/json":"#set($o = $input.params('Origin')){\"o\":\"$o\",\"s\":\"$context.stage\",\"c\":\"$context.authorizer.sub\"}"}}}}}}},
+			"x-amazon-apigateway-gateway-responses":{"DEFAULT_5XX":{"responseTemplates":{"application/json":"{\"m\":$context.error.messageString,\"w\":\"$context.wafResponseCode\"}"}}}`),
+			[]string{"paths./a.options.x-amazon-apigateway-integration.responses.default.responseParameters.method.response.header.Access-Control-Allow-Origin",
+				"paths./a.options.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json",
+				"paths./a.options.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json",
+				"x-amazon-apigateway-gateway-responses.DEFAULT_5XX.responseTemplates.application/json"}, nil},
 		{"root-level security", oas3(`"security":[{"k":[]}],"paths":{"/a":{"get":{}},"/b":{"get":{"security":[{"k":[]}]}}},
 			"components":{"securitySchemes":{"k":{"type":"apiKey","name":"x-api-key","in":"header"}}}`),
 			[]string{"security"}, func(def *plans.ApiDefinition) string {

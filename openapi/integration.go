@@ -147,10 +147,12 @@ func jsonKind(v any) string {
 }
 
 // requestMappings returns the integration request parameters tollgate
-// can honour: "integration.request.{querystring|header|path}.name" (not
-// the Host header) from a 'literal', a
-// method.request.{querystring|header|path}.name or a stageVariables.name;
-// the others are skipped with a warning.
+// can store: "integration.request.{querystring|header|path}.name" (not
+// the Host header) with a source; the others are skipped with a warning.
+// A source the gateway does not evaluate (anything but a 'literal', a
+// method.request.{querystring|header|path}.name or a stageVariables.name)
+// is kept, as PutIntegration keeps it, with a warning: the gateway does
+// not send that parameter.
 func (im *importer) requestMappings(at loc, out map[string]string) map[string]string {
 	for _, k := range sortedKeys(out) {
 		v := out[k]
@@ -160,9 +162,12 @@ func (im *importer) requestMappings(at loc, out map[string]string) map[string]st
 			im.warn(at.at(k), "only integration.request.{querystring|header|path}.name can be mapped; ignored")
 		case loc == "header" && strings.EqualFold(name, "host"):
 			im.warn(at.at(k), "the upstream's Host header comes from the integration uri; ignored")
-		case !supportedSource(v):
-			im.warn(at.at(k), "source %q is not one tollgate evaluates ('literal', method.request.{querystring|header|path}.name, stageVariables.name); ignored", v)
+		case v == "":
+			im.warn(at.at(k), "the mapping has no source; ignored")
 		default:
+			if !plans.EvaluatedSource(v) {
+				im.warn(at.at(k), "tollgate does not evaluate the source %q (%s): the parameter is not sent", v, evaluatedSources)
+			}
 			continue
 		}
 		delete(out, k)
@@ -170,17 +175,8 @@ func (im *importer) requestMappings(at loc, out map[string]string) map[string]st
 	return out
 }
 
-// supportedSource reports whether the gateway evaluates a mapping source.
-func supportedSource(v string) bool {
-	if plans.IsLiteral(v) {
-		return true
-	}
-	if name, ok := strings.CutPrefix(v, "stageVariables."); ok {
-		return name != ""
-	}
-	_, _, ok := plans.ParseRequestParameter("method.request.", v)
-	return ok
-}
+// evaluatedSources names the sources plans.EvaluatedSource accepts.
+const evaluatedSources = "it evaluates 'literal', method.request.{querystring|header|path}.name and stageVariables.name"
 
 // cacheKeyParameters keeps the method.request.{querystring|header|path}
 // parameters of ps; the others are skipped with a warning.
@@ -227,11 +223,12 @@ func (im *importer) integrationResponses(at loc, typ string, rs map[string]awsIn
 			im.warn(rat.at("statusCode"), "the response for selection pattern %q already answers %s; response ignored", other.SelectionPattern, ir.StatusCode)
 			continue
 		}
-		sources := anySource
+		use := proxyResponse
 		if typ == plans.IntegrationMock {
-			sources = mockSource
+			use = mockResponse
+			im.checkTemplate(rat.at("responseTemplates", "application/json"), ir.ResponseTemplates["application/json"], false)
 		}
-		ir.ResponseParameters = im.responseMappings(rat.at("responseParameters"), "method.response.header.", sources, r.ResponseParameters)
+		ir.ResponseParameters = im.responseMappings(rat.at("responseParameters"), use, r.ResponseParameters)
 		if err := ir.Validate(); err != nil {
 			return nil, located(rat, err)
 		}
@@ -240,46 +237,61 @@ func (im *importer) integrationResponses(at loc, typ string, rs map[string]awsIn
 	return out, nil
 }
 
-// sourceRule says which mapping sources a response evaluates, and how a
-// warning names them.
-type sourceRule struct {
-	ok   func(string) bool
-	kind string
-}
+// responseUse is what a header mapping of a response is for.
+type responseUse int
 
-var (
-	// anySource: an HTTP_PROXY integration response, stored only.
-	anySource = sourceRule{func(v string) bool { return v != "" }, "a source"}
-	// mockSource: a MOCK integration response.
-	mockSource = sourceRule{func(v string) bool {
-		name, ok := strings.CutPrefix(v, "stageVariables.")
-		return plans.IsLiteral(v) || ok && name != ""
-	}, "'literal' or stageVariables.name"}
-	// gatewaySource: a gateway response.
-	gatewaySource = sourceRule{supportedSource, "'literal', method.request.{querystring|header|path}.name or stageVariables.name"}
+const (
+	proxyResponse   responseUse = iota // an HTTP_PROXY integration response: stored only
+	mockResponse                       // a MOCK integration response: served
+	gatewayResponse                    // a gateway response: served
 )
 
 // responseMappings keeps the header mappings of an integration response
-// or gateway response that tollgate can honour: keys prefix+<header name>
-// of headers the gateway does not write itself, from sources the
-// response evaluates. The others are skipped with a warning.
-func (im *importer) responseMappings(at loc, prefix string, sources sourceRule, m map[string]string) map[string]string {
+// or gateway response tollgate can store: keys <prefix><header name> of
+// headers the gateway does not write itself, with a source, and for a
+// gateway response one the gateway evaluates (plans.EvaluatedSource); the
+// others are skipped with a warning. A MOCK response's mapping from a
+// source the gateway does not evaluate is kept, as
+// PutIntegrationResponse keeps it, with a warning.
+func (im *importer) responseMappings(at loc, use responseUse, m map[string]string) map[string]string {
+	prefix := "method.response.header."
+	if use == gatewayResponse {
+		prefix = "gatewayresponse.header."
+	}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
-		name, ok := strings.CutPrefix(k, prefix)
+		name, _ := strings.CutPrefix(k, prefix)
 		switch {
-		case !ok || plans.ValidateHeaderParam("responseParameters", prefix, k) != nil:
+		case plans.ValidateHeaderParam("responseParameters", prefix, k) != nil:
 			im.warn(at.at(k), "a response parameter must be %s<header name>; ignored", prefix)
 		case plans.GatewayOwnedHeader(name):
 			im.warn(at.at(k), "%s is a header the gateway writes itself (Retry-After, x-amzn-*, the rate-limit, framing and hop-by-hop headers); ignored", name)
-		case !sources.ok(v):
-			im.warn(at.at(k), "source %q is not one tollgate evaluates here (%s); ignored", v, sources.kind)
+		case v == "":
+			im.warn(at.at(k), "the mapping has no source; ignored")
+		case use == gatewayResponse && !plans.EvaluatedSource(v):
+			im.warn(at.at(k), "tollgate does not evaluate the source %q (%s); ignored", v, evaluatedSources)
 		default:
+			if use == mockResponse && !plans.EvaluatedSource(v) {
+				im.warn(at.at(k), "tollgate does not evaluate the source %q (%s): the header is not sent", v, evaluatedSources)
+			}
 			continue
 		}
 		delete(m, k)
 	}
 	return m
+}
+
+// checkTemplate warns about what the gateway serves as written in the
+// application/json template of a MOCK integration response or (when
+// gatewayResponse) a gateway response: variables it does not know and
+// template language.
+func (im *importer) checkTemplate(at loc, template string, gatewayResponse bool) {
+	if unknown := plans.UnknownTemplateVariables(template, gatewayResponse); len(unknown) > 0 {
+		im.warn(at, "tollgate does not substitute %s (docs/migrating-from-aws.md lists the variables it does); served as written", "$"+strings.Join(unknown, ", $"))
+	}
+	if directives := plans.TemplateDirectives(template); len(directives) > 0 {
+		im.warn(at, "tollgate does not evaluate template language (%s); served as written", strings.Join(directives, ", "))
+	}
 }
 
 // gatewayResponses reads x-amazon-apigateway-gateway-responses; a type
@@ -312,7 +324,8 @@ func (im *importer) gatewayResponses(def *plans.ApiDefinition) error {
 		}
 		r := all[t]
 		gr := plans.GatewayResponse{ResponseType: t, StatusCode: r.StatusCode, ResponseTemplates: r.ResponseTemplates,
-			ResponseParameters: im.responseMappings(at.at("responseParameters"), "gatewayresponse.header.", gatewaySource, r.ResponseParameters)}
+			ResponseParameters: im.responseMappings(at.at("responseParameters"), gatewayResponse, r.ResponseParameters)}
+		im.checkTemplate(at.at("responseTemplates", "application/json"), gr.ResponseTemplates["application/json"], true)
 		if err := gr.Validate(); err != nil {
 			return located(at, err)
 		}

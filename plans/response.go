@@ -23,11 +23,11 @@ type MethodResponse struct {
 // the response whose SelectionPattern matches the status the MOCK's
 // request template chose (or the default response, with an empty
 // pattern) gives the status StatusCode, the headers of its
-// ResponseParameters whose source is a 'literal'
+// ResponseParameters from a source EvaluatedSource accepts
 // ("method.response.header.Access-Control-Allow-Origin": "'*'") and, as
-// the body taken literally (no template language), its
-// ResponseTemplates["application/json"]. JSON shape of AWS's
-// IntegrationResponse.
+// the body, its ResponseTemplates["application/json"] with the variables
+// of ContextVariables and stageVariables substituted (no other template
+// language). JSON shape of AWS's IntegrationResponse.
 type IntegrationResponse struct {
 	StatusCode         string            `json:"statusCode"`
 	SelectionPattern   string            `json:"selectionPattern,omitempty"`
@@ -39,12 +39,11 @@ type IntegrationResponse struct {
 // GatewayResponse customises one kind of response the gateway writes
 // itself (a 403 for a bad key, a 429, a 504, ...; see GatewayResponseTypes).
 // StatusCode, when set, replaces the gateway's status; ResponseParameters
-// maps "gatewayresponse.header.<name>" to a 'literal', a
-// "method.request.{header|querystring|path}.<name>" or a
-// "stageVariables.<name>"; ResponseTemplates["application/json"], when
-// set, is the body, with $context.error.messageString (the message as a
-// JSON string), $context.error.message, $context.error.responseType and
-// $context.requestId substituted. DefaultResponse is true for a type no
+// maps "gatewayresponse.header.<name>" to a source EvaluatedSource
+// accepts; ResponseTemplates["application/json"], when set, is the body,
+// with the variables of ContextVariables, ErrorContextVariables
+// ($context.error.messageString is the message as a JSON string) and
+// stageVariables substituted. DefaultResponse is true for a type no
 // response was put for (GetGatewayResponse(s) only). JSON shape of AWS's
 // GatewayResponse.
 type GatewayResponse struct {
@@ -168,7 +167,7 @@ func (gr *GatewayResponse) Validate() error {
 		if err := ValidateHeaderParam("responseParameters", "gatewayresponse.header.", k); err != nil {
 			return err
 		}
-		if !validGatewaySource(v) {
+		if !EvaluatedSource(v) {
 			return Invalid("responseParameters", "response parameter %q: source %q must be a 'literal', method.request.{header|querystring|path}.name or stageVariables.name", k, v)
 		}
 	}
@@ -250,7 +249,11 @@ func IsLiteral(v string) bool {
 	return len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\''
 }
 
-func validGatewaySource(v string) bool {
+// EvaluatedSource reports whether the gateway evaluates a mapping source:
+// a 'literal', "method.request.{querystring|header|path}.<name>" or
+// "stageVariables.<name>". Gateway responses take only these; an
+// integration or MOCK response stores others, which the gateway skips.
+func EvaluatedSource(v string) bool {
 	if IsLiteral(v) {
 		return true
 	}
