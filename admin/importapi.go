@@ -126,7 +126,7 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	doc, err := openapi.Export(def, opts)
+	doc, _, err := openapi.Export(def, opts)
 	if err != nil {
 		return err
 	}

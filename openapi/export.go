@@ -28,27 +28,113 @@ type ExportOptions struct {
 // methods, as AWS's exports name it.
 const apiKeyScheme = "api_key"
 
+// extExportWarnings is tollgate's extension at an export's root listing
+// what the export could not carry (Export's warnings); an import ignores it.
+const extExportWarnings = "x-tollgate-export-warnings"
+
 // Export writes def as an OpenAPI document that Import reads back as def
-// (see the package documentation). Errors come from the Swagger 2.0
-// conversion or encoding, never from def's content.
-func Export(def *plans.ApiDefinition, opts ExportOptions) ([]byte, error) {
+// (see the package documentation), and warnings naming what the document
+// cannot carry: OpenAPI 3 carries everything; Swagger 2.0 gives a
+// response one schema for every media type its operation produces, so a
+// response whose models differ by media type, or an operation whose
+// responses have models on different media types, is written as
+// swaggerModels says and named in a warning (also listed in the
+// document, under x-tollgate-export-warnings). Errors come from the
+// Swagger 2.0 conversion or encoding, never from def's content.
+func Export(def *plans.ApiDefinition, opts ExportOptions) ([]byte, []string, error) {
 	doc := exportDoc(def, opts)
 	var v any = doc
+	var warnings []string
 	if opts.Swagger {
+		var produces map[*openapi3.Operation][]string
+		produces, warnings = swaggerModels(doc)
 		doc2, err := openapi2conv.FromV3(doc)
 		if err != nil {
-			return nil, fmt.Errorf("openapi: convert to swagger 2.0: %w", err)
+			return nil, nil, fmt.Errorf("openapi: convert to swagger 2.0: %w", err)
 		}
-		if err := swaggerAnyMethods(doc, doc2.Paths); err != nil {
-			return nil, err
+		if err := swaggerOperations(doc, doc2.Paths, produces); err != nil {
+			return nil, nil, err
+		}
+		if len(warnings) > 0 {
+			if doc2.Extensions == nil {
+				doc2.Extensions = map[string]any{}
+			}
+			doc2.Extensions[extExportWarnings] = warnings
 		}
 		v = doc2
 	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil || !opts.YAML {
-		return b, err
+		return b, warnings, err
 	}
-	return jsonToYAML(b)
+	b, err = jsonToYAML(b)
+	return b, warnings, err
+}
+
+// swaggerModels rewrites, for a Swagger 2.0 export, each response of doc
+// to one application/json schema (the one FromV3 converts): its
+// application/json model, else its first by media type. It returns the
+// media types each operation produces (those of every model of its
+// responses, sorted) and a warning for each response whose models an
+// import of the Swagger document would not give back.
+func swaggerModels(doc *openapi3.T) (map[*openapi3.Operation][]string, []string) {
+	produces := map[*openapi3.Operation][]string{}
+	var warnings []string
+	for _, path := range doc.Paths.Keys() {
+		item := doc.Paths.Value(path)
+		ops := map[string]*openapi3.Operation{}
+		for verb, op := range item.Operations() {
+			ops[strings.ToLower(verb)] = op
+		}
+		if op, ok := item.Extensions[extAnyMethod].(*openapi3.Operation); ok {
+			ops[extAnyMethod] = op
+		}
+		for key, op := range ops {
+			types := map[string]bool{}
+			for _, resp := range op.Responses.Map() {
+				for ct := range resp.Value.Content {
+					types[ct] = true
+				}
+			}
+			if len(types) == 0 {
+				continue
+			}
+			produces[op] = sortedKeys(types)
+			for code, resp := range op.Responses.Map() {
+				if w := oneSchema(resp.Value, produces[op]); w != "" {
+					warnings = append(warnings, loc{"paths", path, key, "responses", code}.String()+": "+w)
+				}
+			}
+		}
+	}
+	slices.Sort(warnings)
+	return produces, warnings
+}
+
+// oneSchema leaves resp with its one schema as application/json content
+// and describes what an import of it on the media types produced would
+// not give back ("" when it gives back resp's models).
+func oneSchema(resp *openapi3.Response, produced []string) string {
+	if len(resp.Content) == 0 {
+		return ""
+	}
+	types := sortedKeys(resp.Content)
+	chosen := resp.Content["application/json"]
+	if chosen == nil {
+		chosen = resp.Content[types[0]]
+	}
+	lossless := len(types) == len(produced)
+	var models []string
+	for _, ct := range types {
+		models = append(models, ct+" "+strings.TrimPrefix(resp.Content[ct].Schema.Ref, "#/components/schemas/"))
+		lossless = lossless && resp.Content[ct].Schema.Ref == chosen.Schema.Ref
+	}
+	resp.Content = openapi3.Content{"application/json": chosen}
+	if lossless {
+		return ""
+	}
+	return fmt.Sprintf("Swagger 2.0 gives a response one model for every media type of its operation: models %s are exported as %s for %s; export oas30 to keep them",
+		strings.Join(models, ", "), strings.TrimPrefix(chosen.Schema.Ref, "#/components/schemas/"), strings.Join(produced, ", "))
 }
 
 // exportDoc builds the OpenAPI 3 document of def.
@@ -232,15 +318,17 @@ func exportGatewayResponses(grs map[string]plans.GatewayResponse) map[string]gat
 	return out
 }
 
-// swaggerAnyMethods converts the OpenAPI 3 operations FromV3 copied
-// verbatim into x-amazon-apigateway-any-method to Swagger 2.0 operations.
-func swaggerAnyMethods(doc *openapi3.T, paths map[string]*openapi2.PathItem) error {
+// swaggerOperations finishes the Swagger 2.0 paths FromV3 converted:
+// each operation produces the media types swaggerModels chose (FromV3
+// does not carry them), and the OpenAPI 3 operations FromV3 copied
+// verbatim into x-amazon-apigateway-any-method become Swagger 2.0 ones.
+func swaggerOperations(doc *openapi3.T, paths map[string]*openapi2.PathItem, produces map[*openapi3.Operation][]string) error {
 	for path, item := range paths {
-		raw, ok := item.Extensions[extAnyMethod]
-		if !ok {
-			continue
+		item3 := doc.Paths.Value(path)
+		for verb, op2 := range item.Operations() {
+			op2.Produces = produces[item3.GetOperation(verb)]
 		}
-		op3, ok := raw.(*openapi3.Operation)
+		op3, ok := item.Extensions[extAnyMethod].(*openapi3.Operation)
 		if !ok {
 			continue
 		}
@@ -248,6 +336,7 @@ func swaggerAnyMethods(doc *openapi3.T, paths map[string]*openapi2.PathItem) err
 		if err != nil {
 			return fmt.Errorf("openapi: convert %s %s to swagger 2.0: %w", path, extAnyMethod, err)
 		}
+		op2.Produces = produces[op3]
 		item.Extensions[extAnyMethod] = op2
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"tollgate/openapi/openapitest"
 	"tollgate/plans"
 )
 
@@ -32,7 +33,7 @@ func FuzzImport(f *testing.F) {
 			return
 		}
 		for _, opts := range []ExportOptions{{Extensions: true}, {Extensions: true, Swagger: true, YAML: true}} {
-			out, err := Export(def, opts)
+			out, _, err := Export(def, opts)
 			if err != nil {
 				t.Fatalf("Export(%+v) of an imported document: %v", opts, err)
 			}
@@ -40,8 +41,8 @@ func FuzzImport(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-import of %+v export: %v\n%s", opts, err, out)
 			}
-			if normal(again) != normal(def) {
-				t.Fatalf("round trip (%+v) changed the API:\n got %s\nwant %s", opts, normal(again), normal(def))
+			if openapitest.Normal(again) != openapitest.Normal(def) {
+				t.Fatalf("round trip (%+v) changed the API:\n got %s\nwant %s", opts, openapitest.Normal(again), openapitest.Normal(def))
 			}
 		}
 	})

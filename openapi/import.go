@@ -57,7 +57,7 @@ func Import(data []byte, opts ImportOptions) (*plans.ApiDefinition, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	return def, im.warnings.inDocumentOrder(data), nil
+	return def, im.warnings.inDocumentOrder(data, src.isJSON), nil
 }
 
 // importer walks one loaded document.

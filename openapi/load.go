@@ -26,6 +26,7 @@ const MaxRefChain = 32
 type source struct {
 	doc     *openapi3.T
 	swagger *openapi2.T
+	isJSON  bool // the document is JSON
 }
 
 // load parses data as Swagger 2.0 (converted to OpenAPI 3) or OpenAPI
@@ -41,7 +42,7 @@ func load(data []byte) (*source, error) {
 	if err := p.checkRefChains(); err != nil {
 		return nil, err
 	}
-	var src source
+	src := source{isJSON: isJSON}
 	switch {
 	case p.version(p.Swagger) == "2.0" || p.version(p.Swagger) == "2":
 		if src.swagger, src.doc, err = loadSwagger(data, isJSON); err != nil {

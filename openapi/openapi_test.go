@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tollgate/openapi/openapitest"
 	"tollgate/plans"
 )
 
@@ -154,7 +155,7 @@ func TestExportRoundTrips(t *testing.T) {
 		{Extensions: true, Swagger: true},
 		{Extensions: true, Swagger: true, YAML: true},
 	} {
-		out, err := Export(def, opts)
+		out, _, err := Export(def, opts)
 		if err != nil {
 			t.Fatalf("%+v: Export: %v", opts, err)
 		}
@@ -162,8 +163,8 @@ func TestExportRoundTrips(t *testing.T) {
 		if len(warnings) != 0 {
 			t.Errorf("%+v: re-import warnings %q, want none", opts, warnings)
 		}
-		if !reflect.DeepEqual(normal(def), normal(again)) {
-			t.Errorf("%+v: round trip changed the API:\n got %s\nwant %s\ndocument:\n%s", opts, dump(again), dump(def), out)
+		if !reflect.DeepEqual(openapitest.Normal(def), openapitest.Normal(again)) {
+			t.Errorf("%+v: round trip changed the API:\n got %s\nwant %s\ndocument:\n%s", opts, openapitest.Normal(again), openapitest.Normal(def), out)
 		}
 	}
 }
@@ -177,7 +178,7 @@ func TestPlainExportHasNoAWSFields(t *testing.T) {
 	}
 	def, _ := mustImport(t, doc)
 	for _, opts := range []ExportOptions{{}, {Swagger: true}} {
-		out, err := Export(def, opts)
+		out, _, err := Export(def, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

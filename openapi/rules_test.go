@@ -42,7 +42,7 @@ func TestRulesSurviveEveryExportFormat(t *testing.T) {
 		{Extensions: true, Stage: "prod"}, {Extensions: true, YAML: true},
 		{Extensions: true, Swagger: true}, {Extensions: true, Swagger: true, YAML: true},
 	} {
-		out, err := Export(def, opts)
+		out, _, err := Export(def, opts)
 		if err != nil {
 			t.Fatalf("%+v: %v", opts, err)
 		}
@@ -54,7 +54,7 @@ func TestRulesSurviveEveryExportFormat(t *testing.T) {
 			t.Errorf("%+v: the export carries a rule id:\n%s", opts, out)
 		}
 	}
-	out, err := Export(def, ExportOptions{})
+	out, _, err := Export(def, ExportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package openapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -49,10 +51,10 @@ func (ws *warnings) add(at loc, format string, args ...any) {
 }
 
 // inDocumentOrder returns the messages ordered by where their locations
-// appear in data (the document they came from); warnings at one place keep
-// the order they were made in. data is parsed only when there are two or
-// more warnings.
-func (ws warnings) inDocumentOrder(data []byte) []string {
+// appear in data (the document they came from, JSON when isJSON); warnings
+// at one place keep the order they were made in. data is read only when
+// there are two or more warnings.
+func (ws warnings) inDocumentOrder(data []byte, isJSON bool) []string {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -62,14 +64,26 @@ func (ws warnings) inDocumentOrder(data []byte) []string {
 	}
 	out := make([]placed, len(ws))
 	var root *yaml.Node
-	if len(ws) > 1 {
+	if len(ws) > 1 && !isJSON {
 		var n yaml.Node
 		if yaml.Unmarshal(data, &n) == nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
 			root = n.Content[0]
 		}
 	}
 	for i, w := range ws {
-		out[i] = placed{position(root, w.at), w.msg}
+		out[i].msg = w.msg
+		if root != nil {
+			out[i].pos = position(root, w.at)
+		}
+	}
+	if len(ws) > 1 && isJSON {
+		places := make([]loc, len(ws))
+		for i, w := range ws {
+			places[i] = w.at
+		}
+		for i, pos := range jsonPositions(data, places) {
+			out[i].pos = pos
+		}
 	}
 	slices.SortStableFunc(out, func(a, b placed) int { return slices.Compare(a.pos, b.pos) })
 	msgs := make([]string, len(out))
@@ -119,4 +133,54 @@ func mappingKeys(n *yaml.Node) []*yaml.Node {
 		keys = append(keys, n.Content[i])
 	}
 	return keys
+}
+
+// jsonPositions returns position's answer for each of places in the JSON
+// document data. It reads only the objects and arrays on the way to a
+// place, so a document is scanned a few times at most, never parsed whole.
+func jsonPositions(data []byte, places []loc) [][]int {
+	out := make([][]int, len(places))
+	var walk func(raw json.RawMessage, depth int, which []int)
+	walk = func(raw json.RawMessage, depth int, which []int) {
+		want := map[string][]int{} // key at this depth → the places below it
+		for _, i := range which {
+			if len(places[i]) > depth {
+				want[places[i][depth]] = append(want[places[i][depth]], i)
+			}
+		}
+		if len(want) == 0 {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		tok, err := dec.Token()
+		if err != nil {
+			return
+		}
+		for n := 0; dec.More(); n++ {
+			key := index(n)
+			if tok == json.Delim('{') {
+				k, err := dec.Token()
+				if err != nil {
+					return
+				}
+				key, _ = k.(string)
+			}
+			var value json.RawMessage
+			if err := dec.Decode(&value); err != nil {
+				return
+			}
+			for _, i := range want[key] {
+				out[i] = append(out[i], n)
+			}
+			if below := want[key]; len(below) > 0 {
+				walk(value, depth+1, below)
+			}
+		}
+	}
+	all := make([]int, len(places))
+	for i := range all {
+		all[i] = i
+	}
+	walk(data, 0, all)
+	return out
 }

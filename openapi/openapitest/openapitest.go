@@ -1,0 +1,292 @@
+// Package openapitest draws random API definitions for the property tests
+// of the OpenAPI import and export: every part an export carries (ANY
+// methods, request parameters, method responses with models on several
+// media types, greedy paths, HTTP_PROXY and MOCK integrations with every
+// field tollgate keeps, CORS MOCKs on {proxy+}, gateway responses), with
+// values chosen to be awkward in JSON and YAML.
+package openapitest
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"tollgate/plans"
+)
+
+// Definition draws an API definition as the store holds one built call by
+// call, ready to deploy: resources by path (the root first, each parent
+// before its children, ids empty), methods with integrations normalised
+// as PutMethod and PutIntegration store them. Every path parameter of a resource is
+// declared by its methods only sometimes (an import declares them all).
+func Definition(r *rand.Rand) *plans.ApiDefinition {
+	g := &gen{r: r}
+	def := &plans.ApiDefinition{Name: g.pick("pets", "Pet Store: v2", "true", "- list", "ünïcode ✓"),
+		Description:  g.pick("", "built call by call", "line one\nline two", "#not a comment", "null"),
+		ApiKeySource: plans.ApiKeySourceHeader}
+	def.Resources = g.tree()
+	for i := range def.Resources {
+		res := &def.Resources[i]
+		for _, verb := range g.verbs() {
+			if res.ResourceMethods == nil {
+				res.ResourceMethods = map[string]*plans.Method{}
+			}
+			res.ResourceMethods[verb] = g.method(res.Path, verb)
+		}
+		if plans.IsGreedy(res.PathPart) && g.chance(2) {
+			if res.ResourceMethods == nil {
+				res.ResourceMethods = map[string]*plans.Method{}
+			}
+			res.ResourceMethods["OPTIONS"] = corsMock(res.Path)
+		}
+	}
+	def.GatewayResponses = g.gatewayResponses()
+	return def
+}
+
+type gen struct {
+	r      *rand.Rand
+	params int // path parameter names drawn so far
+}
+
+func (g *gen) pick(vs ...string) string { return vs[g.r.IntN(len(vs))] }
+func (g *gen) chance(n int) bool        { return g.r.IntN(n) == 0 }
+
+// subset returns a random subset of vs, in vs's order, each member
+// drawn with a chance of one in n.
+func (g *gen) subset(n int, vs ...string) []string {
+	var out []string
+	for _, v := range vs {
+		if g.chance(n) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// tree draws a resource tree: literals, one {param} per parent at most,
+// {proxy+} leaves, and a CORS-style /{proxy+} under the root half the time.
+func (g *gen) tree() []plans.Resource {
+	out := []plans.Resource{{Path: "/"}}
+	var grow func(path string, depth int)
+	grow = func(path string, depth int) {
+		if depth > 2 {
+			return
+		}
+		parts := g.subset(3, "pets", "v1", "a.b", "x-y_z", "~tilde", "items")
+		switch g.r.IntN(4) {
+		case 0:
+			g.params++
+			parts = append(parts, fmt.Sprintf("{p%d}", g.params))
+		case 1:
+			if path != "/" || g.chance(2) {
+				parts = append(parts, "{proxy+}")
+			}
+		}
+		for _, part := range parts {
+			child := plans.JoinPath(path, part)
+			out = append(out, plans.Resource{PathPart: part, Path: child})
+			if !plans.IsGreedy(part) && g.chance(2) {
+				grow(child, depth+1)
+			}
+		}
+	}
+	grow("/", 0)
+	slices.SortFunc(out, func(a, b plans.Resource) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+func (g *gen) verbs() []string {
+	if g.chance(3) {
+		return nil
+	}
+	return g.subset(4, "ANY", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+}
+
+// method draws a method of verb on path.
+func (g *gen) method(path, verb string) *plans.Method {
+	m := &plans.Method{HTTPMethod: verb, AuthorizationType: "NONE", APIKeyRequired: g.chance(2)}
+	params := map[string]bool{}
+	for _, name := range g.subset(2, "limit", "page.size", "q") {
+		params["method.request.querystring."+name] = g.chance(2)
+	}
+	for _, name := range g.subset(3, "X-Trace", "Accept-Language", "x-lower") {
+		params["method.request.header."+name] = g.chance(2)
+	}
+	for _, part := range strings.Split(path, "/") {
+		if name := plans.ParamName(part); name != "" && g.chance(2) {
+			params["method.request.path."+name] = true
+		}
+	}
+	if len(params) > 0 {
+		m.RequestParameters = params
+	}
+	m.MethodResponses = g.methodResponses()
+	m.MethodIntegration = g.integration(path, params)
+	return m
+}
+
+// corsMock is the OPTIONS method API Gateway's console writes to enable
+// CORS on path: a MOCK answering 200 with Access-Control-Allow-* headers.
+func corsMock(path string) *plans.Method {
+	headers := []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers"}
+	values := []string{"'*'", "'DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT'", "'Content-Type,Authorization,X-Amz-Date,X-Api-Key,X-Amz-Security-Token'"}
+	mr := &plans.MethodResponse{StatusCode: "200", ResponseParameters: map[string]bool{},
+		ResponseModels: map[string]string{"application/json": "Empty"}}
+	ir := &plans.IntegrationResponse{StatusCode: "200", ResponseParameters: map[string]string{}}
+	for i, h := range headers {
+		mr.ResponseParameters["method.response.header."+h] = false
+		ir.ResponseParameters["method.response.header."+h] = values[i]
+	}
+	params := map[string]bool{}
+	for _, part := range strings.Split(path, "/") {
+		if name := plans.ParamName(part); name != "" {
+			params["method.request.path."+name] = true
+		}
+	}
+	in := &plans.Integration{Type: plans.IntegrationMock, PassthroughBehavior: "WHEN_NO_MATCH",
+		RequestTemplates:     map[string]string{"application/json": `{"statusCode": 200}`},
+		IntegrationResponses: map[string]*plans.IntegrationResponse{"200": ir}}
+	in.Normalize()
+	return &plans.Method{HTTPMethod: "OPTIONS", AuthorizationType: "NONE", RequestParameters: params,
+		MethodResponses: map[string]*plans.MethodResponse{"200": mr}, MethodIntegration: in}
+}
+
+// methodResponses draws method responses: headers required or not, and
+// models on one or several media types (the same model on each, or not).
+func (g *gen) methodResponses() map[string]*plans.MethodResponse {
+	out := map[string]*plans.MethodResponse{}
+	for _, code := range g.subset(3, "200", "201", "204", "400", "404", "500") {
+		mr := &plans.MethodResponse{StatusCode: code}
+		for _, h := range g.subset(3, "Access-Control-Allow-Origin", "X-Count", "ETag") {
+			if mr.ResponseParameters == nil {
+				mr.ResponseParameters = map[string]bool{}
+			}
+			mr.ResponseParameters["method.response.header."+h] = g.chance(2)
+		}
+		model := g.pick("Empty", "Error", "Pet_List.v1", "pet-2")
+		for _, ct := range g.subset(2, "application/json", "application/xml", "text/plain") {
+			if mr.ResponseModels == nil {
+				mr.ResponseModels = map[string]string{}
+			}
+			if g.chance(4) {
+				model = g.pick("Empty", "Error", "Pet_List.v1", "pet-2")
+			}
+			mr.ResponseModels[ct] = model
+		}
+		out[code] = mr
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// integration draws an HTTP_PROXY or MOCK integration (a CORS-style MOCK
+// for OPTIONS most of the time) with every field tollgate keeps.
+func (g *gen) integration(path string, params map[string]bool) *plans.Integration {
+	in := &plans.Integration{Type: plans.IntegrationMock, CacheNamespace: g.pick("", "", "shared-ns", "200")}
+	if g.chance(2) {
+		in.Type, in.HTTPMethod = plans.IntegrationHTTPProxy, g.pick("GET", "POST", "ANY", "PATCH")
+		in.URI = g.pick("http://backend.example", "https://backend.example:8443", "http://${stageVariables.host}") + strings.ReplaceAll(path, "+}", "}")
+		in.PassthroughBehavior = g.pick("", "WHEN_NO_MATCH", "WHEN_NO_TEMPLATES", "NEVER")
+	}
+	in.TimeoutInMillis = int32(g.pick2(plans.DefaultTimeoutMillis, 50+g.r.IntN(plans.MaxTimeoutMillis-50)))
+	keys := slices.Sorted(maps.Keys(params))
+	for _, k := range keys {
+		if g.chance(2) {
+			in.CacheKeyParameters = append(in.CacheKeyParameters, k)
+		}
+	}
+	mappings := map[string]string{}
+	for _, k := range keys {
+		if loc, name, _ := plans.ParseRequestParameter("method.request.", k); g.chance(2) {
+			mappings["integration.request."+loc+"."+name] = k
+		}
+	}
+	for _, h := range g.subset(3, "X-Tenant", "X-Stage", "X-Context") {
+		mappings["integration.request.header."+h] = g.pick("'acme'", "'true'", "'200'", "stageVariables.tenant", "context.requestId")
+	}
+	if len(mappings) > 0 {
+		in.RequestParameters = mappings
+	}
+	if in.Type == plans.IntegrationMock || g.chance(3) {
+		in.RequestTemplates = g.templates(`{"statusCode": 200}`, `{"statusCode": 404}`, "true", "")
+	}
+	in.IntegrationResponses = g.integrationResponses(in.Type)
+	in.Normalize()
+	return in
+}
+
+// pick2 returns one of two ints.
+func (g *gen) pick2(a, b int) int {
+	if g.chance(2) {
+		return a
+	}
+	return b
+}
+
+// templates draws templates by content type from bodies.
+func (g *gen) templates(bodies ...string) map[string]string {
+	out := map[string]string{}
+	for _, ct := range g.subset(2, "application/json", "text/plain", "application/x-www-form-urlencoded") {
+		out[ct] = g.pick(bodies...)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// integrationResponses draws the default response and responses by
+// selection pattern, each under its own status code.
+func (g *gen) integrationResponses(typ string) map[string]*plans.IntegrationResponse {
+	out := map[string]*plans.IntegrationResponse{}
+	patterns := map[string]string{"200": "", "204": "2\\d{2}", "404": "4\\d{2}", "500": "5\\d\\d|.*error.*", "302": ""}
+	for _, code := range g.subset(3, "200", "204", "404", "500", "302") {
+		ir := &plans.IntegrationResponse{StatusCode: code, SelectionPattern: patterns[code],
+			ContentHandling: g.pick("", "", "CONVERT_TO_TEXT", "CONVERT_TO_BINARY")}
+		if code == "302" {
+			ir.SelectionPattern = "3\\d{2}"
+		}
+		for _, h := range g.subset(3, "Access-Control-Allow-Origin", "Access-Control-Allow-Methods", "X-Env") {
+			if ir.ResponseParameters == nil {
+				ir.ResponseParameters = map[string]string{}
+			}
+			src := g.pick("'*'", "'GET,OPTIONS'", "stageVariables.env", "method.request.header.Origin", "'yes: no'")
+			if typ == plans.IntegrationHTTPProxy && g.chance(3) {
+				src = "integration.response.header.X-Up"
+			}
+			ir.ResponseParameters["method.response.header."+h] = src
+		}
+		ir.ResponseTemplates = g.templates(`{"ok":true}`, `{"stage":"$context.stage","id":"${context.requestId}","env":"$stageVariables.env"}`, "", "~")
+		out[code] = ir
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// gatewayResponses draws responses of some types with a status, header
+// mappings and a template.
+func (g *gen) gatewayResponses() map[string]plans.GatewayResponse {
+	out := map[string]plans.GatewayResponse{}
+	for _, t := range g.subset(3, plans.GatewayResponseTypes...) {
+		gr := plans.GatewayResponse{ResponseType: t, StatusCode: g.pick("", "", "400", "429", "503")}
+		for _, h := range g.subset(3, "Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "X-Stage") {
+			if gr.ResponseParameters == nil {
+				gr.ResponseParameters = map[string]string{}
+			}
+			gr.ResponseParameters["gatewayresponse.header."+h] = g.pick("'*'", "method.request.header.Origin", "stageVariables.env", "method.request.querystring.cb")
+		}
+		gr.ResponseTemplates = g.templates(`{"message":$context.error.messageString}`, `{"type":"$context.error.responseType","path":"$context.path"}`, "")
+		out[t] = gr
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
