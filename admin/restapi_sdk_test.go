@@ -143,3 +143,30 @@ func TestResourcesMethodsIntegrations(t *testing.T) {
 	_, err = e.c.GetResource(e.ctx, &apigateway.GetResourceInput{RestApiId: id, ResourceId: pet.Id})
 	wantCode(t, err, "NotFoundException")
 }
+
+// Every RestApi answer names its root resource, as AWS's does, so a
+// script can create resources under it without listing them first.
+func TestRestApiNamesItsRootResource(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	created := call(e.c.CreateRestApi(e.ctx, &apigateway.CreateRestApiInput{Name: aws.String("root")})).must(t)
+	rs := call(e.c.GetResources(e.ctx, &apigateway.GetResourcesInput{RestApiId: created.Id})).must(t)
+	root := aws.ToString(rs.Items[0].Id)
+	if aws.ToString(created.RootResourceId) != root || len(root) != 10 {
+		t.Fatalf("CreateRestApi: rootResourceId %q, want the root resource %q", aws.ToString(created.RootResourceId), root)
+	}
+	got := call(e.c.GetRestApi(e.ctx, &apigateway.GetRestApiInput{RestApiId: created.Id})).must(t)
+	list := call(e.c.GetRestApis(e.ctx, &apigateway.GetRestApisInput{})).must(t)
+	updated := call(e.c.UpdateRestApi(e.ctx, &apigateway.UpdateRestApiInput{RestApiId: created.Id,
+		PatchOperations: []types.PatchOperation{op(types.OpReplace, "/name", "renamed")}})).must(t)
+	imported := call(e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: []byte(`{"openapi":"3.0.1","info":{"title":"i","version":"1"},"paths":{}}`)})).must(t)
+	for name, id := range map[string]*string{"GetRestApi": got.RootResourceId, "GetRestApis": list.Items[0].RootResourceId, "UpdateRestApi": updated.RootResourceId} {
+		if aws.ToString(id) != root {
+			t.Errorf("%s: rootResourceId %q, want %q", name, aws.ToString(id), root)
+		}
+	}
+	irs := call(e.c.GetResources(e.ctx, &apigateway.GetResourcesInput{RestApiId: imported.Id})).must(t)
+	if aws.ToString(imported.RootResourceId) != aws.ToString(irs.Items[0].Id) {
+		t.Errorf("ImportRestApi: rootResourceId %q, want %q", aws.ToString(imported.RootResourceId), aws.ToString(irs.Items[0].Id))
+	}
+}

@@ -61,9 +61,6 @@ func buildDefinition(t *testing.T, e *env, def *plans.ApiDefinition) string {
 	api := call(e.c.CreateRestApi(e.ctx, &apigateway.CreateRestApiInput{Name: aws.String(def.Name), Description: aws.String(def.Description)})).must(t)
 	b := builder{e, *api.Id}
 	ids := map[string]string{"/": aws.ToString(api.RootResourceId)}
-	if ids["/"] == "" {
-		ids["/"] = *call(e.c.GetResources(e.ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})).must(t).Items[0].Id
-	}
 	for _, r := range def.Resources {
 		if r.Path != "/" {
 			parent := r.Path[:max(strings.LastIndexByte(r.Path, '/'), 1)]

@@ -75,6 +75,16 @@ func TestImportTakesWhatAPIGatewayTakes(t *testing.T) {
 		{"any-method without responses", oas3(`"paths":{"/a":{"x-amazon-apigateway-any-method":{}}}`), nil, noResponses("/a", "ANY")},
 		{"$ref in an any-method", oas3(anyRef), nil, anyWithModel},
 		{"$ref in a Swagger 2.0 any-method", swagger2(anyRef2), nil, anyWithModel},
+		{"Swagger 2.0 produces at the root", swagger2(`"produces":["application/xml"],"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","schema":{"$ref":"#/definitions/Empty"}}}},
+			"x-amazon-apigateway-any-method":{"responses":{"200":{"description":"ok","schema":{"$ref":"#/definitions/Empty"}}}}}},"definitions":{"Empty":{"type":"object"}}`), nil,
+			func(def *plans.ApiDefinition) string {
+				for _, verb := range []string{"GET", "ANY"} {
+					if m := findMethod(def, "/a", verb); fmt.Sprint(m.MethodResponses["200"].ResponseModels) != "map[application/xml:Empty]" {
+						return fmt.Sprintf("%s: got models %v, want Empty on application/xml", verb, m.MethodResponses["200"].ResponseModels)
+					}
+				}
+				return ""
+			}},
 		{"CORS on {proxy+} declaring proxy", oas3(fmt.Sprintf(cors, `"schema":{"type":"string"}`)), nil, corsOnProxy},
 		{"Swagger 2.0 CORS on {proxy+} declaring proxy", swagger2(fmt.Sprintf(cors, `"type":"string"`)), nil, corsOnProxy},
 		{"a path parameter the path lacks", oas3(`"paths":{"/a":{"get":{"parameters":[{"name":"q","in":"query","schema":{"type":"string"}},{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}}}`),

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"tollgate/plans"
@@ -51,7 +52,7 @@ func Import(data []byte, opts ImportOptions) (*plans.ApiDefinition, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	im := &importer{doc: src.doc, swagger: src.swagger != nil, prefix: prefix, byPath: map[string]*plans.Resource{},
+	im := &importer{doc: src.doc, swagger: src.swagger, prefix: prefix, byPath: map[string]*plans.Resource{},
 		varChild: map[string]string{}}
 	def, err := im.run()
 	if err != nil {
@@ -63,8 +64,8 @@ func Import(data []byte, opts ImportOptions) (*plans.ApiDefinition, []string, er
 // importer walks one loaded document.
 type importer struct {
 	doc      *openapi3.T
-	swagger  bool   // the document was Swagger 2.0
-	prefix   string // put before every path (ImportOptions.BasePath)
+	swagger  *openapi2.T // the Swagger 2.0 document; nil for OpenAPI 3
+	prefix   string      // put before every path (ImportOptions.BasePath)
 	warnings warnings
 	byPath   map[string]*plans.Resource
 	varChild map[string]string // parent path → its {variable} child's path part

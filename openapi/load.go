@@ -75,6 +75,16 @@ func loadSwagger(data []byte, isJSON bool) (*openapi2.T, *openapi3.T, error) {
 	if err != nil {
 		return nil, nil, plans.Invalid("body", "reading the Swagger 2.0 document: %v", err)
 	}
+	for _, item := range doc2.Paths {
+		if item == nil {
+			continue
+		}
+		for _, op := range item.Operations() {
+			if len(op.Produces) == 0 {
+				op.Produces = doc2.Produces // kin-openapi reads only the operation's
+			}
+		}
+	}
 	doc, err := openapi2conv.ToV3(&doc2)
 	if err != nil {
 		return nil, nil, plans.Invalid("body", "converting the Swagger 2.0 document: %v", err)

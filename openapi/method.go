@@ -60,7 +60,7 @@ func (im *importer) anyMethod(at loc, raw any) (*openapi3.Operation, error) {
 		return nil, errorf(at, "must be an operation object")
 	}
 	var op *openapi3.Operation
-	if !im.swagger {
+	if im.swagger == nil {
 		op = &openapi3.Operation{}
 		if err := remarshal(raw, op); err != nil {
 			return nil, jsonFieldError(at, err)
@@ -69,6 +69,9 @@ func (im *importer) anyMethod(at loc, raw any) (*openapi3.Operation, error) {
 		var op2 openapi2.Operation
 		if err := remarshal(raw, &op2); err != nil {
 			return nil, jsonFieldError(at, err)
+		}
+		if len(op2.Produces) == 0 {
+			op2.Produces = im.swagger.Produces
 		}
 		var err error
 		if op, err = openapi2conv.ToV3Operation(im.doc.Components, &openapi2.PathItem{}, &op2, nil); err != nil {

@@ -14,14 +14,17 @@ const (
 const ApiKeySourceHeader = "HEADER"
 
 // RestApi is an API: a tree of resources deployed to stages. JSON shape of
-// AWS's RestApi: {id, name, description, apiKeySource, createdDate, tags}.
+// AWS's RestApi: {id, name, description, apiKeySource, rootResourceId,
+// createdDate, tags}. RootResourceID is the id of its "/" resource, set
+// by the store (an input's is ignored).
 type RestApi struct {
-	ID           string            `json:"id"`
-	Name         string            `json:"name"`
-	Description  string            `json:"description,omitempty"`
-	ApiKeySource string            `json:"apiKeySource"`
-	CreatedDate  Epoch             `json:"createdDate"`
-	Tags         map[string]string `json:"tags,omitempty"`
+	ID             string            `json:"id"`
+	Name           string            `json:"name"`
+	Description    string            `json:"description,omitempty"`
+	ApiKeySource   string            `json:"apiKeySource"`
+	RootResourceID string            `json:"rootResourceId,omitempty"`
+	CreatedDate    Epoch             `json:"createdDate"`
+	Tags           map[string]string `json:"tags,omitempty"`
 }
 
 // Normalize fills the default an API is stored with: apiKeySource HEADER.

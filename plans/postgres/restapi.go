@@ -17,13 +17,18 @@ type apiRow struct {
 	ApiKeySource string            `db:"api_key_source"`
 	Tags         map[string]string `db:"tags"`
 	CreatedAt    time.Time         `db:"created_at"`
+	RootID       string            `db:"root_resource_id"`
 }
 
 const apiCols = `id, name, description, api_key_source, tags, created_at`
 
+// apiSelect reads apiRows: the API's columns and its root resource's id.
+const apiSelect = `SELECT ` + apiCols + `, (SELECT r.id FROM resources r WHERE r.api_id = rest_apis.id AND r.parent_id IS NULL) AS root_resource_id
+	FROM rest_apis`
+
 func (r apiRow) api() plans.RestApi {
-	return plans.RestApi{ID: r.ID, Name: r.Name, Description: r.Description,
-		ApiKeySource: r.ApiKeySource, Tags: nilIfEmptyMap(r.Tags), CreatedDate: epoch(r.CreatedAt)}
+	return plans.RestApi{ID: r.ID, Name: r.Name, Description: r.Description, ApiKeySource: r.ApiKeySource,
+		RootResourceID: r.RootID, Tags: nilIfEmptyMap(r.Tags), CreatedDate: epoch(r.CreatedAt)}
 }
 
 func epoch(t time.Time) plans.Epoch { return plans.Epoch{Time: t.UTC()} }
@@ -64,13 +69,13 @@ func (db *DB) CreateRestApi(ctx context.Context, api *plans.RestApi) error {
 // insertAPI fills api's ID and CreatedDate and inserts it with its root
 // resource.
 func insertAPI(ctx context.Context, tx pgx.Tx, now time.Time, api *plans.RestApi) error {
-	api.ID, api.CreatedDate = plans.NewID(plans.LongIDLen), epoch(now)
+	api.ID, api.CreatedDate, api.RootResourceID = plans.NewID(plans.LongIDLen), epoch(now), plans.NewID(plans.LongIDLen)
 	if _, err := tx.Exec(ctx, `INSERT INTO rest_apis (`+apiCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 		api.ID, api.Name, api.Description, api.ApiKeySource, emptyIfNil(api.Tags), now); err != nil {
 		return err
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path)
-		VALUES ($1, $2, NULL, '', '/')`, api.ID, plans.NewID(plans.LongIDLen))
+		VALUES ($1, $2, NULL, '', '/')`, api.ID, api.RootResourceID)
 	return err
 }
 
@@ -91,7 +96,7 @@ func (db *DB) GetRestApi(ctx context.Context, id string) (*plans.RestApi, error)
 
 // getAPI loads one API, locking its row when forUpdate.
 func getAPI(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (plans.RestApi, error) {
-	q := `SELECT ` + apiCols + ` FROM rest_apis WHERE id = $1`
+	q := apiSelect + ` WHERE id = $1`
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}
@@ -109,7 +114,7 @@ func (db *DB) ListRestApis(ctx context.Context, p plans.Page) ([]plans.RestApi, 
 	}
 	var out []plans.RestApi
 	err = db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		rows, _ := tx.Query(ctx, `SELECT `+apiCols+` FROM rest_apis WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
+		rows, _ := tx.Query(ctx, apiSelect+` WHERE id > $1 ORDER BY id LIMIT $2`, after, limit+1)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[apiRow])
 		for _, r := range rs {
 			out = append(out, r.api())
@@ -137,7 +142,7 @@ func (db *DB) UpdateRestApi(ctx context.Context, id string, fn func(*plans.RestA
 		if err := fn(&api); err != nil {
 			return err
 		}
-		api.ID, api.CreatedDate = orig.ID, orig.CreatedDate
+		api.ID, api.CreatedDate, api.RootResourceID = orig.ID, orig.CreatedDate, orig.RootResourceID
 		api.Normalize()
 		if err := api.Validate(); err != nil {
 			return err

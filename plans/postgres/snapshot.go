@@ -62,7 +62,7 @@ func readSnapshot(ctx context.Context, tx pgx.Tx) (*plans.Snapshot, error) {
 }
 
 func readSnapshotApis(ctx context.Context, tx pgx.Tx, s *plans.Snapshot) error {
-	rows, _ := tx.Query(ctx, `SELECT `+apiCols+` FROM rest_apis`)
+	rows, _ := tx.Query(ctx, apiSelect)
 	apis, err := pgx.CollectRows(rows, pgx.RowToStructByName[apiRow])
 	if err != nil {
 		return err
