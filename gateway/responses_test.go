@@ -229,3 +229,17 @@ func TestTemplatesSubstituteContextAndStageVariables(t *testing.T) {
 		t.Errorf("gateway response: got %d %s\nwant 404 %s", missing.status, missing.body, want)
 	}
 }
+
+// An unreachable upstream answers 502 (INTEGRATION_FAILURE), where AWS's
+// default for that type is 504; a gateway response for the type gives
+// AWS's status (docs/behaviour.md, Integrations).
+func TestIntegrationFailureAnswers502OrItsGatewayResponse(t *testing.T) {
+	t.Parallel()
+	down := res{"/down", methods(proxy(false, "http://127.0.0.1:1/x"), "GET")}
+	wantError(t, mustGateway(t, snapshot(plans.Stage{}, down), nil).do(t, "GET", "/prod/down"), 502, "Bad Gateway", "BadGatewayException")
+	snap := snapshot(plans.Stage{}, down)
+	snap.Apis[testAPI].Stages[testStage].GatewayResponses = map[string]plans.GatewayResponse{
+		plans.ResponseIntegrationFailure: {ResponseType: plans.ResponseIntegrationFailure, StatusCode: "504"},
+	}
+	wantError(t, mustGateway(t, snap, nil).do(t, "GET", "/prod/down"), 504, "Bad Gateway", "BadGatewayException")
+}
