@@ -60,7 +60,7 @@ func normalizeApi(a Api) (Api, error) {
 	if err != nil {
 		return a, err
 	}
-	b, err := openapi.Export(def, openapi.ExportOptions{Extensions: true})
+	b, _, err := openapi.Export(def, openapi.ExportOptions{Extensions: true})
 	if err != nil {
 		return a, err
 	}

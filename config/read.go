@@ -126,7 +126,7 @@ func readApi(ctx context.Context, st Store, a plans.RestApi) (*Api, error) {
 	}
 	slices.SortFunc(rs, func(x, y plans.Resource) int { return strings.Compare(x.Path, y.Path) })
 	def := &plans.ApiDefinition{Name: a.Name, Description: a.Description, ApiKeySource: a.ApiKeySource, Resources: rs, GatewayResponses: grs}
-	b, err := openapi.Export(def, openapi.ExportOptions{Extensions: true})
+	b, _, err := openapi.Export(def, openapi.ExportOptions{Extensions: true})
 	if err != nil {
 		return nil, err
 	}
