@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -95,12 +94,4 @@ func (sc *templateScope) value(name string) (string, bool) {
 		return ex.keyID, true
 	}
 	return "", false
-}
-
-// hostName is host without its port.
-func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		return h
-	}
-	return host
 }
