@@ -38,11 +38,12 @@ func (s *Server) ledgerRoutes(r chi.Router) {
 
 // usageCounts returns, per key of keyIDs, the requests of each UTC day
 // from from to to ("YYYY-MM-DD" → count; days without requests absent):
-// the greater of the ledger's count and the limiter's live count, so
+// the greater of the ledger's count and the limiter's live count (its
+// last days up to today, the limiter's date), so
 // usage not yet flushed is included and days older than the limiter keeps
 // come from the ledger. Without a ledger it is the live count alone.
 // Errors: KindUnavailable when the ledger or the limiter does not answer.
-func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string, from, to time.Time) (map[string]map[string]int64, error) {
+func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string, from, to, today time.Time) (map[string]map[string]int64, error) {
 	out := make(map[string]map[string]int64, len(keyIDs))
 	for _, k := range keyIDs {
 		out[k] = map[string]int64{}
@@ -58,7 +59,6 @@ func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string
 			return nil, err
 		}
 	}
-	today := utcDate(s.now())
 	liveFrom, liveTo := later(from, today.AddDate(0, 0, 1-liveUsageDays)), earlier(to, today)
 	if s.usage == nil || liveTo.Before(liveFrom) {
 		return out, nil

@@ -25,6 +25,8 @@ const bootstrapTestToken = "bootstrap-test-token-0123456789abcdef"
 // routes; the role table never reaches it with a plan that exists.
 type zeroUsage struct{}
 
+func (zeroUsage) Now(context.Context) (time.Time, error) { return time.Now(), nil }
+
 func (zeroUsage) Usage(context.Context, string, string, time.Time, time.Time) (map[string]int64, error) {
 	return map[string]int64{}, nil
 }

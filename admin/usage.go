@@ -15,6 +15,9 @@ import (
 // UsageCounter reads and sets the request counters of keys in plans
 // (implemented in cmd over the engine; the admin does not import it).
 type UsageCounter interface {
+	// Now returns the limiter's time (Redis TIME): its UTC date is today
+	// for usage, whatever the admin node's clock says.
+	Now(ctx context.Context) (time.Time, error)
 	// Usage returns the admitted requests of keyID in planID per UTC day
 	// from from's to to's date inclusive, keyed "YYYY-MM-DD" (0 for a day
 	// without requests).
@@ -120,12 +123,16 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		Values:      make(map[string][][]int64, len(keyIDs)),
 		Position:    next,
 	}
-	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.Quota, from), to)
+	today, err := s.usageToday(ctx)
+	if err != nil {
+		return err
+	}
+	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.Quota, from), to, today)
 	if err != nil {
 		return err
 	}
 	for _, k := range keyIDs {
-		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to, counts[k])
+		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to, today, counts[k])
 		if err != nil {
 			return err
 		}
@@ -152,10 +159,9 @@ func periodStart(q *plans.Quota, day time.Time) time.Time {
 // of that day: the limit minus the requests of that period up to and
 // including the day, except that today (and later days of the current
 // period) use the live quota counter, which UpdateUsage may have set.
-func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Quota, from, to time.Time, counts map[string]int64) ([][]int64, error) {
+func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Quota, from, to, today time.Time, counts map[string]int64) ([][]int64, error) {
 	first := periodStart(q, from)
 	var live int64
-	today := utcDate(s.now())
 	curEnd := today
 	if q != nil {
 		_, curEnd = q.Bounds(today)
@@ -195,6 +201,17 @@ func (s *Server) keyUsage(ctx context.Context, planID, keyID string, q *plans.Qu
 
 // utcDate is t's UTC date at 00:00.
 func utcDate(t time.Time) time.Time { return plans.UTCDate(t) }
+
+// usageToday is the limiter's UTC date (Redis time): the day the gateways
+// count usage in, which GetUsage and UpdateUsage split live counts from
+// ledger rows by.
+func (s *Server) usageToday(ctx context.Context) (time.Time, error) {
+	now, err := s.usage.Now(ctx)
+	if err != nil {
+		return time.Time{}, plans.Unavailable(err, "the limiter's time is unavailable")
+	}
+	return utcDate(now), nil
+}
 
 // updateUsage: PATCH /usageplans/{id}/keys/{keyId}/usage with replace
 // /remaining N → sets the requests left in the current quota period
@@ -243,12 +260,15 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 				"plan", planID, "key", keyID, "err", err)
 		}
 	}
-	today := utcDate(s.now())
-	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.Quota, today), today)
+	today, err := s.usageToday(ctx)
 	if err != nil {
 		return err
 	}
-	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today, counts[keyID])
+	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.Quota, today), today, today)
+	if err != nil {
+		return err
+	}
+	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today, today, counts[keyID])
 	if err != nil {
 		return err
 	}

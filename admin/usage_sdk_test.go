@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/usage"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
@@ -24,14 +26,6 @@ import (
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
 )
-
-// limiterUsage adapts the real engine to admin.UsageCounter, as cmd does.
-type limiterUsage struct{ *engine.Engine }
-
-func (u limiterUsage) QuotaRemaining(ctx context.Context, keyID, planID string, q plans.Quota) (int64, error) {
-	st, err := u.QuotaState(ctx, keyID, planID, q)
-	return st.Remaining, err
-}
 
 // announcer is a recorder that also records usage announcements
 // ("planId:keyId").
@@ -77,7 +71,7 @@ func newUsageEnv(t *testing.T) *usageEnv {
 		Publisher:   ann,
 		Credentials: admin.Credentials{AccessKeyID: akid, SecretAccessKey: secret, BearerToken: token},
 		Logger:      slog.New(slog.NewTextHandler(testWriter{t}, nil)),
-		Usage:       limiterUsage{lim},
+		Usage:       usage.New(rdb, usage.Options{Prefix: prefix}),
 	}))
 	t.Cleanup(srv.Close)
 	c := apigateway.New(apigateway.Options{

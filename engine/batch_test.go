@@ -14,6 +14,7 @@ import (
 	"tollgate/internal/redistest"
 	"tollgate/keyspace"
 	"tollgate/limit"
+	"tollgate/script"
 )
 
 // batchRequests derives up to 40 requests from data over three API keys
@@ -23,7 +24,7 @@ import (
 func batchRequests(k keyspace.Space, data []byte) []*keyedRequest {
 	rates := []float64{0, 0.001, 1, 10.0 / 13, 2.5, 1000}
 	bursts := []int32{0, 1, 2, 3, 5, 40}
-	periods := []string{"DAY", "WEEK", "MONTH"}
+	periods := []uint8{script.PeriodDay, script.PeriodWeek, script.PeriodMonth}
 	var reqs []*keyedRequest
 	for i := 0; i+3 < len(data) && len(reqs) < 40; i += 4 {
 		a, b, c, d := data[i], data[i+1], data[i+2], data[i+3]
@@ -36,7 +37,7 @@ func batchRequests(k keyspace.Space, data []byte) []*keyedRequest {
 			{Key: k.AccountBucket(), RateLimit: 1000, BurstLimit: 30, Level: limit.LevelAccount},
 		}}
 		if d&0x10 == 0 {
-			req.Quota = &keyedQuota{Key: k.Quota(key, plan), Limit: int32(d>>5) + 1, Period: periods[int(d)%3], Offset: int32(c % 7)}
+			req.Quota = &keyedQuota{Key: k.Quota(key, plan), Limit: int32(d>>5) + 1, Period: periods[int(d)%3], Offset: c % 7}
 		}
 		if d&0x08 == 0 {
 			req.UsageKey = k.Usage(key, plan)
@@ -51,25 +52,25 @@ func batchRequests(k keyspace.Space, data []byte) []*keyedRequest {
 
 // runBatch decides reqs in one script run at now and returns the raw
 // replies.
-func runBatch(t testing.TB, l *Engine, now time.Time, reqs []*keyedRequest) [][rLen]int64 {
+func runBatch(t testing.TB, l *Engine, now time.Time, reqs []*keyedRequest) []script.DecisionReply {
 	t.Helper()
-	a := newBatchArgs()
+	a := newRunArgs()
 	for _, r := range reqs {
-		a.add(r, nil)
+		if r.Want == 0 {
+			r.Want = 1
+		}
+		a.addDecision(r, nil, rulesAt{}, 0)
 	}
-	keys, args := a.keysAndArgs(strconv.FormatInt(now.UnixMicro(), 10), len(reqs))
+	keys, args, _ := a.build(runOpts{clock: strconv.FormatInt(now.UnixMicro(), 10), changes: l.changes0})
 	reply, err := l.runOnce(context.Background(), l.rdb, keys, args).Text()
 	if err != nil {
 		t.Fatalf("batch run: %v", err)
 	}
-	if len(reply) != len(reqs)*replySize {
-		t.Fatalf("reply: %d bytes, want %d", len(reply), len(reqs)*replySize)
+	rr, err := decodeRunReply(reply, len(reqs), 0)
+	if err != nil {
+		t.Fatalf("reply: %v", err)
 	}
-	out := make([][rLen]int64, len(reqs))
-	for i := range out {
-		out[i] = decodeReply(reply, i)
-	}
-	return out
+	return rr.decisions
 }
 
 // FuzzBatchEqualsSequential: a batch decides exactly as its requests
@@ -197,13 +198,12 @@ func TestWrongTypeKeysDoNotFailBatch(t *testing.T) {
 	good := nodeRequest(l, "good", 1, 5, 10)
 	got := runBatch(t, l, time.Now(), []*keyedRequest{good, bad})
 	for i, r := range got {
-		if r[rAllowed] != 1 || r[rQuotaRemaining] != 9 {
+		if r.Allowed != 1 || r.QuotaLeft != 9 {
 			t.Fatalf("decision %d: %v, want admitted with 9 left", i, r)
 		}
 	}
-	usage, err := l.Usage(ctx, "good", "p1", time.Now(), time.Now())
-	if err != nil || usage[time.Now().UTC().Format(dayLayout)] != 1 {
-		t.Fatalf("usage of the good key: %v (%v), want 1 today", usage, err)
+	if n := l.usageToday(t, "good", "p1"); n != 1 {
+		t.Fatalf("usage of the good key today: %d, want 1", n)
 	}
 }
 
@@ -221,8 +221,8 @@ func TestBatchOfManyKeys(t *testing.T) {
 		reqs = append(reqs, r)
 	}
 	for i, r := range runBatch(t, l, time.Now(), reqs) {
-		if r[rAllowed] != 1 {
-			t.Fatalf("decision %d: %v, want admitted", i, r)
+		if r.Allowed != 1 {
+			t.Fatalf("decision %d: %+v, want admitted", i, r)
 		}
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/engine/lease"
 	"tollgate/internal/redistest"
 	"tollgate/keyspace"
 	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // benchRequests returns requests of n API keys (nodeRequest: plan, stage
@@ -34,7 +36,7 @@ func limitRequests(n int) []*limit.Request {
 			Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 1000, BurstLimit: 1000},
 				{Level: limit.LevelStage, RateLimit: 100, BurstLimit: 10000, Method: "GET", Path: "/items"},
 				{Level: limit.LevelAccount, RateLimit: 100, BurstLimit: 10000}},
-			Quota: &limit.Quota{Limit: 1_000_000_000, Period: "DAY"}}
+			Quota: &limit.Quota{Limit: 1_000_000_000, Period: plans.PeriodDay}}
 	}
 	return reqs
 }
@@ -154,7 +156,10 @@ func BenchmarkResolve(b *testing.B) {
 	var next atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = l.newCall(b.Context(), reqs[next.Add(1)%int64(len(reqs))])
+			var kr keyedRequest
+			var bs [4]keyedBucket
+			var q keyedQuota
+			l.resolve(reqs[next.Add(1)%int64(len(reqs))], &kr, bs[:0], &q)
 		}
 	})
 }
@@ -168,17 +173,23 @@ func BenchmarkDecideHotKey(b *testing.B) {
 	for _, lc := range []struct {
 		name string
 		life time.Duration
-	}{{"leases=off", -1}, {"leases=on", DefaultLeaseLifetime}} {
+	}{{"leases=off", 0}, {"leases=on", lease.DefaultLifetime}} {
 		b.Run(lc.name, func(b *testing.B) {
 			rdb, prefix := redistest.MustClient(b)
-			l := mustLoaded(b, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, LeaseLifetime: lc.life}))
+			l := mustLoaded(b, New(rdb, Options{Prefix: prefix, Timeout: testTimeout}))
 			b.Cleanup(func() { _ = l.Close() })
+			var top limit.Decider = l
+			if lc.life > 0 {
+				leases := lease.New(l, lease.Options{Lifetime: lc.life})
+				b.Cleanup(leases.Close)
+				top = limit.Stack(l, leases.Layer)
+			}
 			b.ReportAllocs()
 			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
 			before := l.trips.Load()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					d, err := l.Decide(b.Context(), hotRequest(1e6, 1<<30, 1<<30))
+					d, err := top.Decide(b.Context(), hotRequest(1e6, 1<<30, 1<<30))
 					if err != nil || !d.Allowed {
 						b.Fatal(d, err)
 					}

@@ -84,7 +84,12 @@ func (c *entries) stage(api, stage string) *stageCache {
 // flushed since this node last looked reads its entry once more, under the
 // new generation (only the first request after a flush). The decision and
 // its error are Decide's; cache read errors go to lk.Err.
-func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
+//
+// The decision is top's (the layers stacked on the engine): when a layer
+// answers without a round trip (a capacity lease admits, or a refusal is
+// remembered), an admitted request reads the generation and entry in a
+// round trip of its own.
+func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	callCtx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	c := e.cache
@@ -97,7 +102,7 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 		read     *entryRead // queued on the decision's pipeline or read in parallel
 		parallel sync.WaitGroup
 	)
-	d, err := e.decideAlong(ctx, req, func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
+	al := &lookupAlong{fn: func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
 		genCmd = p.Get(ctx, st.genKey)
 		switch {
 		case lk.Refresh:
@@ -111,7 +116,15 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 				read = r
 			})
 		}
-	})
+	}}
+	req.Along = al
+	d, err := top.Decide(ctx, req)
+	req.Along = nil
+	if !al.done && err == nil && d.Allowed { // decided without a round trip
+		p := e.rdb.Pipeline()
+		al.queue(callCtx, p)
+		_, _ = p.Exec(callCtx)
+	}
 	parallel.Wait()
 	// The entry reads after the decision get a deadline of their own: the
 	// decision may have waited in the queue.
@@ -138,6 +151,22 @@ func (e *Engine) DecideLookup(ctx context.Context, req *limit.Request, lk *cache
 	}
 	lk.Digest = digest
 	return d, err
+}
+
+// lookupAlong is a cache read done in the round trip of a decision
+// (limit.Request.Along): fn queues it on the decision's pipeline.
+type lookupAlong struct {
+	fn   func(ctx context.Context, p redis.Pipeliner)
+	done bool
+}
+
+// Done reports whether the read was queued (limit.Along).
+func (a *lookupAlong) Done() bool { return a.done }
+
+// queue queues the read on p.
+func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
+	a.done = true
+	a.fn(ctx, p)
 }
 
 // errNoGeneration is the cache error of a request whose decision never

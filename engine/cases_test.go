@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/redistest"
+
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -19,7 +21,8 @@ func planRequest(l *Engine, keyID string, th *plans.Throttle, q *plans.Quota) *k
 		req.Buckets = append(req.Buckets, keyedBucket{Key: k.PlanBucket(keyID, "p1"), RateLimit: th.RateLimit, BurstLimit: th.BurstLimit, Level: limit.LevelPlan})
 	}
 	if q != nil {
-		req.Quota = &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: q.Limit, Period: q.Period, Offset: q.Offset}
+		kq := l.keyedQuota(keyID, "p1", &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset})
+		req.Quota = &kq
 	}
 	return req
 }
@@ -58,7 +61,7 @@ type step struct {
 // they are taken in phase 1 and given back in phase 3 for every refusal,
 // so each case runs every phase there; afterwards each has lost exactly
 // one token per admitted request.
-func runSteps(t *testing.T, b backend, start time.Time, th *plans.Throttle, q *plans.Quota, steps []step) {
+func runSteps(t *testing.T, b redistest.Backend, start time.Time, th *plans.Throttle, q *plans.Quota, steps []step) {
 	t.Helper()
 	l, c := mustClockEngineOn(t, b, start)
 	req := planRequest(l, "k1", th, q)
@@ -185,9 +188,9 @@ func TestDecideCases(t *testing.T) {
 		{"rate 0 burst 2 admits two, then none", "2026-06-15T12:00:00Z", th(0, 2), nil, []step{
 			ok(0, 1), ok(time.Hour, 0), no(100*24*time.Hour, limit.LevelPlan, 0, 0)}},
 	}
-	for _, b := range backends {
+	for _, b := range redistest.Backends {
 		for _, tc := range cases {
-			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(b.Name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				runSteps(t, b, at(t, tc.start), tc.th, tc.q, tc.steps)
 			})
@@ -196,7 +199,7 @@ func TestDecideCases(t *testing.T) {
 }
 
 func TestRateZeroHasNoRetry(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		req := planRequest(l, "k1", &plans.Throttle{RateLimit: 0, BurstLimit: 1}, nil)
 		mustDecide(t, l, req)
@@ -211,7 +214,7 @@ func TestRateZeroHasNoRetry(t *testing.T) {
 }
 
 func TestPlanState(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		start := at(t, "2026-06-15T12:00:00Z")
 		l, _ := mustClockEngineOn(t, b, start)
 		d := mustDecide(t, l, planRequest(l, "k1", &plans.Throttle{RateLimit: 10, BurstLimit: 20}, nil))
@@ -228,7 +231,7 @@ func TestPlanState(t *testing.T) {
 // BC-05: a client that keeps sending faster than its rate still gets its
 // share, because refused requests cost nothing.
 func TestRefusalsNotCharged(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		start := at(t, "2026-06-15T12:00:00Z")
 		l, c := mustClockEngineOn(t, b, start)
 		req := planRequest(l, "k1", &plans.Throttle{RateLimit: 5, BurstLimit: 5}, nil)
@@ -259,7 +262,7 @@ func TestRefusalsNotCharged(t *testing.T) {
 
 // BC-07: concurrent successes each see their own remaining value.
 func TestQuotaRemainingConcurrent(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		req := planRequest(l, "k2", &plans.Throttle{RateLimit: 10000, BurstLimit: 10000}, &plans.Quota{Limit: 3, Period: plans.PeriodDay})
 		var mu sync.Mutex

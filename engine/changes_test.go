@@ -4,14 +4,18 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/redistest"
+
 	"tollgate/limit"
 	"tollgate/plans"
+	"tollgate/script"
+	"tollgate/usage"
 )
 
 // BC-16: lowering a quota mid-period clamps remaining at 0; raising it
 // gives back limit − used, and refused requests were never counted.
 func TestQuotaLimitChange(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
 		never := &plans.Throttle{RateLimit: 10000, BurstLimit: 10000}
 		q := plans.Quota{Limit: 5_000_000, Period: plans.PeriodMonth}
@@ -36,7 +40,7 @@ func TestQuotaLimitChange(t *testing.T) {
 // BC-17: throttle changes apply to the existing bucket at once:
 // tokens = min(tokens under the old limits, new burst).
 func TestThrottleLimitChange(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
 		slow := &plans.Throttle{RateLimit: 0.01, BurstLimit: 10}
 		for i := range 10 {
@@ -96,7 +100,7 @@ func TestStaleBucketStartsFull(t *testing.T) {
 
 // A1/A3: all or nothing across levels, in check order.
 func TestAllOrNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
 		k := l.keys
 		mk := func(keyID string, stageBurst, acctBurst, quota int32) *keyedRequest {
@@ -106,7 +110,7 @@ func TestAllOrNothing(t *testing.T) {
 					{Key: k.StageBucket("a1", "prod", "GET", "/items"), RateLimit: 0.001, BurstLimit: stageBurst, Level: limit.LevelStage},
 					{Key: k.AccountBucket(), RateLimit: 0.001, BurstLimit: acctBurst, Level: limit.LevelAccount},
 				},
-				Quota:    &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: quota, Period: plans.PeriodDay},
+				Quota:    &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: quota, Period: script.PeriodDay},
 				UsageKey: k.Usage(keyID, "p1"),
 			}
 		}
@@ -143,7 +147,7 @@ func TestAllOrNothing(t *testing.T) {
 		if d.Plan.Remaining != 8 {
 			t.Fatalf("stage bucket after one admission and one probe: got %d tokens, want 8", d.Plan.Remaining)
 		}
-		usage, err := l.Usage(t.Context(), "k1", "p1", c.Now(), c.Now())
+		usage, err := l.usageOn(t, "k1", "p1", c.Now())
 		if err != nil || usage["2026-06-10"] != 1 {
 			t.Fatalf("usage: got %v (err %v), want 2026-06-10: 1", usage, err)
 		}
@@ -152,7 +156,7 @@ func TestAllOrNothing(t *testing.T) {
 
 // BC-07: a throttle refusal does not lower the quota remaining.
 func TestThrottleRefusalKeepsQuota(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
 		th := &plans.Throttle{RateLimit: 0.01, BurstLimit: 1}
 		q := &plans.Quota{Limit: 3, Period: plans.PeriodDay}
@@ -183,11 +187,8 @@ func TestUsagePerDay(t *testing.T) {
 	}
 	c.Add(48 * time.Hour)
 	mustDecide(t, l, planRequest(l, "k1", nil, nil))
-	got, err := l.Usage(t.Context(), "k1", "p1", at(t, "2026-06-09T10:00:00Z"), c.Now())
-	if err != nil {
-		t.Fatalf("Usage: %v", err)
-	}
-	want := map[string]int64{"2026-06-09": 0, "2026-06-10": 2, "2026-06-11": 1, "2026-06-12": 0, "2026-06-13": 1}
+	got := l.usageDays(t, "k1", "p1")
+	want := map[string]int64{"2026-06-10": 2, "2026-06-11": 1, "2026-06-13": 1}
 	if len(got) != len(want) {
 		t.Fatalf("usage: got %v, want %v", got, want)
 	}
@@ -218,7 +219,7 @@ func TestUsagePrunesOldDays(t *testing.T) {
 
 // UpdateUsage: SetRemaining sets the current period's remaining, clamped.
 func TestSetRemaining(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		q := plans.Quota{Limit: 10, Period: plans.PeriodWeek, Offset: 2}
 		cases := []struct {
 			name      string
@@ -236,7 +237,8 @@ func TestSetRemaining(t *testing.T) {
 				for range 4 {
 					mustDecide(t, l, planRequest(l, "k1", nil, &q))
 				}
-				if err := l.SetRemaining(t.Context(), "k1", "p1", q, tc.set); err != nil {
+				admin := usage.New(l.rdb, usage.Options{Prefix: l.keys.Prefix, Clock: c.Now})
+				if err := admin.SetRemaining(t.Context(), "k1", "p1", q, tc.set); err != nil {
 					t.Fatalf("SetRemaining: %v", err)
 				}
 				d := mustDecide(t, l, planRequest(l, "k1", nil, &q))
@@ -248,7 +250,7 @@ func TestSetRemaining(t *testing.T) {
 					t.Fatalf("got allowed=%v remaining=%d, want admitted with %d", d.Allowed, d.Quota.Remaining, tc.want)
 				}
 				c.Set(at(t, "2026-06-16T23:59:59Z")) // Tuesday: the next period (offset 2)
-				st, err := l.QuotaState(t.Context(), "k1", "p1", q)
+				st, err := l.quotaStateErr(t, "k1", "p1", q)
 				if err != nil || st.Remaining != 10 || !st.Reset.Equal(at(t, "2026-06-23T00:00:00Z")) || st.Window != 7*24*time.Hour {
 					t.Fatalf("next period: got %+v (err %v), want remaining 10 until 2026-06-23 over 168h", st, err)
 				}
@@ -260,7 +262,7 @@ func TestSetRemaining(t *testing.T) {
 // If Redis time goes back (a failover to a server with a slower clock), no
 // token is refilled twice and no quota period is reset early.
 func TestClockGoesBack(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		t0 := at(t, "2026-06-16T00:00:05Z")
 		l, c := mustClockEngineOn(t, b, t0)
 		th := &plans.Throttle{RateLimit: 1, BurstLimit: 2}
@@ -298,7 +300,7 @@ func TestClockGoesBack(t *testing.T) {
 // gives back (one script decides every level); op "refund" runs here
 // directly, as phase 3 on Redis Cluster runs it.
 func TestGiveBackAfterLimitRaiseGrantsNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
 		key := l.keys.StageBucket("a1", "prod", "GET", "/items")
 		stage := func(rate float64, burst int32) *keyedRequest {
@@ -324,10 +326,9 @@ func TestGiveBackAfterLimitRaiseGrantsNothing(t *testing.T) {
 // "refund", as phase 3 of a Redis Cluster batch does.
 func mustGiveBack(tb testing.TB, l *Engine, key string, tokens int32) {
 	tb.Helper()
-	a := newBatchArgs()
-	a.addRefund(key, tokens)
-	keys, args := a.refundArgs(l.clockArg())
-	if err := l.runOnce(tb.Context(), l.rdb, keys, args).Err(); err != nil {
+	rs := script.RefundSpec{Key: 1, Tokens: tokens}
+	args := []any{script.OpRefund, l.clockArg(), rs.Append(nil)}
+	if err := l.runOnce(tb.Context(), l.rdb, []string{key}, args).Err(); err != nil {
 		tb.Fatalf("give back: %v", err)
 	}
 }

@@ -13,64 +13,68 @@ import (
 
 	"tollgate/internal/redisscript"
 	"tollgate/keyspace"
-	"tollgate/limit"
+	"tollgate/script"
 )
 
 // On Redis Cluster a script may only touch keys of one slot. A request's
 // own state (its plan or plan-method bucket, quota and usage) shares the
-// key's hash tag, so one script decides it atomically; the shared stage
-// and account buckets live in slots of their own. A batch is decided in
-// three phases (docs/scale.md, "How the limiter runs on Redis Cluster"):
+// key's hash tag, so one run decides it atomically; the shared stage and
+// account buckets, and each (rule, value) state, live in slots of their
+// own. A batch is decided in three phases (docs/scale.md, "How the
+// limiter runs on Redis Cluster"):
 //
-//  1. take: for every slot holding shared buckets of the batch, one run
-//     of limits.lua (op "decide") takes a token from each of them for
-//     each request, in batch order, all or nothing per request and slot;
-//     all the runs go in one pipeline, one round trip per node.
-//  2. decide: for every slot holding requests' own state, one run
-//     decides them knowing the outcome of their shared buckets (packed
-//     as buckets "decided in another slot", in their place in the check
-//     order), charging the key's own limits only when every shared
-//     bucket admitted; again one round trip per node, with the callers'
-//     along commands (cache reads) in the same pipeline.
-//  3. give back: tokens taken in phase 1 for a request that was refused
-//     (by its own limits, or by another shared bucket) go back, one run
-//     of op "refund" per slot, after the callers have their answers.
+//  1. take: for every slot holding shared buckets or rule states of the
+//     batch, one run of op "decide" takes a token of each of its buckets
+//     for each request, all or nothing per request and slot, and decides
+//     each of its rules (a decision of that rule alone); all the runs go
+//     in one pipeline, one round trip per node.
+//  2. decide: for every slot holding requests' own state, one run decides
+//     them knowing the outcome of their shared buckets and rules (packed
+//     as decided elsewhere, in their place in the check order), charging
+//     the key's own limits only when those admitted; again one round trip
+//     per node, with the callers' along commands in the same pipeline.
+//  3. give back: tokens and rule charges taken in phase 1 for a request
+//     that was refused go back (ops "refund" and "unrules"), after the
+//     callers have their answers.
 //
-// So a shared bucket is never over-admitted (a take is atomic in its
-// slot) and never charged for a refused request; it may under-admit
+// So a shared bucket or rule is never over-admitted (a take is atomic in
+// its slot) and never charged for a refused request; it may under-admit
 // while a give-back is in flight, or for good when a give-back is lost
-// (the node died, Redis did not answer): tokens, never quota, and never
-// more than the requests refused meanwhile. A request without a key (no
-// own state) is decided from phase 1 alone.
+// (the node died, Redis did not answer): tokens, never quota. A request
+// without own state is decided from phase 1 alone.
 //
 // A run that charges is sent once (onceCmd). Replies that prove it did
-// not run are sent again within the call's deadline: MOVED and ASK (go-redis
-// follows those itself, up to MaxRedirects), TRYAGAIN (a multi-key run
-// while its slot migrates), CLUSTERDOWN, LOADING, MASTERDOWN and NOSCRIPT
-// (after loading the script). Any other failure fails the requests of
-// that run; a phase-2 run that may have run (a network error, a timeout
-// while it was sent) keeps the shared tokens its requests took, one never
-// sent (phase 1 used up the deadline: errNotSent) gives them back.
+// not run are sent again within the call's deadline: MOVED and ASK
+// (go-redis follows those itself), TRYAGAIN (a multi-key run while its
+// slot migrates), CLUSTERDOWN, LOADING, MASTERDOWN and NOSCRIPT (after
+// loading the script). Any other failure fails the requests of that run;
+// a phase-2 run that may have run keeps the shared tokens its requests
+// took, one that did not run gives them back.
 
 // cluster decides batches on a Redis Cluster.
 type cluster struct {
 	e       *Engine
 	rdb     *redis.ClusterClient
-	refunds sync.WaitGroup // give-backs in flight (tests wait for them: settle)
+	refunds sync.WaitGroup // give-backs in flight (Close waits for them)
 	resent  atomic.Int64   // runs sent again after a reply proved they did not run
 }
 
 func newCluster(e *Engine, rdb *redis.ClusterClient) *cluster { return &cluster{e: e, rdb: rdb} }
 
-// refundTimeout bounds the give-back of phase 3, which runs after the
+// refundTimeout bounds the give-backs of phase 3, which run after the
 // callers were answered.
 const refundTimeout = time.Second
 
 // maxResendWait caps the wait before a run whose reply proved it did not
-// run is sent again (5 ms more per attempt up to this); it is sent again
-// until it runs, fails otherwise, or the deadline of its phase ends
-// (every phase has one: the batch's, or refundTimeout).
+// run is sent again (5 ms more per attempt up to this).
 const maxResendWait = 50 * time.Millisecond
+
+// migrationWait is how long a run whose replies prove it did not run
+// (TRYAGAIN while its slot migrates key by key, CLUSTERDOWN or MASTERDOWN
+// while a replica takes over, LOADING) is sent again, each time under a
+// deadline of its own: Redis answers, so waiting cannot hide an outage, and
+// no request of a migrating slot fails.
+const migrationWait = 3 * time.Second
 
 // part is the buckets of one request that live in one slot other than its
 // home (the slot of its own state): they are taken in phase 1.
@@ -90,41 +94,55 @@ type plan struct {
 	c     *call
 	home  int // slot of the request's own state; -1 without one
 	parts []part
-	// the request's rules (cluster_rules.go): their results, whether they
-	// admit and the retry of the first that refused, the error of their
-	// phase-1 run, and whether their charges were undone already
-	ruleRes     []ruleResult
+	// its rules' results from phase 1, which of them came back, whether
+	// they admit and the retry of the first that refused, the error of
+	// their runs, and whether their charges were undone already
+	ruleRes     []script.RuleReply
+	ruleKnown   []bool
 	rulesOK     bool
 	rulesRetry  int64
 	ruleErr     error
 	rulesUndone bool
 }
 
-// slotRun is one run of limits.lua in one slot: the script's keys and
-// args and, when done, its reply.
+// slotRun is one run of the script in one slot.
 type slotRun struct {
 	slot  int
-	args  *batchArgs
+	args  *runArgs
 	keys  []string
 	argv  []any
+	run   int64 // its run number (phase 2), 0 none
+	sent  time.Time
 	cmd   *redis.Cmd
 	reply string
 	err   error
+	// the decisions of a phase-1 run: a part of a plan, or one rule
+	takes []take
 }
 
-// decide decides the live calls of one batch (see the comment above).
-func (cl *cluster) decide(ctx context.Context, live []*call) {
-	// Counted before any caller is answered, so that settle, called after
-	// an answer, waits for this batch's give-back.
+// take is one decision of a phase-1 run.
+type take struct {
+	plan, part, rule int // rule -1: a part; else part -1
+}
+
+// decide decides the live calls of one batch (see the comment above);
+// each phase has deadline to run (a phase that sent runs again after
+// replies that prove they did not run takes longer: migrationWait).
+func (cl *cluster) decide(deadline time.Duration, live []*call) {
+	// Counted before any caller is answered, so that Close waits for this
+	// batch's give-backs.
 	cl.refunds.Add(1)
 	plans := make([]plan, len(live))
 	for i, c := range live {
 		plans[i] = split(c)
 	}
-	ruleRuns := cl.ruleRuns(plans)
-	cl.take(ctx, plans, slotRuns(ruleRuns))
-	undos := cl.ruleOutcomes(plans, ruleRuns)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	cl.take(ctx, plans)
+	cancel()
+	undos := cl.ruleOutcomes(plans)
+	ctx, cancel = context.WithTimeout(context.Background(), deadline)
 	refunds := cl.decideHome(ctx, plans)
+	cancel()
 	undos = refusedRuleUndos(plans, undos)
 	if len(refunds) == 0 && len(undos) == 0 {
 		cl.refunds.Done()
@@ -132,33 +150,19 @@ func (cl *cluster) decide(ctx context.Context, live []*call) {
 	}
 	go func() {
 		defer cl.refunds.Done()
-		if len(refunds) > 0 {
-			cl.giveBack(refunds)
-		}
-		if len(undos) > 0 {
-			cl.undoRules(undos)
-		}
+		cl.giveBack(refunds, undos)
 	}()
 }
 
-// split assigns each bucket of c's request to its home slot (the slot of
-// the quota, plan bucket or usage hash, which share the key's hash tag)
-// or to a part of another slot.
+// split assigns each bucket of c's request to its home slot or to a part
+// of another slot.
 func split(c *call) plan {
 	req := c.req
 	p := plan{c: c, home: -1}
-	switch {
-	case req.Quota != nil:
-		p.home = keyspace.Slot(req.Quota.Key)
-	case req.planIndex() >= 0:
-		p.home = keyspace.Slot(req.Buckets[req.planIndex()].Key)
-	case req.UsageKey != "":
-		p.home = keyspace.Slot(req.UsageKey)
+	if k := req.home(); k != "" {
+		p.home = keyspace.Slot(k)
 	}
 	for i := range req.Buckets {
-		if req.Buckets[i].Level == limit.LevelRule {
-			continue // the rules' outcome, from their own runs (cluster_rules.go)
-		}
 		s := keyspace.Slot(req.Buckets[i].Key)
 		if s == p.home {
 			continue
@@ -172,74 +176,150 @@ func split(c *call) plan {
 		}
 		p.parts[j].buckets = append(p.parts[j].buckets, i)
 	}
+	p.ruleRes = make([]script.RuleReply, len(req.Rules))
+	p.ruleKnown = make([]bool, len(req.Rules))
 	return p
 }
 
-// take runs phase 1: every part of every plan, one run per slot, in one
-// pipeline with the runs extra.
-func (cl *cluster) take(ctx context.Context, plans []plan, extra []*slotRun) {
+// take runs phase 1: every part and every rule of every plan, one run per
+// slot, in one pipeline.
+func (cl *cluster) take(ctx context.Context, plans []plan) {
 	runs := map[int]*slotRun{}
 	var order []*slotRun
-	type ref struct{ plan, part, idx int } // the part that is decision idx of a run
-	refsOf := map[*slotRun][]ref{}
+	runOf := func(slot int) *slotRun {
+		r := runs[slot]
+		if r == nil {
+			r = &slotRun{slot: slot, args: newRunArgs()}
+			runs[slot] = r
+			order = append(order, r)
+		}
+		return r
+	}
 	for pi := range plans {
+		req := plans[pi].c.req
 		for qi := range plans[pi].parts {
 			pt := &plans[pi].parts[qi]
-			r := runs[pt.slot]
-			if r == nil {
-				r = &slotRun{slot: pt.slot, args: newBatchArgs()}
-				runs[pt.slot] = r
-				order = append(order, r)
-			}
-			sub := keyedRequest{Buckets: make([]keyedBucket, len(pt.buckets))}
+			r := runOf(pt.slot)
+			sub := keyedRequest{Buckets: make([]keyedBucket, len(pt.buckets)), Want: 1}
 			for k, bi := range pt.buckets {
-				sub.Buckets[k] = plans[pi].c.req.Buckets[bi]
+				sub.Buckets[k] = req.Buckets[bi]
 			}
-			r.args.add(&sub, nil)
-			refsOf[r] = append(refsOf[r], ref{pi, qi, len(refsOf[r])})
+			r.args.addDecision(&sub, nil, rulesAt{}, 0)
+			r.takes = append(r.takes, take{plan: pi, part: qi, rule: -1})
+		}
+		for ri := range req.Rules {
+			r := runOf(keyspace.Slot(req.Rules[ri].Key))
+			sub := keyedRequest{Rules: req.Rules[ri : ri+1], Want: 1}
+			r.args.addDecision(&sub, nil, rulesAt{}, cl.e.holds.leaseUS)
+			r.takes = append(r.takes, take{plan: pi, part: -1, rule: ri})
 		}
 	}
-	if len(order) == 0 && len(extra) == 0 {
+	if len(order) == 0 {
 		return
 	}
 	clock := plans[0].c.clock
 	for _, r := range order {
-		r.keys, r.argv = r.args.keysAndArgs(clock, len(refsOf[r]))
+		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock})
 	}
-	cl.run(ctx, append(order, extra...), nil)
+	cl.run(ctx, order, nil)
 	for _, r := range order {
-		for _, rf := range refsOf[r] {
-			pt := &plans[rf.plan].parts[rf.part]
-			if err := r.result(len(refsOf[r])); err != nil {
+		rules := 0
+		for _, t := range r.takes {
+			if t.rule >= 0 {
+				rules++
+			}
+		}
+		rr, err := r.decoded(len(r.takes), rules)
+		k := 0
+		for i, t := range r.takes {
+			p := &plans[t.plan]
+			if t.rule >= 0 {
+				if err != nil {
+					p.ruleErr = err
+					continue
+				}
+				p.ruleRes[t.rule], p.ruleKnown[t.rule] = rr.rules[k], true
+				k++
+				continue
+			}
+			pt := &p.parts[t.part]
+			if err != nil {
 				pt.err = err
 				continue
 			}
-			res := decodeReply(r.reply, rf.idx)
-			pt.now = res[rNow]
-			pt.taken = res[rAllowed] == 1
+			res := &rr.decisions[i]
+			pt.now, pt.taken = res.NowUS, res.Allowed == 1
 			if !pt.taken {
-				pt.refused = pt.buckets[res[rRefused]-1]
-				pt.retryUS = res[rRetry]
+				pt.refused, pt.retryUS = pt.buckets[res.Bucket-1], res.RetryUS
 			}
 		}
 	}
 }
 
-// result checks r's reply for decisions decisions.
-func (r *slotRun) result(decisions int) error {
+// decoded returns r's reply decoded, or the run's error.
+func (r *slotRun) decoded(decisions, rules int) (runReply, error) {
 	if r.err != nil {
-		return r.err
+		return runReply{}, r.err
 	}
-	if len(r.reply) != decisions*replySize {
-		return fmt.Errorf("reply has %d bytes, want %d", len(r.reply), decisions*replySize)
+	return decodeRunReply(r.reply, decisions, rules)
+}
+
+// ruleOutcomes reads each plan's rules' outcome from phase 1 and returns
+// the undos of the rules charged for a request whose rules refused (or
+// failed).
+func (cl *cluster) ruleOutcomes(plans []plan) []keyEntry {
+	var undos []keyEntry
+	for pi := range plans {
+		p := &plans[pi]
+		if len(p.c.req.Rules) == 0 {
+			continue
+		}
+		if p.ruleErr == nil {
+			p.rulesOK, p.rulesRetry = rulesOutcome(p.c.req.Rules, p.ruleRes)
+			if p.rulesOK {
+				continue
+			}
+		}
+		undos = p.ruleUndos(undos)
+		p.rulesUndone = true
 	}
-	return nil
+	return undos
+}
+
+// ruleUndos appends the undos of p's rules that were charged (their result
+// came back and admitted).
+func (p *plan) ruleUndos(undos []keyEntry) []keyEntry {
+	rules := p.c.req.Rules
+	for ri := range rules {
+		if p.ruleKnown[ri] && p.ruleRes[ri].Admitted == 1 {
+			undos = append(undos, undoOf(&rules[ri], &p.ruleRes[ri]))
+		}
+	}
+	return undos
+}
+
+// refusedRuleUndos appends the undos of the rules of every request whose
+// rules admitted but which was refused in phase 2, or failed with a reply
+// that proves its phase-2 run did not run.
+func refusedRuleUndos(plans []plan, undos []keyEntry) []keyEntry {
+	for pi := range plans {
+		p := &plans[pi]
+		if len(p.c.req.Rules) == 0 || p.rulesUndone {
+			continue
+		}
+		c := p.c
+		if c.err == nil && c.res.Allowed == 1 || c.err != nil && !notRun(c.err) && p.failed() == nil {
+			continue // admitted, or its run may have run: the charges stay
+		}
+		undos = p.ruleUndos(undos)
+	}
+	return undos
 }
 
 // decideHome runs phase 2 and answers every call; it returns the buckets
 // to give back (phase 3), by slot.
-func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refund {
-	order, homeOf := homeRuns(plans)
+func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]string {
+	order, homeOf := cl.homeRuns(plans)
 	var alongs []*call
 	for pi := range plans {
 		if plans[pi].c.along != nil {
@@ -247,15 +327,10 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 		}
 	}
 	if len(order) > 0 || len(alongs) > 0 {
-		clock := plans[0].c.clock
-		for _, r := range order {
-			r.args.changes, r.args.await = cl.e.keys.UsageChanges(r.slot), cl.e.awaitRestore
-			r.keys, r.argv = r.args.keysAndArgs(clock, len(homeOf[r]))
-		}
 		cl.run(ctx, order, alongs)
 	}
-	refunds := map[int][]refund{}
-	answerHome(plans, order, homeOf, refunds)
+	refunds := map[int][]string{}
+	cl.answerHome(plans, order, homeOf, refunds)
 	answerShared(plans, refunds)
 	return refunds
 }
@@ -263,7 +338,7 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]refun
 // homeRuns groups the plans whose own state is to be decided (they have
 // one, and phase 1 did not fail) into one run per home slot; homeOf lists
 // each run's plans, in the order of its decisions.
-func homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun][]int) {
+func (cl *cluster) homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun][]int) {
 	runs := map[int]*slotRun{}
 	homeOf = map[*slotRun][]int{}
 	for pi := range plans {
@@ -273,35 +348,57 @@ func homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun][]int) {
 		}
 		r := runs[p.home]
 		if r == nil {
-			r = &slotRun{slot: p.home, args: newBatchArgs()}
+			r = &slotRun{slot: p.home, args: newRunArgs()}
 			runs[p.home] = r
 			order = append(order, r)
 		}
-		r.args.add(p.c.req, p.remotes())
+		r.args.addDecision(p.c.req, p.remotes(), p.rulesAt(), 0)
 		homeOf[r] = append(homeOf[r], pi)
+	}
+	e := cl.e
+	for _, r := range order {
+		r.keys, r.argv, r.run = r.args.build(runOpts{clock: plans[0].c.clock, changes: e.keys.UsageChanges(r.slot),
+			window: e.keys.RunWindow(r.slot, e.node), run: e.runs.Add(1), await: e.awaitRestore, leaseUS: e.leaseHold.Microseconds()})
 	}
 	return order, homeOf
 }
 
+// rulesAt says how p's rules were decided: elsewhere, in phase 1.
+func (p *plan) rulesAt() rulesAt {
+	switch {
+	case len(p.c.req.Rules) == 0:
+		return rulesAt{}
+	case p.rulesOK:
+		return rulesAt{elsewhere: script.RulesAdmitted}
+	default:
+		return rulesAt{elsewhere: script.RulesRefused, retryUS: p.rulesRetry}
+	}
+}
+
 // answerHome answers the calls phase 2 decided (or failed), adding the
 // shared tokens of those refused, or not run, to refunds.
-func answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refunds map[int][]refund) {
+func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refunds map[int][]string) {
 	for _, r := range order {
-		err := r.result(len(homeOf[r]))
+		rr, err := r.decoded(len(homeOf[r]), 0)
+		if err != nil {
+			err = cl.e.undecided(r.run, r.sent, err)
+		} else {
+			cl.e.observe(r.sent, rr.decisions[0].NowUS)
+		}
 		for i, pi := range homeOf[r] {
 			p := &plans[pi]
 			if err != nil {
 				if notRun(err) { // it did not run: nothing of the key was charged
 					p.addRefunds(refunds)
 				}
-				p.c.answer(nil, err)
+				p.c.answer(err)
 				continue
 			}
-			res := decodeReply(r.reply, i)
-			if res[rAllowed] != 1 {
+			p.c.res, p.c.run, p.c.rules = rr.decisions[i], r.run, p.ruleRes
+			if p.c.res.Allowed != 1 {
 				p.addRefunds(refunds)
 			}
-			p.c.answer(&res, nil)
+			p.c.answer(nil)
 		}
 	}
 }
@@ -309,7 +406,7 @@ func answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refun
 // answerShared answers the calls phase 2 did not decide: those whose
 // phase 1 failed, and those without own state (decided by phase 1 alone),
 // adding the shared tokens of those refused or failed to refunds.
-func answerShared(plans []plan, refunds map[int][]refund) {
+func answerShared(plans []plan, refunds map[int][]string) {
 	for pi := range plans {
 		p := &plans[pi]
 		if p.c.answered {
@@ -317,14 +414,14 @@ func answerShared(plans []plan, refunds map[int][]refund) {
 		}
 		if err := p.failed(); err != nil {
 			p.addRefunds(refunds)
-			p.c.answer(nil, err)
+			p.c.answer(err)
 			continue
 		}
-		res := p.sharedOnly()
-		if res[rAllowed] != 1 {
+		p.c.res, p.c.rules = p.sharedOnly(), p.ruleRes
+		if p.c.res.Allowed != 1 {
 			p.addRefunds(refunds)
 		}
-		p.c.answer(&res, nil)
+		p.c.answer(nil)
 	}
 }
 
@@ -346,13 +443,10 @@ func (p *plan) failed() error {
 // its other buckets count as admitted, so the first refusing bucket in
 // check order decides.
 func (p *plan) remotes() []remote {
-	rem := p.c.req.ruleRemotes(p.rulesOK, p.rulesRetry)
 	if len(p.parts) == 0 {
-		return rem
+		return nil
 	}
-	if rem == nil {
-		rem = make([]remote, len(p.c.req.Buckets))
-	}
+	rem := make([]remote, len(p.c.req.Buckets))
 	for _, pt := range p.parts {
 		for _, bi := range pt.buckets {
 			rem[bi] = remote{decided: true, admitted: pt.taken || pt.refused != bi}
@@ -365,62 +459,58 @@ func (p *plan) remotes() []remote {
 }
 
 // sharedOnly is the decision of a request without own state: admitted
-// when every part took its tokens, else refused by the first refusing
-// bucket in check order.
-func (p *plan) sharedOnly() [rLen]int64 {
-	var res [rLen]int64
-	res[rAllowed], res[rPlanRemaining], res[rPlanFull], res[rQuotaRemaining] = 1, -1, -1, -1
+// when every part took its tokens and its rules admit, else refused by
+// the first refusing level in check order (buckets, then rules).
+func (p *plan) sharedOnly() script.DecisionReply {
+	res := script.DecisionReply{Allowed: 1, PlanLeft: -1, PlanFullUS: -1, QuotaLeft: -1}
 	first := -1
 	for _, pt := range p.parts {
-		res[rNow] = max(res[rNow], pt.now)
+		res.NowUS = max(res.NowUS, pt.now)
 		if !pt.taken && (first < 0 || pt.refused < first) {
-			first, res[rRetry] = pt.refused, pt.retryUS
+			first, res.RetryUS = pt.refused, pt.retryUS
 		}
 	}
-	if rb := p.c.req.ruleBucket(); rb >= 0 && !p.rulesOK && (first < 0 || rb < first) {
-		first, res[rRetry] = rb, p.rulesRetry
+	if res.NowUS == 0 { // rules alone: their runs report no bucket's time
+		res.NowUS = time.Now().UnixMicro()
 	}
-	if res[rNow] == 0 { // rules alone, no bucket: their runs report no time
-		res[rNow] = time.Now().UnixMicro()
-	}
-	if first >= 0 {
-		res[rAllowed], res[rRefused] = 0, int64(first+1)
+	switch {
+	case first >= 0:
+		res.Allowed, res.Refused, res.Bucket = 0, script.RefusedBucket, uint8(first+1)
+	case len(p.c.req.Rules) > 0 && !p.rulesOK:
+		res.Allowed, res.Refused, res.RetryUS = 0, script.RefusedRules, p.rulesRetry
 	}
 	return res
 }
 
-// refund is one bucket to give one token back to: the key of its state.
-type refund struct {
-	key string
-}
-
-// addRefunds adds the buckets of p's parts that took a token to refunds.
-func (p *plan) addRefunds(refunds map[int][]refund) {
+// addRefunds adds the shared buckets of p's parts that took a token to
+// refunds.
+func (p *plan) addRefunds(refunds map[int][]string) {
 	for _, pt := range p.parts {
 		if !pt.taken {
 			continue
 		}
 		for _, bi := range pt.buckets {
-			refunds[pt.slot] = append(refunds[pt.slot], refund{key: p.c.req.Buckets[bi].Key})
+			refunds[pt.slot] = append(refunds[pt.slot], p.c.req.Buckets[bi].Key)
 		}
 	}
 }
 
-// giveBack runs phase 3: one op "refund" run per slot. A failure loses
-// those tokens (the shared buckets under-admit by as many requests); it
-// is logged at warn level.
-func (cl *cluster) giveBack(refunds map[int][]refund) {
+// giveBack runs phase 3: one op "refund" run per slot of refunds, and the
+// rule undos. A failure loses those tokens or charges (the buckets and
+// rules under-admit by as many requests); it is logged at warn level.
+func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
 	defer cancel()
 	order := make([]*slotRun, 0, len(refunds))
-	for slot, rs := range refunds {
-		a := newBatchArgs()
-		for _, r := range rs {
-			a.addRefund(r.key, 1)
+	for slot, keys := range refunds {
+		var names []string
+		idx := map[string]uint16{}
+		var spec []byte
+		for _, k := range keys {
+			rs := script.RefundSpec{Key: index(&names, idx, k), Tokens: 1}
+			spec = rs.Append(spec)
 		}
-		r := &slotRun{slot: slot, args: a}
-		r.keys, r.argv = a.refundArgs(cl.e.clockArg())
-		order = append(order, r)
+		order = append(order, &slotRun{slot: slot, keys: names, argv: []any{script.OpRefund, cl.e.clockArg(), spec}})
 	}
 	cl.run(ctx, order, nil)
 	for _, r := range order {
@@ -429,38 +519,50 @@ func (cl *cluster) giveBack(refunds map[int][]refund) {
 				slog.Int("slot", r.slot), slog.Int("tokens", len(refunds[r.slot])), slog.String("error", r.err.Error()))
 		}
 	}
+	if len(undos) == 0 {
+		return
+	}
+	if err := cl.e.runKeyed(ctx, script.OpUnrules, nil, undos); err != nil {
+		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: undoing rules of refused requests failed; those rules under-admit until their state moves on",
+			slog.Int("rules", len(undos)), slog.String("error", err.Error()))
+	}
 }
 
 // run sends runs (and the along commands of alongs) in one pipeline,
 // then sends again, alone, the runs whose reply proves they did not run,
-// until they ran, failed otherwise, or ctx ends.
+// until they ran, failed otherwise, or migrationWait passed.
 func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 	if err := ctx.Err(); err != nil {
 		// Phases share the batch's deadline, and an earlier one may have
 		// used it up: nothing is sent, so nothing runs (and alongs, which
-		// would only fail, are not called).
+		// would only fail, are not queued).
 		for _, r := range runs {
 			r.err = fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		return
 	}
 	pipe := cl.rdb.Pipeline()
+	now := time.Now()
 	for _, r := range runs {
-		r.cmd = queueOnce(ctx, pipe, r.keys, r.argv)
+		r.cmd, r.sent = queueOnce(ctx, pipe, r.keys, r.argv), now
 	}
-	for _, c := range alongs {
-		c.along(ctx, pipe)
-	}
+	queueAlong(ctx, pipe, alongs)
 	_, _ = pipe.Exec(ctx)
-	pending := runs
+	pending, until := runs, now.Add(migrationWait)
 	for attempt := 0; ; attempt++ {
 		var again []*slotRun
 		var noScript error // a NOSCRIPT reply among them: load the script first
 		for _, r := range pending {
-			v, err := r.cmd.Result() // a string (op "decide") or an integer (op "refund")
+			v, err := r.cmd.Result() // a string (op "decide") or an integer (the others)
 			r.reply, _ = v.(string)
 			r.err = err
-			if notRun(r.err) && ctx.Err() == nil {
+			if err != nil && !isReply(err) {
+				// a master that does not answer (it died, its replica may
+				// take over): follow the slot map at once, not at the next
+				// background reload
+				cl.rdb.ReloadState(ctx)
+			}
+			if notRun(r.err) && !errors.Is(r.err, errNotSent) && time.Now().Before(until) {
 				again = append(again, r)
 				if redisscript.IsNoScript(r.err) {
 					noScript = r.err
@@ -470,22 +572,27 @@ func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
 		if len(again) == 0 {
 			return
 		}
+		// each resend has a deadline of its own: Redis answered
+		rctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 		if noScript != nil {
-			if _, err := redisscript.Reload(ctx, cl.rdb, limitsScript, noScript); err != nil {
+			if _, err := redisscript.Reload(rctx, cl.rdb, limitsScript, noScript); err != nil {
 				for _, r := range again {
 					r.err = err
 				}
+				cancel()
 				return
 			}
-		} else if err := sleep(ctx, min(time.Duration(attempt+1)*5*time.Millisecond, maxResendWait)); err != nil {
-			return
+		} else {
+			_ = sleep(rctx, min(time.Duration(attempt+1)*5*time.Millisecond, maxResendWait))
 		}
 		cl.resent.Add(int64(len(again)))
 		pipe = cl.rdb.Pipeline()
+		now = time.Now()
 		for _, r := range again {
-			r.cmd = queueOnce(ctx, pipe, r.keys, r.argv)
+			r.cmd, r.sent = queueOnce(rctx, pipe, r.keys, r.argv), now
 		}
-		_, _ = pipe.Exec(ctx)
+		_, _ = pipe.Exec(rctx)
+		cancel()
 		pending = again
 	}
 }

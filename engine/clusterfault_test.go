@@ -8,11 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"tollgate/internal/clocktest"
+
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/plans"
+	"tollgate/script"
 )
 
 // On Redis Cluster too, a run whose reply is lost is never sent again,
@@ -24,7 +27,7 @@ import (
 func TestClusterLostReplyIsNotSentAgain(t *testing.T) {
 	t.Parallel()
 	shared, prefix := redistest.MustCluster(t)
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	direct := mustLoaded(t, New(shared, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
 	drop := &replyDropper{marker: []byte(direct.keys.Quota("k1", "p1"))} // in phase 2's run only
 	lossy := redis.NewClusterClient(&redis.ClusterOptions{Addrs: shared.Options().Addrs, MaxRetries: 3,
@@ -41,7 +44,7 @@ func TestClusterLostReplyIsNotSentAgain(t *testing.T) {
 	if !drop.fired.Load() {
 		t.Fatal("no reply was dropped: the test did not reach phase 2")
 	}
-	st, err := direct.QuotaState(t.Context(), "k1", "p1", plans.Quota{Limit: 10, Period: plans.PeriodDay})
+	st, err := direct.quotaStateErr(t, "k1", "p1", plans.Quota{Limit: 10, Period: plans.PeriodDay})
 	if err != nil || st.Remaining != 9 {
 		t.Fatalf("quota after one decision whose reply was lost: remaining %d (%v), want 9 (charged once)", st.Remaining, err)
 	}
@@ -99,12 +102,12 @@ func (c *droppingConn) Read(b []byte) (int, error) {
 func TestClusterNoScriptReloadsAndDecides(t *testing.T) {
 	t.Parallel()
 	rdb, _ := redistest.MustClusterServer(t, 1)
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	l := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: testTimeout, Clock: c.Now}))
 	k := l.keys
 	plan := keyedBucket{Key: k.PlanBucket("k1", "p1"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelPlan}
 	stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelStage}
-	quota := &keyedQuota{Key: k.Quota("k1", "p1"), Limit: 5, Period: plans.PeriodDay}
+	quota := &keyedQuota{Key: k.Quota("k1", "p1"), Limit: 5, Period: script.PeriodDay}
 	for i, v := range []struct {
 		name  string
 		req   *keyedRequest

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,13 +16,18 @@ import (
 	"tollgate/keyspace"
 )
 
-// DefaultTimeout is the deadline of one decision when Options.Timeout is 0
-// (TOLLGATE_REDIS_TIMEOUT's default, docs/operations.md).
+// DefaultTimeout is how long decisions fail at once after Redis was found
+// down, when Options.Timeout is 0 (TOLLGATE_REDIS_TIMEOUT's default,
+// docs/operations.md).
 const DefaultTimeout = 50 * time.Millisecond
 
-// Clock is a source of time for the limiter scripts in place of Redis
-// TIME: tests inject one (the script is given its time); nil, or a Clock
-// that returns the zero time, means Redis TIME. Production never sets one.
+// DefaultLeaseHold is Options.LeaseHold's default: twice the longest
+// capacity lease (docs/leases.md).
+const DefaultLeaseHold = 200 * time.Millisecond
+
+// Clock is a source of time for the scripts in place of Redis TIME: tests
+// inject one (the script is given its time); nil, or a Clock that returns
+// the zero time, means Redis TIME. Production never sets one.
 type Clock func() time.Time
 
 // Options configures an Engine; the zero value gives the defaults.
@@ -35,11 +42,6 @@ type Options struct {
 	// queued behind the node's own work, and for its run's reply up to
 	// runTimeout (batch.go).
 	Timeout time.Duration
-	// FailOpen says that the caller admits a request whose decision
-	// failed (the gateway's failure mode "open"): the engine then charges
-	// the request's quota and usage once Redis answers again
-	// (failopen.go), so usage and quotas count it.
-	FailOpen bool
 	// Clock replaces Redis TIME in the scripts (tests); nil means Redis
 	// TIME.
 	Clock Clock
@@ -51,61 +53,65 @@ type Options struct {
 	// cache Redis (every master of a cluster), to refuse storing while it is
 	// near maxmemory without eviction; 0 means DefaultCacheMemoryCheck.
 	CacheMemoryCheck time.Duration
-	// RefusalEntries bounds the refusal memory (refusals.go); 0 means
-	// DefaultRefusalEntries.
-	RefusalEntries int
 	// ConcurrencyLease is how long a CONCURRENCY rule counts a request of
 	// this node without hearing from it (holds.go); 0 means
 	// DefaultConcurrencyLease.
 	ConcurrencyLease time.Duration
-	// LeaseLifetime is the lifetime L of a capacity lease (docs/leases.md):
-	// a hot request shape takes several tokens and quota units at once and
-	// the node admits against them without a round trip for at most L; 0
-	// means DefaultLeaseLifetime, a negative value no leases (every request
-	// is decided in Redis); at most MaxLeaseLifetime. Leases are only taken
-	// on one primary, without a test Clock, for requests without
-	// rate-limit rules or cache reads.
-	LeaseLifetime time.Duration
+	// LeaseHold is how long a capacity lease taken by a decision may hold
+	// units before they are back (at least its lifetime, plus its
+	// give-back): a refusal meanwhile carries limit.Decision.LeaseWait. 0
+	// means DefaultLeaseHold.
+	LeaseHold time.Duration
 	// AwaitRestore makes Decide fail keyed requests with
 	// limit.ErrNotRestored, charging nothing, while their slot of the
-	// limiter Redis lacks the admin's restore mark (restore.go): after the
-	// limiter lost its data, until an admin node has written the keys'
+	// limiter Redis lacks the admin's restore mark (package usage): after
+	// the limiter lost its data, until an admin node has written the keys'
 	// quota and usage back from the ledger. Gateway nodes set it (cmd);
 	// without it a lost limiter counts from zero.
 	AwaitRestore bool
 }
 
-// Engine is a gateway node's Redis: it decides limits (Decide), reads and
-// fills the stage response cache (DecideLookup, Fill), reads and sets
-// usage and quotas (Usage, QuotaState, SetRemaining), names every key
-// (package keyspace) and routes by cluster slot on Redis Cluster. It is
-// safe for concurrent use. Create it with New.
+// Engine is a gateway node's Redis, the core the limiter layers stack on
+// (engine/refusal, engine/lease, engine/failopen): it decides limits
+// (Decide), gives back capacity leases (Unlease), charges fail-open
+// admissions (Charge), reads and fills the stage response cache, settles
+// and reads a key's quota. It names every key (package keyspace) and
+// routes by cluster slot on Redis Cluster. It is safe for concurrent use.
+// Create it with New.
 type Engine struct {
-	rdb      redis.UniversalClient
-	keys     keyspace.Space
-	timeout  time.Duration
-	clock    Clock
-	names    *names
-	batch    batcher
-	refusals *refusals
-	cluster  *cluster // nil unless rdb is a *redis.ClusterClient
-	cache    *entries
-	holds    *holds  // requests in flight of CONCURRENCY rules
-	leases   *leases // nil: no capacity leases
+	rdb     redis.UniversalClient
+	keys    keyspace.Space
+	timeout time.Duration
+	clock   Clock
+	names   *names
+	batch   batcher
+	cluster *cluster // nil unless rdb is a *redis.ClusterClient
+	cache   *entries
+	holds   *holds // requests in flight of CONCURRENCY rules
 	// changes0 is the usage change set of slot 0: on one primary, every
-	// key's (usagesource.go)
+	// key's
 	changes0     string
-	awaitRestore bool // Options.AwaitRestore
-	failOpen     bool
+	awaitRestore bool
+	leaseHold    time.Duration
+	// node numbers this engine's runs (the run windows of decide.lua);
+	// runs counts them.
+	node uint32
+	runs atomic.Int64
 	// inFlight counts runs in flight; downAt is when the last run failed
-	// without a reply (Unix ns), 0 when it had one (failopen.go).
+	// without a reply (Unix ns), 0 when it had one (down.go).
 	inFlight atomic.Int32
 	downAt   atomic.Int64
-	charges  charges
+	// offset is Redis time minus the node's, in µs, as the last reply
+	// showed it (down.go).
+	offset atomic.Int64
 	// trips counts the round trips of decisions and lease give-backs on
 	// one primary (tests and benchmarks report it per request).
 	trips atomic.Int64
 }
+
+// Trips returns the round trips of decisions and lease give-backs on one
+// primary so far (tests and benchmarks report them per request).
+func (e *Engine) Trips() int64 { return e.trips.Load() }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:
 // when it holds '{' or '}', which Redis Cluster would hash in place of
@@ -117,33 +123,24 @@ func CheckPrefix(prefix string) error { return keyspace.CheckPrefix(prefix) }
 // Sentinel failover client (both: one primary, one script per batch) or a
 // Cluster client (per-key state and shared buckets in their own slots,
 // taken first and given back on a refusal: cluster.go). Nothing is sent
-// until the first call; Load loads the scripts.
+// until the first call; Load loads the script.
 func New(rdb redis.UniversalClient, opts Options) *Engine {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
+	if opts.LeaseHold <= 0 {
+		opts.LeaseHold = DefaultLeaseHold
+	}
 	keys := keyspace.Space{Prefix: opts.Prefix}
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
-		refusals: newRefusals(opts.RefusalEntries), changes0: keys.UsageChanges(0), failOpen: opts.FailOpen,
-		awaitRestore: opts.AwaitRestore}
+		changes0: keys.UsageChanges(0), awaitRestore: opts.AwaitRestore, leaseHold: opts.LeaseHold,
+		node: binary.LittleEndian.Uint32(b[:])}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		e.cluster = newCluster(e, cc)
 	}
 	e.holds = newHolds(e, opts.ConcurrencyLease)
-	if opts.LeaseLifetime == 0 {
-		opts.LeaseLifetime = DefaultLeaseLifetime
-	}
-	// Leases run on one primary (or Sentinel) only: on Redis Cluster a
-	// request's shared buckets sit in other slots than its key's own
-	// state, so a lease would need the two-phase take and give-back of
-	// cluster.go for each level (not built; docs/leases.md). A test clock
-	// keeps them off too: a lease's lifetime is counted in node time while
-	// the scripts then read the test clock, and the give-back's refill rule
-	// needs both on one clock.
-	if opts.LeaseLifetime > 0 && e.cluster == nil && opts.Clock == nil {
-		e.leases = newLeases(e, opts.LeaseLifetime)
-		e.refusals.keep = 2 * e.leases.life
-	}
 	cacheRDB := opts.CacheRedis
 	if cacheRDB == nil {
 		cacheRDB = rdb
@@ -175,25 +172,13 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return nil
 }
 
-// now returns the injected test clock's time when one is set and not
-// zero, else the node's time.
-func (e *Engine) now() time.Time {
-	if e.clock != nil {
-		if t := e.clock(); !t.IsZero() {
-			return t
-		}
-	}
-	return time.Now()
-}
-
-// changesOf returns the usage change set that a usage hash named usage
-// is marked in: the one set on a single primary, else the set of its
-// slot (as single.go and cluster.go choose it for decisions).
-func (e *Engine) changesOf(usage string) string {
+// changesOf returns the usage change set that a key's state named key is
+// counted in: the one set on a single primary, else the set of its slot.
+func (e *Engine) changesOf(key string) string {
 	if e.cluster == nil {
 		return e.changes0
 	}
-	return e.keys.UsageChanges(keyspace.Slot(usage))
+	return e.keys.UsageChanges(keyspace.Slot(key))
 }
 
 // clockArg returns the scripts' time argument: the injected clock's time
@@ -216,9 +201,6 @@ func (e *Engine) clockArg() string {
 // after Close. Safe to call more than once.
 func (e *Engine) Close() error {
 	e.holds.close()
-	if e.leases != nil {
-		e.leases.close()
-	}
 	if e.cluster != nil {
 		e.cluster.refunds.Wait()
 	}

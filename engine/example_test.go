@@ -12,6 +12,7 @@ import (
 	"tollgate/engine"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // A plan allowing bursts of 2 at one request per 1000 s, with a quota of 10
@@ -38,7 +39,7 @@ func ExampleEngine_Decide() {
 			{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 2},
 			{Level: limit.LevelAccount, RateLimit: 10000, BurstLimit: 5000},
 		},
-		Quota: &limit.Quota{Limit: 10, Period: "DAY"},
+		Quota: &limit.Quota{Limit: 10, Period: plans.PeriodDay},
 	}
 	for range 3 {
 		d, err := eng.Decide(ctx, req)

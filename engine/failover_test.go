@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"tollgate/internal/clocktest"
+
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
@@ -26,7 +28,7 @@ func TestFailoverLosesOnlyUnreplicatedWrites(t *testing.T) {
 	primaryAddr, primary := redistest.MustServer(t)
 	host, port, _ := net.SplitHostPort(primaryAddr)
 	_, replica := redistest.MustServer(t, "--replicaof", host, port)
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	old := mustLoaded(t, New(primary, Options{Prefix: "t", Timeout: testTimeout, Clock: c.Now}))
 	req := &limit.Request{KeyID: "k1", PlanID: "p1", API: "a1", Stage: "prod",
 		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 100}, {Level: limit.LevelAccount, RateLimit: 0.001, BurstLimit: 1000}},
@@ -57,7 +59,7 @@ func TestFailoverLosesOnlyUnreplicatedWrites(t *testing.T) {
 		t.Fatalf("new primary: quota %d and plan bucket %d remaining, want 89 and 89 (the 5 unreplicated decisions lost, nothing else)",
 			d.Quota.Remaining, d.Plan.Remaining)
 	}
-	usage, err := promoted.Usage(t.Context(), "k1", "p1", c.Now(), c.Now())
+	usage, err := promoted.usageOn(t, "k1", "p1", c.Now())
 	if err != nil || usage["2026-06-15"] != 11 {
 		t.Fatalf("usage on the new primary: got %v, %v, want 11", usage, err)
 	}
@@ -78,7 +80,7 @@ func TestLostReplyIsNotSentAgain(t *testing.T) {
 	go dropReplies(ln, rdb.Options().Addr)
 	lossy := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: 3, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = lossy.Close() })
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	if err := limitsScript.Load(t.Context(), rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func TestLostReplyIsNotSentAgain(t *testing.T) {
 		t.Fatalf("decision without a reply: got %+v, want an error", d)
 	}
 	direct := New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now})
-	st, err := direct.QuotaState(t.Context(), "k1", "p1", plans.Quota{Limit: 10, Period: plans.PeriodDay})
+	st, err := direct.quotaStateErr(t, "k1", "p1", plans.Quota{Limit: 10, Period: plans.PeriodDay})
 	if err != nil || st.Remaining != 9 {
 		t.Fatalf("quota after one decision whose reply was lost: remaining %d (%v), want 9 (charged once)", st.Remaining, err)
 	}

@@ -2,14 +2,20 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
+
+	"tollgate/internal/faultnet"
+	"tollgate/limit/limittest"
 
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
 	"tollgate/limit"
+	"tollgate/plans"
 )
 
 // testTimeout replaces the 50 ms production deadline: tests run many
@@ -38,9 +44,84 @@ func fmtDiff(field string, got, want any) string {
 	return fmt.Sprintf("%s: got %v, want %v", field, got, want)
 }
 
-// decideKeyed decides a resolved request (names built by the test),
-// bypassing the refusal memory; along as decideAlong's.
+// decideKeyed decides a resolved request (names built by the test); along,
+// when not nil, queues commands in the decision's round trip.
 func (e *Engine) decideKeyed(ctx context.Context, req *keyedRequest, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := &call{ctx: ctx, req: req, done: make(chan struct{})}
-	return e.wait(ctx, c, along)
+	if along != nil {
+		c.along = &lookupAlong{fn: along}
+	}
+	return e.wait(ctx, c)
+}
+
+// usageToday returns the requests counted for keyID in planID on the
+// limiter's UTC day (the engine's KeyUsage).
+func (e *Engine) usageToday(tb testing.TB, keyID, planID string) int64 {
+	tb.Helper()
+	u, err := e.KeyUsage(tb.Context(), keyID, planID, nil)
+	if err != nil {
+		tb.Fatalf("KeyUsage: %v", err)
+	}
+	return u.Today
+}
+
+// quotaState returns the state of keyID's quota q in planID now.
+func (e *Engine) quotaState(tb testing.TB, keyID, planID string, q plans.Quota) limit.State {
+	tb.Helper()
+	u, err := e.KeyUsage(tb.Context(), keyID, planID, &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset})
+	if err != nil {
+		tb.Fatalf("KeyUsage: %v", err)
+	}
+	return *u.Quota
+}
+
+// quotaStateErr is quotaState with its error.
+func (e *Engine) quotaStateErr(tb testing.TB, keyID, planID string, q plans.Quota) (limit.State, error) {
+	u, err := e.KeyUsage(tb.Context(), keyID, planID, &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset})
+	if err != nil {
+		return limit.State{}, err
+	}
+	return *u.Quota, nil
+}
+
+// usageOn returns the usage of keyID in planID on day's UTC date, keyed
+// by that date ("YYYY-MM-DD"), as Usage returned it.
+func (e *Engine) usageOn(tb testing.TB, keyID, planID string, day time.Time) (map[string]int64, error) {
+	d := day.UTC().Format(plans.UsageDateLayout)
+	n, err := e.rdb.HGet(tb.Context(), e.keys.Usage(keyID, planID), d).Int64()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	return map[string]int64{d: n}, err
+}
+
+// silentRedis returns a client of a Redis that accepts connections and
+// never answers (a stopped process behind a proxy).
+func silentRedis(tb testing.TB) *redis.Client {
+	tb.Helper()
+	p := faultnet.MustProxy(tb, "127.0.0.1:1")
+	p.Stall()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+var hotRequest = limittest.HotRequest
+
+// usageDays returns every day's count of keyID in planID ("YYYY-MM-DD").
+func (e *Engine) usageDays(tb testing.TB, keyID, planID string) map[string]int64 {
+	tb.Helper()
+	all, err := e.rdb.HGetAll(tb.Context(), e.keys.Usage(keyID, planID)).Result()
+	if err != nil {
+		tb.Fatalf("usage: %v", err)
+	}
+	out := map[string]int64{}
+	for d, v := range all {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("usage on %s: %q", d, v)
+		}
+		out[d] = n
+	}
+	return out
 }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/keyspace"
+	"tollgate/limit"
+	"tollgate/script"
 )
 
 // DefaultConcurrencyLease is the lease of a CONCURRENCY rule's request in
@@ -48,9 +48,7 @@ func newHolds(e *Engine, lease time.Duration) *holds {
 	if lease <= 0 {
 		lease = DefaultConcurrencyLease
 	}
-	var b [4]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return &holds{e: e, node: binary.LittleEndian.Uint32(b[:]), lease: lease, leaseUS: lease.Microseconds(),
+	return &holds{e: e, node: e.node, lease: lease, leaseUS: lease.Microseconds(),
 		held: map[hold]struct{}{}, stop: make(chan struct{})}
 }
 
@@ -90,29 +88,22 @@ func (h *holds) release(held []hold) {
 	defer cancel()
 	entries := make([]keyEntry, len(held))
 	for i, x := range held {
-		entries[i] = keyEntry{key: x.key, pack: x.packRelease}
+		u := script.UndoSpec{Algorithm: uint8(limit.Concurrency), Node: x.node, Seq: x.seq}
+		entries[i] = keyEntry{key: x.key, pack: func(s []byte, ki uint16) []byte {
+			u.Key = ki
+			return u.Append(s)
+		}}
 	}
-	if err := h.e.runKeyed(ctx, func(spec []byte) []any { return []any{opUnrules, h.e.clockArg(), spec} }, entries); err != nil {
+	if err := h.e.runKeyed(ctx, script.OpUnrules, nil, entries); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: releasing requests in flight failed; they leave their rules' counts when their leases end",
 			slog.Int("requests", len(held)), slog.Duration("lease", h.lease), slog.String("error", err.Error()))
 	}
 }
 
-// packRelease packs the end of x as an op "unrules" entry (CONCURRENCY).
-func (x hold) packRelease(s []byte, ki uint16) []byte {
-	le := binary.LittleEndian
-	s = append(s, 4, 0) // limit.Concurrency
-	s = le.AppendUint16(s, ki)
-	s = le.AppendUint32(s, x.node)
-	return le.AppendUint32(s, x.seq)
-}
-
 // packRenew packs x as an op "renew" entry.
 func (x hold) packRenew(s []byte, ki uint16) []byte {
-	le := binary.LittleEndian
-	s = le.AppendUint16(s, ki)
-	s = le.AppendUint32(s, x.node)
-	return le.AppendUint32(s, x.seq)
+	r := script.RenewSpec{Key: ki, Node: x.node, Seq: x.seq}
+	return r.Append(s)
 }
 
 // renewLoop renews the leases of the requests held every third of the
@@ -153,8 +144,8 @@ func (h *holds) entries() []keyEntry {
 func (h *holds) renew(entries []keyEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
 	defer cancel()
-	args := func(spec []byte) []any { return []any{opRenew, h.e.clockArg(), h.leaseUS, spec} }
-	if err := h.e.runKeyed(ctx, args, entries); err != nil {
+	head := (&script.RenewArgs{LeaseUS: h.leaseUS}).Append(nil)
+	if err := h.e.runKeyed(ctx, script.OpRenew, head, entries); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: renewing the leases of requests in flight failed",
 			slog.Int("requests", len(entries)), slog.String("error", err.Error()))
 	}
@@ -182,10 +173,10 @@ type keyEntry struct {
 	pack func(s []byte, ki uint16) []byte
 }
 
-// runKeyed runs entries with the limits script: one run on one primary,
-// one per slot on Redis Cluster (in one pipeline), each with the ARGV
-// args returns for its packed entries. It returns the first error.
-func (e *Engine) runKeyed(ctx context.Context, args func(spec []byte) []any, entries []keyEntry) error {
+// runKeyed runs op with entries: one run on one primary, one per slot on
+// Redis Cluster (in one pipeline), each with ARGV[3] head then its
+// entries packed. It returns the first error.
+func (e *Engine) runKeyed(ctx context.Context, op string, head []byte, entries []keyEntry) error {
 	bySlot := map[int][]keyEntry{}
 	if e.cluster == nil {
 		bySlot[0] = entries
@@ -197,11 +188,13 @@ func (e *Engine) runKeyed(ctx context.Context, args func(spec []byte) []any, ent
 	}
 	runs := make([]*slotRun, 0, len(bySlot))
 	for slot, xs := range bySlot {
-		ra := newRuleArgs()
+		var keys []string
+		idx := map[string]uint16{}
+		spec := append([]byte(nil), head...)
 		for _, x := range xs {
-			ra.spec = x.pack(ra.spec, index(&ra.keys, ra.idx, x.key))
+			spec = x.pack(spec, index(&keys, idx, x.key))
 		}
-		runs = append(runs, &slotRun{slot: slot, keys: ra.keys, argv: args(ra.spec)})
+		runs = append(runs, &slotRun{slot: slot, keys: keys, argv: []any{op, e.clockArg(), spec}})
 	}
 	if e.cluster != nil {
 		e.cluster.run(ctx, runs, nil)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
+	"tollgate/limit/limittest"
 	"tollgate/plans"
 )
 
@@ -40,14 +43,15 @@ type propConfig struct {
 	quota                        plans.Quota
 }
 
-// propRun drives the script and the model through the same sequence of
-// operations decoded from ops, comparing every decision and, at the end,
-// the usage counts. It returns a description of the first mismatch.
+// propRun drives the script and the reference model (limittest.Model)
+// through the same sequence of operations decoded from ops, comparing
+// every decision and, at the end, the usage counts. It returns a
+// description of the first mismatch.
 type propRun struct {
 	ctx   context.Context
 	l     *Engine
-	clock *fakeClock
-	m     *model
+	clock *clocktest.Clock
+	m     *limittest.Model
 	cfg   propConfig
 	ops   []byte
 	pos   int
@@ -55,7 +59,7 @@ type propRun struct {
 	// leases: decisions ask for capacity leases (a drawn want) and a step
 	// ends the oldest open lease (op "unlease") after spending part of it.
 	leases bool
-	open   []*lease
+	open   []*limit.Return
 }
 
 func (p *propRun) next() byte {
@@ -71,22 +75,19 @@ func pick[T any](xs []T, b byte) T { return xs[int(b)%len(xs)] }
 
 // request builds the request of key k (0 or 1), via the plan bucket or
 // the plan's method bucket, with the stage and account buckets.
-func (p *propRun) request(k int, viaMethod bool) *keyedRequest {
-	keys := p.l.keys
-	keyID := fmt.Sprintf("key%d", k)
-	first := keyedBucket{Key: keys.PlanBucket(keyID, "plan1"), RateLimit: p.cfg.plan.RateLimit, BurstLimit: p.cfg.plan.BurstLimit, Level: limit.LevelPlan}
+func (p *propRun) request(k int, viaMethod bool) *limit.Request {
+	first := limit.Bucket{Level: limit.LevelPlan, RateLimit: p.cfg.plan.RateLimit, BurstLimit: p.cfg.plan.BurstLimit}
 	if viaMethod {
-		first = keyedBucket{Key: keys.PlanMethodBucket(keyID, "plan1", "api1", "prod", "GET", "/pets"),
-			RateLimit: p.cfg.method.RateLimit, BurstLimit: p.cfg.method.BurstLimit, Level: limit.LevelPlanMethod}
+		first = limit.Bucket{Level: limit.LevelPlanMethod, RateLimit: p.cfg.method.RateLimit, BurstLimit: p.cfg.method.BurstLimit,
+			Method: "GET", Path: "/pets"}
 	}
 	q := p.cfg.quota
-	return &keyedRequest{
-		Buckets: []keyedBucket{first,
-			{Key: keys.StageBucket("api1", "prod", "GET", "/pets"), RateLimit: p.cfg.stage.RateLimit, BurstLimit: p.cfg.stage.BurstLimit, Level: limit.LevelStage},
-			{Key: keys.AccountBucket(), RateLimit: p.cfg.account.RateLimit, BurstLimit: p.cfg.account.BurstLimit, Level: limit.LevelAccount},
+	return &limit.Request{KeyID: fmt.Sprintf("key%d", k), PlanID: "plan1", API: "api1", Stage: "prod",
+		Buckets: []limit.Bucket{first,
+			{Level: limit.LevelStage, RateLimit: p.cfg.stage.RateLimit, BurstLimit: p.cfg.stage.BurstLimit, Method: "GET", Path: "/pets"},
+			{Level: limit.LevelAccount, RateLimit: p.cfg.account.RateLimit, BurstLimit: p.cfg.account.BurstLimit},
 		},
-		Quota:    &keyedQuota{Key: keys.Quota(keyID, "plan1"), Limit: q.Limit, Period: q.Period, Offset: q.Offset},
-		UsageKey: keys.Usage(keyID, "plan1"),
+		Quota: &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset},
 	}
 }
 
@@ -141,44 +142,42 @@ func (p *propRun) step() string {
 func (p *propRun) decide(k int, viaMethod bool) string {
 	req := p.request(k, viaMethod)
 	if p.leases {
-		req.Want = uint16(p.next() % 40)
+		req.Want = int32(p.next() % 40)
 	}
-	want, wantTaken := p.m.take(p.clock.Now(), req)
-	got, r, err := p.decideTx(req)
-	p.log = append(p.log, fmt.Sprintf("key%d method=%v want=%d allowed=%v refused=%v taken=%d", k, viaMethod, req.Want, want.Allowed, want.Refused, wantTaken))
+	want, _ := p.m.Decide(p.ctx, req)
+	got, err := p.decideTx(req)
+	p.log = append(p.log, fmt.Sprintf("key%d method=%v want=%d allowed=%v refused=%v granted=%d", k, viaMethod, req.Want, want.Allowed, want.Refused, want.Granted))
 	if err != nil {
 		return "Decide: " + err.Error()
 	}
-	if r[rGranted] != wantTaken {
-		return fmtDiff("taken", r[rGranted], wantTaken)
+	if got.Granted > 1 {
+		p.open = append(p.open, &limit.Return{Req: req, Taken: got.Granted, Unspent: got.Granted - 1, At: got.Now,
+			PeriodStart: got.Quota.Reset.Add(-got.Quota.Window)})
 	}
-	if wantTaken > 1 {
-		p.open = append(p.open, &lease{req: *req, taken: int32(wantTaken), left: int32(wantTaken - 1), res: r})
-	}
-	return diffDecision(got, want)
+	return limittest.Diff(got, want)
 }
 
 // endLease spends part of the oldest open lease (a drawn count) and ends
-// it: op "unlease" against the model's.
+// it: the engine's Unlease against the model's.
 func (p *propRun) endLease() string {
 	if len(p.open) == 0 {
 		return ""
 	}
-	l := p.open[0]
+	rt := p.open[0]
 	p.open = p.open[1:]
-	l.spent = int32(p.next()) % (l.left + 1)
-	l.left -= l.spent
-	p.log = append(p.log, fmt.Sprintf("unlease taken=%d spent=%d left=%d", l.taken, l.spent, l.left))
-	p.m.unlease(p.clock.Now(), l)
-	if err := p.l.unlease([]*lease{l}); err != nil {
+	rt.Spent = int32(p.next()) % (rt.Unspent + 1)
+	rt.Unspent -= rt.Spent
+	p.log = append(p.log, fmt.Sprintf("unlease taken=%d spent=%d unspent=%d", rt.Taken, rt.Spent, rt.Unspent))
+	_ = p.m.Unlease(p.ctx, []limit.Return{*rt})
+	if err := p.l.Unlease(p.ctx, []limit.Return{*rt}); err != nil {
 		return "unlease: " + err.Error()
 	}
-	p.persist(&l.req)
+	p.persist(rt.Req)
 	return ""
 }
 
 // persist removes the TTLs of req's keys (see decideTx).
-func (p *propRun) persist(req *keyedRequest) {
+func (p *propRun) persist(req *limit.Request) {
 	pipe := p.l.rdb.Pipeline()
 	for _, k := range p.keysOf(req) {
 		pipe.Persist(p.ctx, k)
@@ -187,9 +186,12 @@ func (p *propRun) persist(req *keyedRequest) {
 }
 
 // keysOf lists req's quota, usage and bucket keys.
-func (p *propRun) keysOf(req *keyedRequest) []string {
-	keys := []string{req.Quota.Key, req.UsageKey}
-	for _, b := range req.Buckets {
+func (p *propRun) keysOf(req *limit.Request) []string {
+	var kr keyedRequest
+	var q keyedQuota
+	p.l.resolve(req, &kr, nil, &q)
+	keys := []string{kr.Quota.Key, kr.UsageKey}
+	for _, b := range kr.Buckets {
 		keys = append(keys, b.Key)
 	}
 	return keys
@@ -200,10 +202,13 @@ func (p *propRun) keysOf(req *keyedRequest) []string {
 // model runs on the test clock; the script's own stale-state rule, which
 // the model mirrors, is what is under test here (TTLs are tested in
 // redis_test.go), and a stall of the test machine must not fail it.
-func (p *propRun) decideTx(req *keyedRequest) (limit.Decision, [rLen]int64, error) {
-	a := newBatchArgs()
-	a.add(req, nil)
-	keys, args := a.keysAndArgs(p.l.clockArg(), 1)
+func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
+	var kr keyedRequest
+	var q keyedQuota
+	p.l.resolve(req, &kr, nil, &q)
+	a := newRunArgs()
+	a.addDecision(&kr, nil, rulesAt{}, 0)
+	keys, args, _ := a.build(runOpts{clock: p.l.clockArg(), leaseUS: p.l.leaseHold.Microseconds()})
 	pipe := p.l.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
 	for _, k := range p.keysOf(req) {
@@ -212,24 +217,33 @@ func (p *propRun) decideTx(req *keyedRequest) (limit.Decision, [rLen]int64, erro
 	_, _ = pipe.Exec(p.ctx)
 	reply, err := cmd.Text()
 	if err != nil {
-		return limit.Decision{}, [rLen]int64{}, err
+		return limit.Decision{}, err
 	}
-	r := decodeReply(reply, 0)
-	return parseDecision(&r, req), r, nil
+	rr, err := decodeRunReply(reply, 1, 0)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	return parseDecision(&rr.decisions[0], &kr), nil
 }
 
 // checkUsage compares the usage hashes with the model's counts.
 func (p *propRun) checkUsage() string {
 	for k := range 2 {
 		keyID := fmt.Sprintf("key%d", k)
-		want := p.m.usage[p.l.keys.Usage(keyID, "plan1")]
-		from := p.clock.Now().AddDate(0, 0, -60)
-		got, err := p.l.Usage(p.ctx, keyID, "plan1", from, p.clock.Now())
+		want := p.m.UsageDays(keyID, "plan1")
+		got, err := p.l.rdb.HGetAll(p.ctx, p.l.keys.Usage(keyID, "plan1")).Result()
 		if err != nil {
-			return "Usage: " + err.Error()
+			return "usage: " + err.Error()
+		}
+		// the limiter keeps 100 days: compare the last 60
+		from := p.clock.Now().AddDate(0, 0, -60).Format(plans.UsageDateLayout)
+		for day, n := range want {
+			if day >= from && got[day] != strconv.FormatInt(n, 10) {
+				return fmtDiff("usage of "+keyID+" on "+day, got[day], n)
+			}
 		}
 		for day, n := range got {
-			if n != want[day] {
+			if day >= from && strconv.FormatInt(want[day], 10) != n {
 				return fmtDiff("usage of "+keyID+" on "+day, n, want[day])
 			}
 		}
@@ -252,8 +266,8 @@ func (p *propRun) run(tb testing.TB) {
 
 // newPropRun sets up a sequence: the first four bytes choose the start
 // instant and the initial limits.
-func newPropRun(l *Engine, clock *fakeClock, ops []byte) *propRun {
-	p := &propRun{ctx: context.Background(), l: l, m: newModel(), ops: ops, clock: clock}
+func newPropRun(l *Engine, clock *clocktest.Clock, ops []byte) *propRun {
+	p := &propRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, LeaseHold: l.leaseHold}, ops: ops, clock: clock}
 	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
 	clock.Set(start)
 	a, b := p.next(), p.next()
@@ -282,7 +296,7 @@ func seededRuns(t *testing.T, stream uint64, setup func(*propRun)) {
 			for i := range ops {
 				ops[i] = byte(r.UintN(256))
 			}
-			c := &fakeClock{}
+			c := &clocktest.Clock{}
 			rdb, prefix := redistest.MustClient(t)
 			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
 			p := newPropRun(l, c, ops)
@@ -326,7 +340,7 @@ func FuzzLimiterVsModel(f *testing.F) {
 		// (see decideTx), so they are deleted after each input.
 		sub := fmt.Sprintf("%s:%d", prefix, n)
 		defer redistest.DeletePrefix(context.Background(), rdb, sub)
-		c := &fakeClock{}
+		c := &clocktest.Clock{}
 		l := mustLoaded(t, New(rdb, Options{Prefix: sub, Timeout: testTimeout, Clock: c.Now}))
 		newPropRun(l, c, ops).run(t)
 	})

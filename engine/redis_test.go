@@ -2,10 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 
 	"tollgate/internal/redistest"
 	"tollgate/limit"
+	"tollgate/script"
 )
 
 // twoLimiters returns two Limiters with their own clients on one Redis and
@@ -42,7 +41,7 @@ func nodeRequest(l *Engine, keyID string, rate float64, burst, quota int32) *key
 		UsageKey: k.Usage(keyID, "p1"),
 	}
 	if quota > 0 {
-		req.Quota = &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: quota, Period: "DAY"}
+		req.Quota = &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: quota, Period: script.PeriodDay}
 	}
 	return req
 }
@@ -138,6 +137,8 @@ func TestTTLOnEveryKey(t *testing.T) {
 			lo, hi = 99*24*time.Hour, 100*24*time.Hour
 		case name == a.changes0: // emptied by the ledger's flush worker; holds the restore mark
 			lo, hi = -1, -1
+		case name == a.keys.RunWindow(0, a.node) || name == b.keys.RunWindow(0, b.node): // a node's runs: a day
+			lo, hi = 23*time.Hour, 24*time.Hour
 		default:
 			t.Errorf("unexpected key %s", name)
 		}
@@ -148,7 +149,7 @@ func TestTTLOnEveryKey(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatalf("SCAN: %v", err)
 	}
-	if want := 50*3 + 2 + 2 + 1; n != want { // per key: bucket, quota, usage; stage; account; "zero": bucket, usage; the usage change set
+	if want := 50*3 + 2 + 2 + 1 + 2; n != want { // per key: bucket, quota, usage; stage; account; "zero": bucket, usage; the usage change set; each node's run window
 		t.Fatalf("keys: got %d, want %d", n, want)
 	}
 }
@@ -247,12 +248,12 @@ func TestRateKeepsFullPrecision(t *testing.T) {
 		if _, err := l.decideKeyed(t.Context(), req, nil); err != nil {
 			t.Fatalf("Decide: %v", err)
 		}
-		state, err := l.rdb.Get(t.Context(), k).Result() // "\x01" + '<dddd' tokens time rate burst (state.lua)
+		state, err := l.rdb.Get(t.Context(), k).Result()
 		var got float64
-		if err == nil && len(state) == 33 && state[0] == 1 {
-			got = math.Float64frombits(binary.LittleEndian.Uint64([]byte(state[17:25])))
-		} else if err == nil {
-			err = fmt.Errorf("state %q is not a bucket state", state)
+		if err == nil {
+			var s script.BucketState
+			_, err = s.Decode(state)
+			got = s.Rate
 		}
 		if err != nil || got != rate {
 			t.Errorf("stored rate: got %v (err %v), want %v exactly", got, err, rate)

@@ -2,13 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"tollgate/internal/clocktest"
+	"tollgate/script"
 
 	"github.com/redis/go-redis/v9"
 
@@ -129,8 +130,10 @@ func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Dur
 }
 
 // A key whose own state is half migrated (its quota key moved, its plan
-// bucket, usage hash and the slot's usage change set not yet) meets
-// TRYAGAIN, and the engine sends the run again until it can run; once all
+// bucket, usage hash, the slot's usage change set and the node's run
+// window not yet) meets
+// TRYAGAIN, and the engine sends the run again until it can run (here 1.5 s,
+// longer than a run's deadline); once all
 // of them moved (the slot still migrating) it meets ASK and decides on the
 // target. Neither costs an
 // error, a lost count or a double count. Deterministic: the test moves
@@ -138,7 +141,7 @@ func migrateSlot(t *testing.T, rdb *redis.ClusterClient, slot int, pace time.Dur
 func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustCluster(t)
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
 	k, keyID := l.keys, "hk"+prefix // a slot of this test alone (other branches run it too)
 	req := &limit.Request{KeyID: keyID, PlanID: "p1", API: "a1", Stage: "prod",
@@ -161,8 +164,14 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 		for l.cluster.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
 			time.Sleep(time.Millisecond)
 		}
+		// ...the slot stayed half migrated for longer than a run's deadline
+		// (1 s): the run is still sent again, under deadlines of its own
+		first := time.Now()
+		for time.Since(first) < 1500*time.Millisecond && t.Context().Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
 		slot := keyspace.Slot(k.Usage(keyID, "p1"))
-		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1"), k.UsageChanges(slot)} { // ...the rest of the key's state moved too
+		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1"), k.UsageChanges(slot), k.RunWindow(slot, l.node)} { // ...the rest of the key's state moved too
 			if err := m.move(key); err != nil {
 				t.Errorf("move %s: %v", key, err)
 			}
@@ -174,7 +183,7 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 	decide("with the key's state on the target while its slot migrates (ASK)", 7)
 	m.finish()
 	decide("after the migration (MOVED)", 6)
-	usage, err := l.Usage(t.Context(), keyID, "p1", c.Now(), c.Now())
+	usage, err := l.usageOn(t, keyID, "p1", c.Now())
 	if err != nil || usage["2026-06-15"] != 4 {
 		t.Fatalf("usage: got %v (%v), want 4 (each admission once)", usage, err)
 	}
@@ -188,7 +197,7 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 func TestReshardMidLoad(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustCluster(t)
-	c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
 	keyID, stageName := "rk"+prefix, "rs"+prefix // hash tags of this test alone
 	const quota, stageBurst = 300, 100000
@@ -221,9 +230,6 @@ func TestReshardMidLoad(t *testing.T) {
 				case d.Allowed:
 					admitted.Add(1)
 				}
-				if d.Remembered { // the quota ran out: keep asking Redis
-					l.ForgetAll()
-				}
 			}
 		})
 	}
@@ -245,7 +251,7 @@ func TestReshardMidLoad(t *testing.T) {
 	if n := admitted.Load(); n != quota {
 		t.Fatalf("admitted: got %d of %d sent, want exactly the quota %d", n, sent.Load(), quota)
 	}
-	usage, err := l.Usage(t.Context(), keyID, "p1", c.Now(), c.Now())
+	usage, err := l.usageOn(t, keyID, "p1", c.Now())
 	if err != nil || usage["2026-06-15"] != quota {
 		t.Errorf("usage: got %v (%v), want %d", usage, err, quota)
 	}
@@ -254,17 +260,15 @@ func TestReshardMidLoad(t *testing.T) {
 	if err != nil || !probe.Allowed {
 		t.Fatalf("stage probe: got %+v, %v", probe, err)
 	}
-	tokens, err := l.rdb.Get(t.Context(), l.keys.StageBucket("a1", stageName, "GET", "/x")).Bytes()
-	if err != nil || len(tokens) != 33 {
-		t.Fatalf("stage bucket state: got %q, %v", tokens, err)
+	state, err := l.rdb.Get(t.Context(), l.keys.StageBucket("a1", stageName, "GET", "/x")).Result()
+	var bucket script.BucketState
+	if err == nil {
+		_, err = bucket.Decode(state)
 	}
-	if left := stateTokens(tokens); left != float64(stageBurst-quota-1) {
+	if err != nil {
+		t.Fatalf("stage bucket state: got %q, %v", state, err)
+	}
+	if left := bucket.Tokens; left != float64(stageBurst-quota-1) {
 		t.Errorf("stage bucket tokens: got %v, want %d (one per admission and the probe)", left, stageBurst-quota-1)
 	}
-}
-
-// stateTokens reads the tokens of a bucket state (limits.lua: "\1" then
-// little-endian doubles tokens, time, rate, burst).
-func stateTokens(state []byte) float64 {
-	return math.Float64frombits(binary.LittleEndian.Uint64(state[1:9]))
 }

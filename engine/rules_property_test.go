@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/clocktest"
+	"tollgate/limit/limittest"
+
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/plans"
@@ -27,8 +30,8 @@ var (
 // (every 20 minutes of real time) runs during one.
 const propLease = time.Hour
 
-// rulesRun drives the engine (one primary, through its op "decide_rules",
-// each run in a MULTI with PERSIST of its keys) and the reference model
+// rulesRun drives the engine (one primary, through its op "decide", each
+// run in a MULTI with PERSIST of its keys) and the reference model
 // through one sequence decoded from ops: requests of three callers (two
 // behind one address) with a plan bucket, the stage and account buckets,
 // a quota and five rules, one per algorithm; time steps; limit changes
@@ -36,15 +39,15 @@ const propLease = time.Hour
 type rulesRun struct {
 	ctx   context.Context
 	l     *Engine
-	clock *fakeClock
-	m     *ruleModel
+	clock *clocktest.Clock
+	m     *limittest.Model
 	cfg   propConfig
 	rules [6]limit.Rule
-	held  []limit.Decision
-	heldM [][]hold
-	ops   []byte
-	pos   int
-	log   []string
+	// requests in flight: the engine's decisions and the model's
+	held, heldM []limit.Decision
+	ops         []byte
+	pos         int
+	log         []string
 }
 
 func (p *rulesRun) next() byte {
@@ -124,9 +127,7 @@ func (p *rulesRun) release(i int) string {
 	}
 	i %= len(p.held)
 	p.held[i].Release()
-	for _, x := range p.heldM[i] {
-		p.m.release(x)
-	}
+	p.heldM[i].Release()
 	p.held = append(p.held[:i], p.held[i+1:]...)
 	p.heldM = append(p.heldM[:i], p.heldM[i+1:]...)
 	p.log = append(p.log, fmt.Sprintf("release %d", i))
@@ -134,57 +135,36 @@ func (p *rulesRun) release(i int) string {
 }
 
 func (p *rulesRun) decide(k int) string {
-	c := p.l.newCall(p.ctx, p.request(k))
-	want, wantRes := p.m.decide(p.clock.Now(), c.req, p.l.holds.leaseUS)
-	got, err := p.decideTx(c)
-	p.log = append(p.log, fmt.Sprintf("caller %d: allowed=%v refused=%v rules %v", k, want.Allowed, want.Refused, wantRes))
+	req := p.request(k)
+	want, _ := p.m.Decide(p.ctx, req)
+	got, err := p.decideTx(req)
+	p.log = append(p.log, fmt.Sprintf("caller %d: allowed=%v refused=%v rules %+v", k, want.Allowed, want.Refused, want.Rules))
 	if err != nil {
 		return "Decide: " + err.Error()
 	}
-	if diff := diffDecision(got, want); diff != "" {
+	if diff := limittest.Diff(got, want); diff != "" {
 		return diff
 	}
-	for i := range wantRes {
-		if diff := diffRuleResult(c.ruleRes[i], wantRes[i]); diff != "" {
-			return fmt.Sprintf("rule %d: %s", i, diff)
-		}
+	if (got.Release == nil) != (want.Release == nil) {
+		return fmtDiff("Release", got.Release != nil, want.Release != nil)
 	}
 	if got.Release != nil {
-		var held []hold
-		for i, r := range c.req.Rules {
-			if r.Rule.Algorithm == limit.Concurrency && c.ruleRes[i][0] == 1 {
-				held = append(held, r.hold)
-			}
-		}
-		p.held, p.heldM = append(p.held, got), append(p.heldM, held)
+		p.held, p.heldM = append(p.held, got), append(p.heldM, want)
 	}
 	return ""
 }
 
-// diffRuleResult compares two rule results: exactly, but retry and reset
-// to within 1 µs (float rounding in the script).
-func diffRuleResult(got, want ruleResult) string {
-	names := [...]string{"admitted", "retry", "remaining", "reset", "aux"}
-	for j := range got {
-		d := got[j] - want[j]
-		if (j == 1 || j == 3) && d >= -1 && d <= 1 {
-			continue
-		}
-		if d != 0 {
-			return fmtDiff(names[j], got[j], want[j])
-		}
-	}
-	return ""
-}
-
-// decideTx runs op "decide_rules" for c alone, followed in the same MULTI
-// by PERSIST of its keys (see propRun.decideTx: the states' staleness on
-// the test clock is under test, not Redis expiry), and returns its
-// decision as Decide would.
-func (p *rulesRun) decideTx(c *call) (limit.Decision, error) {
-	c.clock = p.l.clockArg()
-	a := newBatchArgs()
-	keys, args, _ := p.l.packBatch(a, []*call{c})
+// decideTx runs op "decide" for req alone, followed in the same MULTI by
+// PERSIST of its keys (see propRun.decideTx: the states' staleness on the
+// test clock is under test, not Redis expiry), and returns its decision as
+// Decide would.
+func (p *rulesRun) decideTx(req *limit.Request) (limit.Decision, error) {
+	c := &call{ctx: p.ctx, done: make(chan struct{})}
+	p.l.resolve(req, &c.own, nil, &c.ownQuota)
+	c.req = &c.own
+	a := newRunArgs()
+	a.addDecision(c.req, nil, rulesAt{}, p.l.holds.leaseUS)
+	keys, args, _ := a.build(runOpts{clock: p.l.clockArg()})
 	pipe := p.l.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
 	for _, k := range keys {
@@ -192,15 +172,15 @@ func (p *rulesRun) decideTx(c *call) (limit.Decision, error) {
 	}
 	_, _ = pipe.Exec(p.ctx)
 	text, err := cmd.Text()
-	reply, err := splitReply(text, err, []*call{c})
 	if err != nil {
 		return limit.Decision{}, err
 	}
-	r := decodeReply(reply, 0)
-	c.res = r
-	d := parseDecision(&r, c.req)
-	p.l.ruleDecision(&d, c)
-	return d, nil
+	rr, err := decodeRunReply(text, 1, len(c.req.Rules))
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	c.res, c.rules = rr.decisions[0], rr.rules
+	return p.l.result(c)
 }
 
 func (p *rulesRun) run(tb testing.TB) {
@@ -214,8 +194,8 @@ func (p *rulesRun) run(tb testing.TB) {
 
 // newRulesRun sets up a sequence: the first bytes choose the start, the
 // plan's limits, the quota and the rules with their modes.
-func newRulesRun(l *Engine, clock *fakeClock, ops []byte) *rulesRun {
-	p := &rulesRun{ctx: context.Background(), l: l, m: newRuleModel(), ops: ops, clock: clock}
+func newRulesRun(l *Engine, clock *clocktest.Clock, ops []byte) *rulesRun {
+	p := &rulesRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, ConcurrencyLease: propLease}, ops: ops, clock: clock}
 	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
 	clock.Set(start)
 	a := p.next()
@@ -244,7 +224,7 @@ func TestRulesMatchModel(t *testing.T) {
 			for i := range ops {
 				ops[i] = byte(r.UintN(256))
 			}
-			c := &fakeClock{}
+			c := &clocktest.Clock{}
 			rdb, prefix := redistest.MustClient(t)
 			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
 			t.Cleanup(func() { _ = l.Close() })
@@ -265,7 +245,7 @@ func FuzzRulesVsModel(f *testing.F) {
 		n++
 		sub := fmt.Sprintf("%s:%d", prefix, n)
 		defer redistest.DeletePrefix(context.Background(), rdb, sub)
-		c := &fakeClock{}
+		c := &clocktest.Clock{}
 		l := mustLoaded(t, New(rdb, Options{Prefix: sub, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
 		defer l.Close()
 		newRulesRun(l, c, ops).run(t)

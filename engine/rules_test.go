@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/redistest"
+
+	"tollgate/internal/clocktest"
+
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -73,7 +77,7 @@ func TestEachRuleAdmitsExactlyItsLimit(t *testing.T) {
 		{Name: "lb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 2, MaxDelay: 10 * time.Second},
 		{Name: "qt", Algorithm: limit.CalendarQuota, Limit: 3, Period: plans.PeriodMonth},
 	}
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		for _, r := range rules {
 			r.Counter, r.Private = "c-"+r.Name, true
@@ -115,7 +119,7 @@ func TestRefusalsChargeNothingAnywhere(t *testing.T) {
 		{Name: "lb", Counter: "clb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 4, MaxDelay: 30 * time.Second, Private: true},
 		{Name: "qt", Counter: "cqt", Algorithm: limit.CalendarQuota, Limit: 5, Period: plans.PeriodWeek, Private: true},
 	}
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		plan := limit.Bucket{RateLimit: 0.001, BurstLimit: 1}
 		// the plan bucket admits one request; the next 10 are refused by it
@@ -160,7 +164,7 @@ func TestRefusalsChargeNothingAnywhere(t *testing.T) {
 // every other limit is charged exactly as without it, and its outcome
 // reports the would-be refusal; it counts in its own counter only.
 func TestShadowRuleChangesNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		shadow := fixedRule("trial", 2)
 		shadow.Shadow = true
@@ -188,7 +192,7 @@ func TestShadowRuleChangesNothing(t *testing.T) {
 // A request that will not wait its turn after all gives it back: the
 // next request gets the turn it left, on both backends.
 func TestLeakyBucketTurnGivenBack(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		r := limit.Rule{Name: "smooth", Counter: "lb", Algorithm: limit.LeakyBucket, RateLimit: 1, BurstLimit: 2, MaxDelay: 10 * time.Second, Private: true}
 		var ds []limit.Decision
@@ -214,7 +218,7 @@ func TestLeakyBucketTurnGivenBack(t *testing.T) {
 // period shifted by its offset, refused until the period ends (its retry),
 // and counted afresh in the next period.
 func TestCalendarQuotaRuleCountsPerPeriod(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, clock := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z")) // a Monday
 		week := limit.Rule{Name: "week", Counter: "cweek", Algorithm: limit.CalendarQuota, Limit: 2, Period: plans.PeriodWeek, Offset: 1, Private: true}
 		for i := range 3 {
@@ -253,8 +257,8 @@ func TestTwoNodesAdmitExactlyARulesLimit(t *testing.T) {
 		{Name: "lb", Algorithm: limit.LeakyBucket, RateLimit: 0.01, BurstLimit: 39, MaxDelay: 4000 * time.Second},
 	} {
 		t.Run(alg.Name, func(t *testing.T) {
-			eachBackend(t, func(t *testing.T, b backend) {
-				rdb, prefix := b.open(t)
+			redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+				rdb, prefix := b.Open(t)
 				nodes := [2]*Engine{
 					mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout})),
 					mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout})),
@@ -292,7 +296,7 @@ func TestTwoNodesAdmitExactlyARulesLimit(t *testing.T) {
 // one turn (1/rate) apart, up to burst waiting and maxDelay; beyond, 429
 // with the time until one could wait within the bounds.
 func TestLeakyBucketDelaysTheExcess(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
 		r := limit.Rule{Name: "smooth", Counter: "lb", Algorithm: limit.LeakyBucket, RateLimit: 4, BurstLimit: 3, MaxDelay: 600 * time.Millisecond, Private: true}
 		var delays []time.Duration
@@ -342,9 +346,9 @@ func (h *holds) renewNow() {
 // node dies (no release, no renewal), so a crash never locks a client out
 // for good; on both backends.
 func TestConcurrencySlotsReleaseRenewAndExpire(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		rdb, prefix := b.open(t)
-		c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		rdb, prefix := b.Open(t)
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 		node := func() *Engine {
 			return mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: 30 * time.Second}))
 		}
@@ -388,9 +392,9 @@ func TestConcurrencySlotsReleaseRenewAndExpire(t *testing.T) {
 // The renewal loop renews what the node holds on its own, every third of
 // the lease, and stops when nothing is held.
 func TestRenewalLoopRenewsHeldRequests(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend) {
-		rdb, prefix := b.open(t)
-		c := &fakeClock{t: at(t, "2026-06-15T12:00:00Z")}
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		rdb, prefix := b.Open(t)
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 		l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: 90 * time.Millisecond}))
 		t.Cleanup(func() { _ = l.Close() })
 		r := limit.Rule{Name: "conns", Counter: "cc1", Algorithm: limit.Concurrency, Limit: 1, Private: true}

@@ -2,55 +2,16 @@ package engine
 
 import (
 	"context"
-	_ "embed"
-	"strconv"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redisscript"
+	"tollgate/script"
 )
 
-//go:embed limits.lua
-var limitsSource string
-
-//go:embed rules.lua
-var rulesSource string
-
-// limitsScript is limits.lua with rules.lua inserted before its dispatch
-// (assemble), hashed once: runs send its SHA1 (EVALSHA).
-var limitsScript = redis.NewScript(assemble(limitsSource, rulesSource))
-
-// dispatchLine starts limits.lua's dispatch, the last lines of the file:
-// rules.lua goes right before it, where every local of limits.lua
-// (its functions and its ops table) is in scope.
-const dispatchLine = "\nlocal run = ops[ARGV[1]]"
-
-// assemble inserts rules (rules.lua) into limits (limits.lua) before its
-// dispatch. This is the one step that joins the two files: rules.lua uses
-// the locals of limits.lua it lists in its header and adds its operations
-// to ops. It panics when limits has no dispatch line (a broken build).
-func assemble(limits, rules string) string {
-	i := strings.LastIndex(limits, dispatchLine)
-	if i < 0 {
-		panic("engine: limits.lua has no dispatch line " + strconv.Quote(dispatchLine[1:]))
-	}
-	return limits[:i+1] + rules + limits[i:]
-}
-
-// Operations of the limits script (its ARGV[1]); rules.lua adds the last
-// five.
-const (
-	opDecide      = "decide"
-	opRefund      = "refund"
-	opUnlease     = "unlease"
-	opQuota       = "quota"
-	opSettle      = "settle"
-	opRules       = "rules"
-	opDecideRules = "decide_rules"
-	opUnrules     = "unrules"
-	opRenew       = "renew"
-)
+// limitsScript is the limiter script (package script's library), hashed
+// once: runs send its SHA1 (EVALSHA).
+var limitsScript = redis.NewScript(script.Source)
 
 // onceCmd is a command go-redis must never send twice: a limits.lua run
 // that charges tokens or quota. go-redis retries a command after a
@@ -65,7 +26,7 @@ type onceCmd struct{ *redis.Cmd }
 // NoRetry reports true: see onceCmd.
 func (onceCmd) NoRetry() bool { return true }
 
-// queueOnce queues an EVALSHA of limits.lua with keys and args on p (a
+// queueOnce queues an EVALSHA of the limiter script with keys and args on p (a
 // client or a pipeline) as a onceCmd and returns its command.
 func queueOnce(ctx context.Context, p processor, keys []string, args []any) *redis.Cmd {
 	all := make([]any, 0, 3+len(keys)+len(args))
@@ -85,7 +46,7 @@ type processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// runOnce runs limits.lua once on rdb (a client, not a pipeline); on
+// runOnce runs the limiter script once on rdb (a client, not a pipeline); on
 // NOSCRIPT (a restarted or flushed server: it did not run) it loads the
 // script and runs it again.
 func (e *Engine) runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) *redis.Cmd {

@@ -2,53 +2,37 @@ package engine
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // decideSingle decides a batch on one primary (a single server or the
-// primary Sentinel names): one run of limits.lua for every decision of the
-// batch (op "decide", or "decide_rules" when a request has rate-limit
-// rules: rules.go), all levels atomic, with the along commands of its calls queued
-// after it on the same pipeline: one round trip. A NOSCRIPT reply loads
-// the script and runs the batch again (it did not run the first time).
-// The run is never retried otherwise (see runOnce).
-func (e *Engine) decideSingle(ctx context.Context, a *batchArgs, live []*call) {
+// primary Sentinel names): one run of op "decide" for every decision of
+// the batch, all levels and rules atomic, with the along commands of its
+// calls queued after it on the same pipeline: one round trip. A NOSCRIPT
+// reply loads the script and runs the batch again (it did not run the
+// first time). The run is never retried otherwise (onceCmd).
+func (e *Engine) decideSingle(ctx context.Context, a *runArgs, live []*call) {
 	alongs := false
 	for _, c := range live {
+		a.addDecision(c.req, nil, rulesAt{}, e.holds.leaseUS)
 		alongs = alongs || c.along != nil
 	}
-	a.changes, a.await = e.changes0, e.awaitRestore
-	keys, args, rules := e.packBatch(a, live)
+	keys, args, run := a.build(runOpts{clock: live[0].clock, changes: e.changes0, window: e.keys.RunWindow(0, e.node),
+		run: e.runs.Add(1), await: e.awaitRestore, leaseUS: e.leaseHold.Microseconds()})
 	e.trips.Add(1)
+	sent := time.Now()
 	var cmd *redis.Cmd
 	if !alongs {
 		cmd = e.runOnce(ctx, e.rdb, keys, args)
 	} else {
 		pipe := e.rdb.Pipeline()
 		cmd = queueOnce(ctx, pipe, keys, args)
-		for _, c := range live {
-			if c.along != nil {
-				c.along(ctx, pipe)
-			}
-		}
+		queueAlong(ctx, pipe, live)
 		_, _ = pipe.Exec(ctx)
 		cmd = sendAgainOnNoScript(ctx, e.rdb, cmd, keys, args)
 	}
 	reply, err := cmd.Text()
-	if rules {
-		reply, err = splitReply(reply, err, live)
-	}
-	if err == nil && len(reply) != len(live)*replySize {
-		err = fmt.Errorf("reply has %d bytes, want %d", len(reply), len(live)*replySize)
-	}
-	for i, c := range live {
-		if err != nil {
-			c.answer(nil, err)
-			continue
-		}
-		r := decodeReply(reply, i)
-		c.answer(&r, nil)
-	}
+	e.answerRun(live, run, sent, reply, err)
 }

@@ -159,7 +159,7 @@ func (env *cacheEnv) gateway(t testing.TB, snap *plans.Snapshot, cacheRDB redis.
 	if err := eng.Load(t.Context()); err != nil && cacheRDB == nil { // a test's own cache Redis may be down
 		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: eng}, prefix: env.prefix, logs: &syncBuffer{}}
+	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: newLimiter(t, eng, false)}, prefix: env.prefix, logs: &syncBuffer{}}
 	tg.keys.add(cacheKey1, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}})
 	tg.keys.add(cacheKey2, &plans.KeyRecord{KeyID: "key0000002", Enabled: true, PlanIDs: []string{"plan01"}, InvalidateCache: true})
 	tg.Server = New(Options{Keys: tg.keys, Engine: tg.engine, Logger: slog.New(slog.NewJSONHandler(tg.logs, nil)), CacheClock: env.clock})

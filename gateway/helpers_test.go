@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/engine/lease"
+	"tollgate/engine/refusal"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -186,16 +189,45 @@ func (c *countingEngine) Fill(ctx context.Context, lk *cache.Lookup, e *cache.En
 	return c.get().Fill(ctx, lk, e)
 }
 
-func (c *countingEngine) QuotaState(ctx context.Context, keyID, planID string, q plans.Quota) (limit.State, error) {
-	return c.get().QuotaState(ctx, keyID, planID, q)
+func (c *countingEngine) KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error) {
+	return c.get().KeyUsage(ctx, keyID, planID, q)
 }
 
 func (c *countingEngine) Settle(ctx context.Context, keyID, planID string, start time.Time, counted bool) error {
 	return c.get().Settle(ctx, keyID, planID, start, counted)
 }
 
-func (c *countingEngine) Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error) {
-	return c.get().Usage(ctx, keyID, planID, from, to)
+// limiter is a gateway node's limiter as cmd/tollgate stacks it on eng:
+// refusal memory on top and, with leases, capacity leases below it
+// (docs/architecture.md); forget is what push events call.
+type limiter struct {
+	engine.Port
+	refusals *refusal.Memory
+	leases   *lease.Table
+}
+
+// newLimiter stacks the layers on eng; leases adds capacity leases of the
+// default lifetime (closed at cleanup).
+func newLimiter(t testing.TB, eng *engine.Engine, leases bool) *limiter {
+	l := &limiter{refusals: refusal.New(refusal.Options{})}
+	layers := []limit.Layer{}
+	if leases {
+		l.leases = lease.New(eng, lease.Options{})
+		t.Cleanup(l.leases.Close)
+		layers = append(layers, l.leases.Layer)
+		l.refusals = refusal.New(refusal.Options{Keep: 2 * l.leases.Lifetime()})
+	}
+	layers = append(layers, l.refusals.Layer)
+	l.Port = engine.Port{Engine: eng, Top: limit.Stack(eng, layers...)}
+	return l
+}
+
+// forgetChange is push.ReaderOptions.OnEvent for the layers.
+func (l *limiter) forgetChange(c plans.Change) {
+	l.refusals.ForgetChange(c)
+	if l.leases != nil {
+		l.leases.ForgetChange(c)
+	}
 }
 
 // swap replaces the wrapped engine and returns the previous one.
@@ -257,7 +289,7 @@ func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testG
 	if err := eng.Load(t.Context()); err != nil {
 		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: eng}, prefix: prefix, logs: &syncBuffer{}}
+	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: newLimiter(t, eng, false)}, prefix: prefix, logs: &syncBuffer{}}
 	opts := Options{
 		Keys:   tg.keys,
 		Engine: tg.engine,

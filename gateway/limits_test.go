@@ -288,10 +288,10 @@ func TestStageBucketAppliesWithoutKey(t *testing.T) {
 }
 
 // deadEngine is a real engine pointed at a port nobody listens on.
-func deadEngine(t *testing.T) *engine.Engine {
+func deadEngine(t *testing.T) Engine {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return engine.New(rdb, engine.Options{Prefix: "dead"})
+	return newLimiter(t, engine.New(rdb, engine.Options{Prefix: "dead"}), false)
 }
 
 func TestLimiterFailureModes(t *testing.T) {

@@ -116,19 +116,15 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 	if t := ex.sp.throttle; t != nil && !ex.sp.shadow {
 		req.Buckets = append(req.Buckets, limit.Bucket{Level: limit.LevelPlan, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit})
 	}
-	now := time.Now()
 	if len(req.Buckets) > 0 {
 		d, err := s.engine.Decide(r.Context(), req)
 		if !s.applyDecision(w, r, ex, d, err) {
 			return
 		}
-		if !d.Now.IsZero() {
-			now = d.Now
-		}
 	}
 	rep := usageReport{KeyID: ex.keyID}
 	for _, sp := range s.keyPlans(ex, api.usage.stage) {
-		pu, err := s.planUsage(r, ex.keyID, sp, now)
+		pu, err := s.planUsage(r, ex.keyID, sp)
 		if err != nil {
 			ex.errType, ex.reason = ErrorTypeUnavailable, "usage: "+err.Error()
 			writeUnavailable(w)
@@ -160,25 +156,25 @@ func (s *Server) keyPlans(ex *exchange, st *stageConfig) []*stagePlan {
 }
 
 // planUsage reads the real-time figures of keyID in plan sp from the
-// limiter: the current quota period and the UTC day of now.
-func (s *Server) planUsage(r *http.Request, keyID string, sp *stagePlan, now time.Time) (planUsage, error) {
+// limiter, on its clock: the current quota period and the limiter's UTC
+// day.
+func (s *Server) planUsage(r *http.Request, keyID string, sp *stagePlan) (planUsage, error) {
 	p := sp.plan
 	pu := planUsage{Plan: usagePlanView{ID: p.ID, Name: p.Name, Throttle: p.Throttle, Quota: p.Quota, ApiStages: make([]apiStageView, 0, len(p.ApiStages))}}
 	for _, as := range p.ApiStages {
 		pu.Plan.ApiStages = append(pu.Plan.ApiStages, apiStageView{ApiID: as.ApiID, Stage: as.Stage})
 	}
+	var q *limit.Quota
 	if p.Quota != nil {
-		st, err := s.engine.QuotaState(r.Context(), keyID, p.ID, *p.Quota)
-		if err != nil {
-			return pu, err
-		}
-		pu.Quota = &quotaUsage{Used: max(0, st.Limit-st.Remaining), Remaining: st.Remaining, ResetAt: st.Reset.UTC().Format(time.RFC3339)}
+		q = &limit.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
 	}
-	day := now.UTC().Format(time.DateOnly)
-	counts, err := s.engine.Usage(r.Context(), keyID, p.ID, now, now)
+	u, err := s.engine.KeyUsage(r.Context(), keyID, p.ID, q)
 	if err != nil {
 		return pu, err
 	}
-	pu.Today = dayUsage{Date: day, Count: counts[day]}
+	if st := u.Quota; st != nil {
+		pu.Quota = &quotaUsage{Used: max(0, st.Limit-st.Remaining), Remaining: st.Remaining, ResetAt: st.Reset.UTC().Format(time.RFC3339)}
+	}
+	pu.Today = dayUsage{Date: u.Now.UTC().Format(time.DateOnly), Count: u.Today}
 	return pu, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
@@ -80,13 +81,9 @@ func TestPartnerUsageShowsTheCallersOwnFigures(t *testing.T) {
 		t.Errorf("other key: got %s used %d remaining %d today %d, want key0000009 5 5 5", rep.KeyID, rep.Quota.Used, rep.Quota.Remaining, rep.Today.Count)
 	}
 	// the usage asks counted nowhere: the limiter's own figures
-	q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodDay})
-	if err != nil || q.Remaining != 7 {
-		t.Errorf("QuotaState: got %+v %v, want remaining 7", q, err)
-	}
-	u, err := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
-	if err != nil || u[today] != 3 {
-		t.Errorf("Usage: got %v %v, want %s: 3", u, err, today)
+	u, err := tg.engine.KeyUsage(t.Context(), "key0000001", "plan01", &limit.Quota{Limit: 10, Period: plans.PeriodDay})
+	if err != nil || u.Quota.Remaining != 7 || u.Today != 3 || u.Now.UTC().Format(time.DateOnly) != today {
+		t.Errorf("KeyUsage: got %+v %v, want remaining 7 and 3 on %s", u, err, today)
 	}
 }
 
@@ -118,14 +115,9 @@ func TestPartnerUsageIsThrottledByThePlanBucketAndCountsNoQuota(t *testing.T) {
 	if rep.Quota.Used != 0 || rep.Today.Count != 0 {
 		t.Errorf("other key: got used %d today %d, want 0 0", rep.Quota.Used, rep.Today.Count)
 	}
-	q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodMonth})
-	if err != nil || q.Remaining != 9 {
-		t.Errorf("QuotaState: got %+v %v, want remaining 9 (usage asks cost no quota)", q, err)
-	}
-	today := time.Now().UTC().Format(time.DateOnly)
-	u, err := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
-	if err != nil || u[today] != 1 {
-		t.Errorf("Usage: got %v %v, want %s: 1", u, err, today)
+	u, err := tg.engine.KeyUsage(t.Context(), "key0000001", "plan01", &limit.Quota{Limit: 10, Period: plans.PeriodMonth})
+	if err != nil || u.Quota.Remaining != 9 || u.Today != 1 {
+		t.Errorf("KeyUsage: got %+v %v, want remaining 9 (usage asks cost no quota) and 1 today", u, err)
 	}
 }
 

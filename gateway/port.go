@@ -6,7 +6,6 @@ import (
 
 	"tollgate/cache"
 	"tollgate/limit"
-	"tollgate/plans"
 )
 
 // Engine is the port through which the gateway reaches Redis: limit
@@ -27,14 +26,13 @@ type Engine interface {
 	// Fill stores ent as the entry lk names (after the response was sent),
 	// kept for ent.TTL plus ent.Keep (its stale windows).
 	Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error
-	// QuotaState reads the quota state of a key in a plan in the current
-	// period, charging nothing (the partner usage endpoint).
-	QuotaState(ctx context.Context, keyID, planID string, q plans.Quota) (limit.State, error)
+	// KeyUsage reads the usage of a key in a plan now, charging nothing
+	// (the partner usage endpoint): the limiter's time, the quota q's state
+	// in its current period (none when q is nil) and the count of the
+	// limiter's UTC day.
+	KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error)
 	// Settle settles a request decided with limit.Request.Uncounted once
 	// its response is known: counted counts it in today's usage, else its
 	// quota unit (of the period that started at periodStart) is given back.
 	Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error
-	// Usage reads the admitted requests of a key in a plan per UTC day
-	// ("YYYY-MM-DD"), from from's date to to's inclusive.
-	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error)
 }

@@ -113,12 +113,13 @@ func readerNode(t *testing.T, rdb *redis.Client, prefix string) *testGateway {
 	t.Helper()
 	var srv *Server
 	eng := engine.New(rdb, engine.Options{Prefix: prefix})
+	lim := newLimiter(t, eng, true)
 	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond,
-		OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }, OnEvent: eng.ForgetChange})
+		OnSnapshot: func(s *plans.Snapshot) error { return srv.SetSnapshot(s) }, OnEvent: lim.forgetChange})
 	if err := eng.Load(t.Context()); err != nil {
 		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{engine: &countingEngine{inner: eng}, prefix: prefix, logs: &syncBuffer{}}
+	tg := &testGateway{engine: &countingEngine{inner: lim}, prefix: prefix, logs: &syncBuffer{}}
 	srv = New(Options{Keys: reader, Engine: tg.engine,
 		Logger: slog.New(slog.NewJSONHandler(tg.logs, nil)), Ready: func(context.Context) error { return reader.Ready() }})
 	tg.Server = srv
@@ -198,7 +199,7 @@ func TestPushReaderUnpublishedIs503(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustClient(t)
 	reader := push.NewReader(rdb, push.ReaderOptions{Prefix: prefix})
-	tg := &testGateway{engine: &countingEngine{inner: engine.New(rdb, engine.Options{Prefix: prefix})}, prefix: prefix, logs: &syncBuffer{}}
+	tg := &testGateway{engine: &countingEngine{inner: newLimiter(t, engine.New(rdb, engine.Options{Prefix: prefix}), false)}, prefix: prefix, logs: &syncBuffer{}}
 	tg.Server = New(Options{Keys: reader, Engine: tg.engine,
 		Logger: slog.New(slog.NewJSONHandler(tg.logs, nil))})
 	if err := tg.SetSnapshot(keyedSnapshot()); err != nil {

@@ -240,14 +240,10 @@ func (allowEngine) Fill(context.Context, *cache.Lookup, *cache.Entry) error {
 	return errors.New("no cache")
 }
 
-func (allowEngine) QuotaState(context.Context, string, string, plans.Quota) (limit.State, error) {
-	return limit.State{}, errors.New("no limiter")
+func (allowEngine) KeyUsage(context.Context, string, string, *limit.Quota) (limit.Usage, error) {
+	return limit.Usage{}, errors.New("no limiter")
 }
 
 func (allowEngine) Settle(context.Context, string, string, time.Time, bool) error {
 	return errors.New("no limiter")
-}
-
-func (allowEngine) Usage(context.Context, string, string, time.Time, time.Time) (map[string]int64, error) {
-	return nil, errors.New("no limiter")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/limit"
 	"tollgate/plans"
 )
 
@@ -32,14 +33,12 @@ func settleGateway(t *testing.T, tags map[string]string) *testGateway {
 func (tg *testGateway) wantCounts(t *testing.T, remaining, used int64) {
 	t.Helper()
 	var gotRem, gotUsed int64
-	today := time.Now().UTC().Format(time.DateOnly)
 	cond := func() bool {
-		q, err := tg.engine.QuotaState(t.Context(), "key0000001", "plan01", plans.Quota{Limit: 10, Period: plans.PeriodDay})
-		u, err2 := tg.engine.Usage(t.Context(), "key0000001", "plan01", time.Now(), time.Now())
-		if err != nil || err2 != nil {
+		u, err := tg.engine.KeyUsage(t.Context(), "key0000001", "plan01", &limit.Quota{Limit: 10, Period: plans.PeriodDay})
+		if err != nil {
 			return false
 		}
-		gotRem, gotUsed = q.Remaining, u[today]
+		gotRem, gotUsed = u.Quota.Remaining, u.Today
 		return gotRem == remaining && gotUsed == used
 	}
 	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {

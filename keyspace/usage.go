@@ -17,6 +17,12 @@ func (s Space) UsageChanges(slot int) string {
 	return s.prefix() + ":{" + SlotTag(slot) + "}:uc"
 }
 
+// UsageHolds names the score of the last hold the ledger's flush worker
+// took in slot's usage change set: <p>:{<tag>}:uh, beside the set.
+func (s Space) UsageHolds(slot int) string {
+	return s.prefix() + ":{" + SlotTag(slot) + "}:uh"
+}
+
 // SlotTag returns the shortest hash tag "c<n>" (n the smallest such
 // decimal number) whose Redis Cluster slot is slot (0..Slots-1): Slot of
 // "{"+SlotTag(s)+"}" is s. The table of all tags is computed once, on
@@ -83,4 +89,13 @@ func unescape(s string) (string, bool) {
 		i += 2
 	}
 	return b.String(), true
+}
+
+// RunWindow names the run window of one node in one slot: the runs of
+// the node's engine (numbered by node, a random 32-bit number per
+// process) that ran there, so that requests are counted exactly once
+// (docs/behaviour.md, "What an outage costs"): <p>:{<tag>}:run:<node in
+// hex>, in slot (SlotTag). On one primary the engine uses slot 0.
+func (s Space) RunWindow(slot int, node uint32) string {
+	return s.prefix() + ":{" + SlotTag(slot) + "}:run:" + strconv.FormatUint(uint64(node), 16)
 }

@@ -5,7 +5,7 @@
 // plan, UTC day) and per quota period; it never talks to PostgreSQL. A
 // Flusher, run by every admin node (role admin or all), takes what the
 // limiter observed from a UsageSource at least every Options.Interval
-// (5 s by default) and writes it to a Store (plans/postgres.DB) in one
+// (500 ms by default) and writes it to a Store (plans/postgres.DB) in one
 // transaction:
 //
 //	source.Drain ──▶ plans.UsageBatch (merged) ──▶ store.FlushUsage ──▶ source.Ack

@@ -80,7 +80,7 @@ type Options struct {
 // DefaultInterval is the default time between flushes: the usage a
 // limiter Redis loses before it reaches the ledger is at most this plus
 // the time one flush takes.
-const DefaultInterval = 5 * time.Second
+const DefaultInterval = 500 * time.Millisecond
 
 // Flusher moves usage from a UsageSource to a Store: call Run in a
 // goroutine, or Flush for one cycle. Its methods are not safe for

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -79,6 +80,81 @@ type Request struct {
 	// engine remembers (docs/behaviour.md) answers only requests of the
 	// same Version.
 	Version int64
+	// Want is how many units (a token of every bucket, a unit of the
+	// quota) to take when admitted: 0 or 1 the request alone, more a
+	// capacity lease (docs/leases.md). The lease layer sets it.
+	Want int32
+	// Along, when not nil, is work the decider does in the round trip of
+	// the decision (the stage cache entry's read). A decider that answers
+	// without a round trip leaves it undone (Along.Done reports false), and
+	// the caller does it on its own.
+	Along Along
+}
+
+// Along is work done in a decision's round trip; the engine knows its
+// concrete type.
+type Along interface {
+	// Done reports whether it was done.
+	Done() bool
+}
+
+// Decider decides limit requests: the engine, and each of the layers
+// stacked on it (refusal memory, capacity leases, fail-open charges), as
+// chi's middleware wraps an http.Handler. An error means the limits could
+// not be decided (the failure mode applies); ErrNotRestored means the
+// request must wait, and nothing was charged.
+type Decider interface {
+	Decide(ctx context.Context, req *Request) (Decision, error)
+}
+
+// Layer wraps a Decider with a mechanism of its own.
+type Layer func(next Decider) Decider
+
+// Stack returns base wrapped by layers: the first is nearest base, the
+// last is on top (decides first).
+func Stack(base Decider, layers ...Layer) Decider {
+	d := base
+	for _, l := range layers {
+		d = l(d)
+	}
+	return d
+}
+
+// UndecidedError is the error of a decision the limiter could not make
+// (Redis did not answer, or answered an error). Run is the run that may
+// have decided it all the same, its reply lost; 0 when none was sent, so
+// nothing was decided. At is the limiter's time at the failure, as
+// estimated by the node.
+type UndecidedError struct {
+	Run int64
+	At  time.Time
+	Err error
+}
+
+func (e *UndecidedError) Error() string { return e.Err.Error() }
+func (e *UndecidedError) Unwrap() error { return e.Err }
+
+// Charge is the quota and usage of requests a node admitted without a
+// decision (failure mode open), to count once the limiter answers
+// (engine/failopen): Units of Req's quota and usage, in the period and day
+// of At, unless Run is known to have decided them.
+type Charge struct {
+	Req   *Request
+	Units int32
+	At    time.Time
+	Run   int64
+}
+
+// Return ends a capacity lease (engine/lease): its Unspent units go back
+// to every level it took Taken from at At (the take's Decision.Now, in the
+// quota period that started at PeriodStart), and the Spent requests the
+// node admitted on it are counted in usage on At's day. KeepQuota keeps
+// the quota units (the quota was set since the take).
+type Return struct {
+	Req                   *Request
+	Taken, Unspent, Spent int32
+	At, PeriodStart       time.Time
+	KeepQuota             bool
 }
 
 // PlanBucket returns the request's plan or plan-method bucket (the first
@@ -154,4 +230,20 @@ type Decision struct {
 	// request holds none. A slot whose node dies expires within the
 	// engine's concurrency lease (docs/rules.md).
 	Release func()
+	// Granted is the units taken when admitted: 1, or more for a
+	// capacity lease (Request.Want).
+	Granted int32
+	// LeaseWait, on a refusal of a bucket or quota, is how long capacity
+	// leases may still give units of it back (docs/leases.md); 0 for none.
+	LeaseWait time.Duration
+}
+
+// Usage is one key's usage in one plan now, as the limiter counts it.
+type Usage struct {
+	// Now is the limiter's time (Redis TIME).
+	Now time.Time
+	// Quota is the current quota period's state; nil without a quota.
+	Quota *State
+	// Today is the requests counted on Now's UTC day.
+	Today int64
 }

@@ -1,6 +1,9 @@
 package limit
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Algorithm is the algorithm of a rate-limit rule (docs/rules.md).
 type Algorithm uint8
@@ -84,4 +87,69 @@ type RuleOutcome struct {
 	// period over; zero for Concurrency) and Window (0 for Concurrency and
 	// CalendarQuota).
 	State State
+}
+
+// RuleResult is the raw result of one rule as the limiter computes it (µs
+// are microseconds): Admitted (a shadow rule: would it have); RetryUS until
+// it could admit (-1 never); the whole requests Remaining after this one;
+// ResetUS until Remaining is whole again (-1 none); Aux, LeakyBucket's
+// delay (the others' Aux is the limiter's, for undoing a charge).
+type RuleResult struct {
+	Admitted                    bool
+	RetryUS, Remaining, ResetUS int64
+	Aux                         int64
+}
+
+// Outcome turns r's raw result res, decided at now, into its RuleOutcome.
+func (r *Rule) Outcome(res RuleResult, now time.Time) RuleOutcome {
+	o := RuleOutcome{Admitted: res.Admitted}
+	if !o.Admitted {
+		if res.RetryUS < 0 {
+			o.NoRetry = true
+		} else {
+			o.RetryAfter = time.Duration(res.RetryUS) * time.Microsecond
+		}
+	}
+	o.State = State{Remaining: max(res.Remaining, 0)}
+	if res.ResetUS >= 0 {
+		o.State.Reset = now.Add(time.Duration(res.ResetUS) * time.Microsecond)
+	}
+	switch r.Algorithm {
+	case TokenBucket:
+		o.State.Limit = int64(r.BurstLimit)
+		if r.RateLimit > 0 {
+			o.State.Window = time.Duration(float64(r.BurstLimit) / r.RateLimit * float64(time.Second))
+		}
+	case SlidingWindow, FixedWindow:
+		o.State.Limit, o.State.Window = int64(r.Limit), r.Window
+	case Concurrency, CalendarQuota:
+		o.State.Limit = int64(r.Limit)
+	case LeakyBucket:
+		q := r.LeakyAtOnce()
+		o.State.Limit = q
+		o.State.Window = time.Duration(float64(q) / r.RateLimit * float64(time.Second))
+		if o.Admitted {
+			o.Delay = time.Duration(res.Aux) * time.Microsecond
+		}
+	}
+	return o
+}
+
+// LeakyAtOnce is how many requests a LeakyBucket rule admits at once from
+// empty: one at once and those that may wait (at most BurstLimit, each at
+// most MaxDelay).
+func (r *Rule) LeakyAtOnce() int64 {
+	turn := r.LeakyTurnUS()
+	longest := min(r.MaxDelay.Microseconds(), int64(max(r.BurstLimit, 0))*turn)
+	return longest/turn + 1
+}
+
+// LeakyTurnUS is a LeakyBucket rule's interval between turns: 1/rate in
+// whole µs, rounded up (with a 1 ns tolerance), at least 1; the largest
+// int64 at rate 0.
+func (r *Rule) LeakyTurnUS() int64 {
+	if !(r.RateLimit > 0) {
+		return math.MaxInt64
+	}
+	return max(1, int64(math.Ceil(1e6/r.RateLimit-1e-3)))
 }

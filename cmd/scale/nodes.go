@@ -102,7 +102,7 @@ func newNode(ctx context.Context, url, prefix string, snap *plans.Snapshot) (*no
 		return nil, err
 	}
 	n.reader = push.NewReader(rdb, push.ReaderOptions{Prefix: prefix, Logger: slog.New(slog.DiscardHandler), LookupTimeout: 5 * time.Second})
-	gw := gateway.New(gateway.Options{Keys: n.reader, Engine: n.eng, Logger: slog.New(slog.DiscardHandler)})
+	gw := gateway.New(gateway.Options{Keys: n.reader, Engine: engine.Port{Engine: n.eng, Top: n.eng}, Logger: slog.New(slog.DiscardHandler)})
 	if err := gw.SetSnapshot(snap); err != nil {
 		return nil, err
 	}

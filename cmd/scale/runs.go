@@ -42,11 +42,11 @@ func fourNodes(ctx context.Context, o options, cl *server, prefix string) error 
 	}
 	fmt.Printf("hot key, quota %d a day, %d requests from 4 nodes x 16 callers: %d admitted (200), %d refused (429), %d other, %s\n",
 		o.quota, hot.sent, hot.ok, hot.refused, hot.other, verdict(hot.ok == int64(o.quota)))
-	usage, err := nodes[0].eng.Usage(ctx, keyID(0), hotPlan, time.Now(), time.Now())
+	usage, err := nodes[0].eng.KeyUsage(ctx, keyID(0), hotPlan, nil)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("hot key's usage today: %d\n", usage[time.Now().UTC().Format("2006-01-02")])
+	fmt.Printf("hot key's usage today: %d\n", usage.Today)
 	shared, err := blast(ctx, nodes, "/"+stageName+"/s", o.shared+3000, func(i int) int { return 1 + i%999 })
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
 	"tollgate/internal/clocktest"
 
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"

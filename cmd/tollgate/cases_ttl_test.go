@@ -33,9 +33,10 @@ func TestEveryStateKeyExpires(t *testing.T) {
 	midnight := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
 	// Markers end the hash tag, so no key id ("{k:tb6e...}") can match one.
 	counts := s.checkTTLs(t, map[string]time.Duration{
-		"}:tb": 2 * time.Second,                               // plan, stage and account buckets: full within 1 s (10/s), + 1 s
-		"}:q:": midnight.Sub(now) + time.Hour + 5*time.Second, // period end + the script's 1 h margin
-		"}:u:": 100 * 24 * time.Hour,                          // daily usage, 100 days
+		"}:tb":   2 * time.Second,                               // plan, stage and account buckets: full within 1 s (10/s), + 1 s
+		"}:q:":   midnight.Sub(now) + time.Hour + 5*time.Second, // period end + the script's 1 h margin
+		"}:u:":   100 * 24 * time.Hour,                          // daily usage, 100 days
+		"}:run:": 24 * time.Hour,                                // each node's run window, a day
 	})
 	if counts["}:q:"] != 50 || counts["}:u:"] != 50 {
 		t.Errorf("state keys: %d quota and %d usage, want 50 of each", counts["}:q:"], counts["}:u:"])
@@ -113,9 +114,9 @@ func (s *stack) checkTTLs(t *testing.T, limits map[string]time.Duration) map[str
 			if ttl <= 0 || ttl > limits[marker] {
 				t.Errorf("%s: TTL %v, want in (0, %v]", name, ttl, limits[marker])
 			}
-		case isConfigKey(strings.TrimPrefix(name, prefix)) || strings.HasSuffix(name, "}:uc"):
+		case isConfigKey(strings.TrimPrefix(name, prefix)) || strings.HasSuffix(name, "}:uc") || strings.HasSuffix(name, "}:uh"):
 			if ttl >= 0 {
-				t.Errorf("config key or usage change set %s: TTL %v, want none (it persists)", name, ttl)
+				t.Errorf("config key, usage change set or its last hold %s: TTL %v, want none (it persists)", name, ttl)
 			}
 		default:
 			t.Errorf("unexpected key %s (TTL %v)", name, ttl)

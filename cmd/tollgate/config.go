@@ -45,7 +45,7 @@ type Config struct {
 	BodyMinRate         int64         `help:"Bytes per second a request body must average once --body-timeout has passed." default:"4096" env:"TOLLGATE_BODY_MIN_RATE"`
 	KeyPrefix           string        `help:"Prefix of generated API key values (1 to 20 letters and digits), followed by random characters and a checksum; set the same on every node: a gateway refuses a value of this shape whose checksum is wrong without a lookup (docs/behaviour.md, API keys)." default:"tg" env:"TOLLGATE_KEY_PREFIX"`
 	AuditRetention      time.Duration `help:"How long the audit log keeps an entry; older ones are deleted hourly by admin nodes (0 keeps them forever; docs/operations.md)." default:"8760h" env:"TOLLGATE_AUDIT_RETENTION"`
-	UsageFlushInterval  time.Duration `help:"How often an admin node moves usage from the limiter Redis into the PostgreSQL ledger (100ms to 1m); if the limiter Redis loses its data, at most this interval plus one flush is forgotten (docs/usage.md)." default:"5s" env:"TOLLGATE_USAGE_FLUSH_INTERVAL"`
+	UsageFlushInterval  time.Duration `help:"How often an admin node moves usage from the limiter Redis into the PostgreSQL ledger (100ms to 1m); if the limiter Redis loses its data, at most this interval plus one flush is forgotten (docs/usage.md)." default:"500ms" env:"TOLLGATE_USAGE_FLUSH_INTERVAL"`
 
 	Secrets Secrets `kong:"-"`
 }

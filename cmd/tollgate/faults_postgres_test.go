@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/faultnet"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
@@ -29,8 +31,8 @@ func TestFaultPostgresDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := mustTCPProxy(t, u.Host)
-	u.Host = proxy.addr()
+	proxy := faultnet.MustProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	s := mustStackWith(t, stackOptions{databaseURL: u.String()})
 	api := s.mustCaseAPI(t)
 	p := s.mustPlan(t, api.id, planSpec{Quota: quota(100, types.QuotaPeriodTypeDay, 0)})
@@ -39,7 +41,7 @@ func TestFaultPostgresDown(t *testing.T) {
 	s.sync(t)
 	s.expectSeq(t, api.id, known, []seq{{200, "99", "100"}})
 
-	proxy.cut()
+	proxy.Cut()
 	s.expectSeq(t, api.id, known, []seq{{200, "98", "100"}, {200, "97", "100"}})
 	s.expectSeq(t, api.id, fresh, []seq{{200, "99", "100"}, {200, "98", "100"}})
 	ctx := context.Background()
@@ -51,7 +53,7 @@ func TestFaultPostgresDown(t *testing.T) {
 		t.Errorf("admin /readyz with PostgreSQL down: got %d, want 503", code)
 	}
 
-	proxy.restore()
+	proxy.Restore()
 	start := time.Now()
 	for s.adminStatus(t, "/readyz") != http.StatusOK {
 		if time.Since(start) > 5*time.Second {
@@ -83,15 +85,15 @@ func TestFaultPostgresStalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := mustTCPProxy(t, u.Host)
-	u.Host = proxy.addr()
+	proxy := faultnet.MustProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	s := mustStackWith(t, stackOptions{databaseURL: u.String(), dbTimeout: time.Second})
 	api := s.mustCaseAPI(t)
 	p := s.mustPlan(t, api.id, planSpec{Quota: quota(100, types.QuotaPeriodTypeDay, 0)})
 	_, known := s.mustKey(t, p)
 	s.sync(t)
 
-	proxy.stall()
+	proxy.Stall()
 	ctx := context.Background()
 	// Bound: the 1 s database timeout, pgx's 1 s to give up on a query it
 	// has cancelled, and slack for a loaded machine.
@@ -119,7 +121,7 @@ func TestFaultPostgresStalled(t *testing.T) {
 	}
 	s.expectSeq(t, api.id, known, []seq{{200, "99", "100"}})
 
-	proxy.restore()
+	proxy.Restore()
 	waitFor(t, "admin /readyz 200 after PostgreSQL answers again", 20*time.Second, func() bool {
 		return s.adminStatus(t, "/readyz") == http.StatusOK
 	})

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,126 +93,6 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// tcpProxy forwards connections from its own address to target until cut:
-// then it resets every open connection and refuses new ones (as a dead
-// server would), until restore. stall makes it a server that accepts
-// connections but never answers (a stopped process behind a proxy): new
-// connections are held open unanswered and nothing more is relayed on
-// open ones, until restore.
-type tcpProxy struct {
-	ln      net.Listener
-	target  string
-	mu      sync.Mutex
-	down    bool
-	stalled chan struct{} // closed by restore; nil while relaying
-	conns   map[net.Conn]struct{}
-}
-
-// mustTCPProxy starts a proxy to target; it is closed at cleanup.
-func mustTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	t.Cleanup(func() { _ = ln.Close(); p.restore(); p.cut() })
-	go p.serve()
-	return p
-}
-
-func (p *tcpProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *tcpProxy) forward(c net.Conn) {
-	p.mu.Lock()
-	if p.down {
-		p.mu.Unlock()
-		_ = c.Close()
-		return
-	}
-	p.conns[c] = struct{}{}
-	if wait := p.stalled; wait != nil { // hold the new connection unanswered
-		p.mu.Unlock()
-		<-wait
-		p.mu.Lock()
-	}
-	up, err := net.Dial("tcp", p.target)
-	if err != nil || p.down {
-		p.mu.Unlock()
-		_ = c.Close()
-		return
-	}
-	p.conns[up] = struct{}{}
-	p.mu.Unlock()
-	go func() { p.relay(up, c); _ = up.Close() }()
-	p.relay(c, up)
-	_ = c.Close()
-}
-
-// relay copies src to dst, holding each chunk while the proxy is stalled.
-func (p *tcpProxy) relay(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		p.mu.Lock()
-		wait := p.stalled
-		p.mu.Unlock()
-		if wait != nil {
-			<-wait
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// cut closes every forwarded connection and refuses new ones.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	clear(p.conns)
-}
-
-// stall stops relaying: open connections go silent, new ones are accepted
-// and never answered.
-func (p *tcpProxy) stall() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stalled == nil {
-		p.stalled = make(chan struct{})
-	}
-}
-
-// restore forwards new connections again and ends a stall.
-func (p *tcpProxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-	if p.stalled != nil {
-		close(p.stalled)
-		p.stalled = nil
-	}
 }
 
 // counterValue returns the sum of the counter named name in m's registry.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/faultnet"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
@@ -23,9 +25,9 @@ import (
 func TestFaultStreamTrimmedPastNode(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
-	proxy := mustTCPProxy(t, redisAddr(t, s.admin.Config.RedisURL))
+	proxy := faultnet.MustProxy(t, redisAddr(t, s.admin.Config.RedisURL))
 	cfg := s.gateways[1].Config
-	cfg.RedisURL = "redis://" + proxy.addr() + "/0"
+	cfg.RedisURL = "redis://" + proxy.Addr() + "/0"
 	_ = s.gateways[1].Close()
 	s.gateways[1] = s.startMain(t, cfg, "gateway", nil)
 	api := s.mustCaseAPI(t)
@@ -36,7 +38,7 @@ func TestFaultStreamTrimmedPastNode(t *testing.T) {
 	s.expectSeq(t, api.id, key, []seq{{200, "99", "100"}, {200, "98", "100"}})
 	s.expectSeq(t, api.id, gone, []seq{{200, "99", "100"}, {200, "98", "100"}}) // cached on both nodes
 
-	proxy.cut()
+	proxy.Cut()
 	for _, limit := range []string{"50", "40", "30"} {
 		s.mustPatchPlan(t, p, "/quota/limit", limit)
 	}
@@ -48,7 +50,7 @@ func TestFaultStreamTrimmedPastNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mustKey(t, "") // an unrelated entry after the trimmed ones
-	proxy.restore()
+	proxy.Restore()
 
 	start := time.Now()
 	for {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"tollgate/engine"
 	"tollgate/ledger"
 	"tollgate/plans/postgres"
+	"tollgate/usage"
 )
 
 // Bounds of TOLLGATE_USAGE_FLUSH_INTERVAL.
@@ -17,7 +17,7 @@ const (
 )
 
 // checkFlushInterval refuses a flush interval outside 100ms..1m (0 means
-// the default, 5s).
+// the default, 500ms).
 func checkFlushInterval(d time.Duration) error {
 	if d != 0 && (d < minFlushInterval || d > maxFlushInterval) {
 		return fmt.Errorf("TOLLGATE_USAGE_FLUSH_INTERVAL %v must be between %v and %v", d, minFlushInterval, maxFlushInterval)
@@ -26,12 +26,12 @@ func checkFlushInterval(d time.Duration) error {
 }
 
 // startFlusher runs the usage ledger's flush worker (package ledger) from
-// m.UsageSource (by default the limiter's, limiter.UsageSource) into db
+// m.UsageSource (by default the limiter's, limiter.Source) into db
 // until ctx ends; Close waits for its final flush (up to
 // Config.ShutdownTimeout) before it closes db.
-func (m *Main) startFlusher(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
+func (m *Main) startFlusher(ctx context.Context, db *postgres.DB, limiter *usage.Limiter) {
 	if m.UsageSource == nil {
-		m.UsageSource = limiter.UsageSource()
+		m.UsageSource = limiter.Source()
 	}
 	f := ledger.NewFlusher(m.UsageSource, db, ledger.Options{Interval: m.Config.UsageFlushInterval, StopTimeout: m.Config.ShutdownTimeout, Logger: m.Logger})
 	m.registry.MustRegister(f.Collectors()...)
@@ -39,7 +39,7 @@ func (m *Main) startFlusher(ctx context.Context, db *postgres.DB, limiter *engin
 }
 
 // restoreEvery is how often an admin node checks whether the limiter Redis
-// lost its data and needs the ledger written back (engine.Restore): while
+// lost its data and needs the ledger written back (usage.Restore): while
 // it does, gateways answer keyed requests 503.
 const restoreEvery = time.Second
 
@@ -47,7 +47,7 @@ const restoreEvery = time.Second
 const restoreTimeout = 30 * time.Second
 
 // runRestore calls restore every restoreEvery until ctx ends.
-func (m *Main) runRestore(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
+func (m *Main) runRestore(ctx context.Context, db *postgres.DB, limiter *usage.Limiter) {
 	t := time.NewTicker(restoreEvery)
 	defer t.Stop()
 	for {
@@ -61,8 +61,8 @@ func (m *Main) runRestore(ctx context.Context, db *postgres.DB, limiter *engine.
 }
 
 // restore writes the ledger back into every slot of the limiter Redis that
-// lost its data (engine.Restore), logging what it did or why it failed.
-func (m *Main) restore(ctx context.Context, db *postgres.DB, limiter *engine.Engine) {
+// lost its data (usage.Restore), logging what it did or why it failed.
+func (m *Main) restore(ctx context.Context, db *postgres.DB, limiter *usage.Limiter) {
 	ctx, cancel := context.WithTimeout(ctx, restoreTimeout)
 	defer cancel()
 	start := time.Now()

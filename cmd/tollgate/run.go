@@ -25,6 +25,9 @@ import (
 
 	"tollgate/admin"
 	"tollgate/engine"
+	"tollgate/engine/failopen"
+	"tollgate/engine/lease"
+	"tollgate/engine/refusal"
 	"tollgate/gateway"
 	"tollgate/internal/redisurl"
 	"tollgate/ledger"
@@ -33,6 +36,7 @@ import (
 	"tollgate/plans/postgres"
 	"tollgate/push"
 	"tollgate/seal"
+	"tollgate/usage"
 	"tollgate/web"
 )
 
@@ -52,8 +56,8 @@ type Main struct {
 	MetricsAddr    string
 
 	// UsageSource is where an admin node's flush worker takes usage from
-	// (docs/usage.md); nil means the limiter Redis's own (the admin's
-	// engine.UsageSource). Tests may set another before Run.
+	// (docs/usage.md); nil means the limiter Redis's own (usage.Source).
+	// Tests may set another before Run.
 	UsageSource ledger.UsageSource
 
 	registry       *prometheus.Registry
@@ -64,8 +68,11 @@ type Main struct {
 	cacheRDB       redis.UniversalClient // nil when the cache shares rdb
 	db             *postgres.DB
 	gw             *gateway.Server
-	engine         *engine.Engine // the gateway's Redis engine
-	clock          engine.Clock   // replaces Redis TIME in the scripts; nil in production, set by tests
+	engine         *engine.Engine    // the gateway's Redis engine: the core of its limiter
+	refusals       *refusal.Memory   // the limiter layers stacked on it (limiterStack)
+	leases         *lease.Table      // nil without capacity leases
+	charges        *failopen.Charges // nil in failure mode closed
+	clock          engine.Clock      // replaces Redis TIME in the scripts; nil in production, set by tests
 	reader         *push.Reader
 	servers        []*http.Server
 	cancel         context.CancelFunc
@@ -177,7 +184,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	if cfg.AuditRetention > 0 {
 		m.goRun(func() { m.pruneAudit(ctx, db, cfg.AuditRetention) })
 	}
-	limiter := engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock})
+	limiter := usage.New(m.rdb, usage.Options{Prefix: cfg.RedisPrefix, Clock: m.clock})
 	m.restore(ctx, db, limiter) // a fresh or emptied limiter serves keyed requests once restored
 	m.goRun(func() { m.runRestore(ctx, db, limiter) })
 	m.startFlusher(ctx, db, limiter)
@@ -201,7 +208,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Metrics:    promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}),
 		Ready:      m.adminReady,
 		BodyLimits: cfg.bodyLimits(),
-		Usage:      usageCounter{limiter},
+		Usage:      limiter,
 		Ledger:     db,
 		Secrets:    m.secrets,
 	})
@@ -228,12 +235,8 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lease := cfg.LeaseLifetime
-	if lease == 0 {
-		lease = -1 // TOLLGATE_LEASE_LIFETIME=0: no leases
-	}
 	m.engine = engine.New(m.rdb, engine.Options{Prefix: cfg.RedisPrefix, Timeout: cfg.RedisTimeout, Clock: m.clock, CacheRedis: cacheRDB,
-		FailOpen: cfg.LimiterFailureMode != gateway.FailClosed, AwaitRestore: true, LeaseLifetime: lease})
+		AwaitRestore: true, LeaseHold: 2 * lease.MaxLifetime})
 	if err := m.engine.Load(ctx); err != nil {
 		m.Logger.Warn("engine scripts not loaded; they load on first use", "err", err)
 	}
@@ -241,6 +244,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	top := m.limiterStack()
 	metrics := gateway.NewMetrics()
 	m.registry.MustRegister(metrics.Collectors()...)
 	// The reader feeds snapshots to the gateway and serves it key lookups;
@@ -250,14 +254,14 @@ func (m *Main) startGateway(ctx context.Context) error {
 		Prefix:     cfg.RedisPrefix,
 		OnSnapshot: func(s *plans.Snapshot) error { return m.gw.SetSnapshot(s) },
 		OnReject:   func(int64, error) { metrics.ConfigRejected.Inc() },
-		OnEvent:    m.engine.ForgetChange,
-		OnUsage:    m.engine.ForgetUsage,
-		OnReload:   m.engine.ForgetAll,
+		OnEvent:    m.forgetChange,
+		OnUsage:    m.forgetUsage,
+		OnReload:   m.forgetAll,
 		Logger:     m.Logger,
 	})
 	m.gw = gateway.New(gateway.Options{
 		Keys:             m.reader,
-		Engine:           m.engine,
+		Engine:           engine.Port{Engine: m.engine, Top: top},
 		KeyPepper:        cfg.Secrets.KeyPepper,
 		KeyFormat:        plans.KeyFormat{Prefix: cfg.KeyPrefix},
 		FailureMode:      cfg.LimiterFailureMode,
@@ -451,8 +455,14 @@ func (m *Main) Close() error {
 		if m.db != nil {
 			m.db.Close()
 		}
+		if m.leases != nil {
+			m.leases.Close() // give-backs land before the client closes
+		}
+		if m.charges != nil {
+			m.charges.Close()
+		}
 		if m.engine != nil {
-			_ = m.engine.Close() // give-backs in flight land before the client closes
+			_ = m.engine.Close()
 		}
 		if m.rdb != nil {
 			_ = m.rdb.Close()

@@ -5,6 +5,7 @@ package clocktest
 
 import (
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -36,4 +37,14 @@ func (c *Clock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// Parse returns the RFC 3339 time s, or fails the test.
+func Parse(tb testing.TB, s string) time.Time {
+	tb.Helper()
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		tb.Fatalf("clocktest: parse %q: %v", s, err)
+	}
+	return t
 }

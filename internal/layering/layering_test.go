@@ -107,10 +107,11 @@ func TestGatewayDoesNotDependOnRedis(t *testing.T) {
 }
 
 // The domain and the vocabularies the adapters share are pure: standard
-// library only (and, for limit and cache, nothing of Redis either).
+// library only (and, for limit, cache and the limiter script's library,
+// nothing of Redis either).
 func TestPurePackagesUseOnlyTheStandardLibrary(t *testing.T) {
 	g := loadGraph(t)
-	for _, p := range []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache", module + "/seal"} {
+	for _, p := range []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache", module + "/seal", module + "/script"} {
 		for d := range g.deps(p) {
 			if !g.standard[d] && d != "C" { // "C": cgo, which the standard library's net uses
 				t.Errorf("%s depends on %s, want the standard library only", p, d)
@@ -130,9 +131,28 @@ func TestAdminAndGatewayNeverImportEachOther(t *testing.T) {
 	}
 }
 
+// The limiter layers stack on the engine through the limit.Decider port
+// alone: they hold no Redis client, name no key and never reach up into
+// the engine (docs/architecture.md).
+func TestLimiterLayersDependOnThePortAlone(t *testing.T) {
+	g := loadGraph(t)
+	for _, layer := range []string{"refusal", "lease", "failopen"} {
+		p := module + "/engine/" + layer
+		for d := range g.deps(p) {
+			if strings.HasPrefix(d, module) && d != module+"/limit" && d != module+"/plans" {
+				t.Errorf("%s depends on %s, want only limit (and plans' change events)", p, d)
+			}
+			if d == goRedis {
+				t.Errorf("%s depends on %s", p, goRedis)
+			}
+		}
+	}
+}
+
 // adapters own a driver each (pgx, go-redis) and never depend on one
-// another: only cmd sees all of them.
-var adapters = []string{module + "/plans/postgres", module + "/engine", module + "/push"}
+// another: only cmd sees all of them. The engine is a gateway node's
+// Redis, usage the admin's side of the same Redis.
+var adapters = []string{module + "/plans/postgres", module + "/engine", module + "/push", module + "/usage"}
 
 func TestAdaptersNeverImportEachOther(t *testing.T) {
 	g := loadGraph(t)
@@ -152,19 +172,20 @@ func TestAdaptersNeverImportEachOther(t *testing.T) {
 	}
 }
 
-// Redis key names come from package keyspace only, and only the two
-// adapters that do Redis I/O of tollgate's own keys import it: the engine
-// (a node's data plane) and push (the config push protocol). Nothing else
-// can build a name from it; a name spelled by hand elsewhere would also
-// need go-redis, which only these packages and the wiring import.
-func TestOnlyTheEngineAndPushNameRedisKeys(t *testing.T) {
+// Redis key names come from package keyspace only, and only the adapters
+// that do Redis I/O of tollgate's own keys import it: the engine (a node's
+// data plane), usage (the admin's side of usage) and push (the config push
+// protocol). Nothing else can build a name from it; a name spelled by hand
+// elsewhere would also need go-redis, which only these packages and the
+// wiring import.
+func TestOnlyTheEngineUsageAndPushNameRedisKeys(t *testing.T) {
 	g := loadGraph(t)
-	want := []string{module + "/engine", module + "/push"}
+	want := []string{module + "/engine", module + "/push", module + "/usage"}
 	if got := g.importers(module + "/keyspace"); !slices.Equal(got, want) {
 		t.Errorf("importers of keyspace: got %v, want %v", got, want)
 	}
 	allowed := map[string]bool{
-		module + "/engine": true, module + "/push": true, // Redis I/O
+		module + "/engine": true, module + "/push": true, module + "/usage": true, // Redis I/O
 		module + "/internal/redisurl": true, module + "/internal/redisscript": true, module + "/internal/redistest": true,
 		// a test usage source behind the ledger's UsageSource port, on keys
 		// of its own: the production source belongs in the engine

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,6 +86,38 @@ func DeletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 // reconfigure a server: never the shared one.
 func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
 	tb.Helper()
+	s := MustServerProcess(tb, args...)
+	return s.Addr, s.Client
+}
+
+// Server is a redis-server process of a test's own (MustServerProcess).
+type Server struct {
+	Addr   string
+	Client *redis.Client
+	cmd    *exec.Cmd
+}
+
+// Pause stops the server's process (SIGSTOP): connections stay open and
+// what clients send waits, unanswered, in its socket buffers.
+func (s *Server) Pause(tb testing.TB) {
+	tb.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("redistest: SIGSTOP: %v", err)
+	}
+}
+
+// Resume continues a paused server (SIGCONT): it runs what waited.
+func (s *Server) Resume(tb testing.TB) {
+	tb.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		tb.Fatalf("redistest: SIGCONT: %v", err)
+	}
+}
+
+// MustServerProcess is MustServer returning the process too, for tests
+// that pause it.
+func MustServerProcess(tb testing.TB, args ...string) *Server {
+	tb.Helper()
 	port := FreePort(tb)
 	addr := net.JoinHostPort("127.0.0.1", port)
 	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -94,12 +127,12 @@ func MustServer(tb testing.TB, args ...string) (string, *redis.Client) {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("redistest: start redis-server: %v", err)
 	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tb.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGCONT); _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { _ = c.Close() })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if c.Ping(context.Background()).Err() == nil {
-			return addr, c
+			return &Server{Addr: addr, Client: c, cmd: cmd}
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("redistest: redis-server on %s did not answer: %s", addr, out.String())
@@ -169,32 +202,53 @@ func FreePort(tb testing.TB) string {
 // flush or reconfigure a master: never the shared cluster.
 func MustClusterServer(tb testing.TB, masters int, args ...string) (*redis.ClusterClient, []*redis.Client) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	c, ms, _ := MustClusterWithReplicas(tb, masters, 0, args...)
+	nodes := make([]*redis.Client, len(ms))
+	for i, m := range ms {
+		nodes[i] = m.Client
+	}
+	return c, nodes
+}
+
+// MustClusterWithReplicas is MustClusterServer with a replica of the first
+// master when replicas is 1 (its data synchronised before it returns), and
+// the servers' processes: tests kill a master and watch its replica take
+// over.
+func MustClusterWithReplicas(tb testing.TB, masters, replicas int, args ...string) (*redis.ClusterClient, []*Server, []*Server) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addrs := make([]string, masters)
-	nodes := make([]*redis.Client, masters)
-	bus := make([]string, masters) // cluster bus ports
-	for i := range masters {
+	nodes := make([]*Server, masters)
+	bus := make([]string, masters+replicas) // cluster bus ports
+	start := func(i int) *Server {
 		bus[i] = FreePort(tb)
-		addrs[i], nodes[i] = MustServer(tb, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus[i],
+		return MustServerProcess(tb, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus[i],
 			"--cluster-config-file", "nodes.conf"}, args...)...)
+	}
+	meet := func(n *Server) {
+		host, port, _ := net.SplitHostPort(addrs[0])
+		if err := n.Client.Do(ctx, "cluster", "meet", host, port, bus[0]).Err(); err != nil {
+			tb.Fatalf("redistest: CLUSTER MEET from %s: %v", n.Addr, err)
+		}
+	}
+	for i := range masters {
+		nodes[i] = start(i)
+		addrs[i] = nodes[i].Addr
 		first, last := i*16384/masters, (i+1)*16384/masters-1
-		if err := nodes[i].Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
+		if err := nodes[i].Client.Do(ctx, "cluster", "addslotsrange", first, last).Err(); err != nil {
 			tb.Fatalf("redistest: CLUSTER ADDSLOTSRANGE %d %d on %s: %v", first, last, addrs[i], err)
 		}
 		if i > 0 {
-			host, port, _ := net.SplitHostPort(addrs[0])
-			if err := nodes[i].Do(ctx, "cluster", "meet", host, port, bus[0]).Err(); err != nil {
-				tb.Fatalf("redistest: CLUSTER MEET from %s: %v", addrs[i], err)
-			}
+			meet(nodes[i])
 		}
 	}
-	want := fmt.Sprintf("cluster_known_nodes:%d", masters)
-	for _, n := range nodes {
+	waitOK := func(n *Server, known int) {
+		want := fmt.Sprintf("cluster_known_nodes:%d", known)
 		for {
-			info, err := n.ClusterInfo(ctx).Result()
+			info, err := n.Client.ClusterInfo(ctx).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want) {
-				break
+				return
 			}
 			if ctx.Err() != nil {
 				tb.Fatalf("redistest: the cluster of %v is not ok: %v %s", addrs, err, info)
@@ -202,7 +256,68 @@ func MustClusterServer(tb testing.TB, masters int, args ...string) (*redis.Clust
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	for _, n := range nodes {
+		waitOK(n, masters)
+	}
+	var reps []*Server
+	for r := range replicas {
+		rep := start(masters + r)
+		meet(rep)
+		waitOK(rep, masters+1)
+		id, err := nodes[0].Client.Do(ctx, "cluster", "myid").Text()
+		if err != nil {
+			tb.Fatalf("redistest: CLUSTER MYID: %v", err)
+		}
+		for rep.Client.Do(ctx, "cluster", "replicate", id).Err() != nil { // the replica learns the master's id by gossip
+			if ctx.Err() != nil {
+				tb.Fatalf("redistest: CLUSTER REPLICATE %s on %s did not succeed", id, rep.Addr)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for {
+			info, _ := rep.Client.Info(ctx, "replication").Result()
+			if strings.Contains(info, "master_link_status:up") {
+				break
+			}
+			if ctx.Err() != nil {
+				tb.Fatalf("redistest: replica %s never synchronised: %s", rep.Addr, info)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		reps = append(reps, rep)
+	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	tb.Cleanup(func() { _ = c.Close() })
-	return c, nodes
+	return c, nodes, reps
+}
+
+// Kill kills the server's process (SIGKILL), as a machine that dies.
+func (s *Server) Kill(tb testing.TB) {
+	tb.Helper()
+	if err := s.cmd.Process.Kill(); err != nil {
+		tb.Fatalf("redistest: kill: %v", err)
+	}
+}
+
+// Backend is a Redis the limiter runs on: one primary (MustClient) or the
+// three-master Redis Cluster (MustCluster).
+type Backend struct {
+	Name string
+	Open func(tb testing.TB) (redis.UniversalClient, string)
+}
+
+// Backends are the primary and the cluster.
+var Backends = []Backend{
+	{"primary", func(tb testing.TB) (redis.UniversalClient, string) { return MustClient(tb) }},
+	{"cluster", func(tb testing.TB) (redis.UniversalClient, string) { return MustCluster(tb) }},
+}
+
+// EachBackend runs test as a parallel subtest on every backend.
+func EachBackend(t *testing.T, test func(t *testing.T, b Backend)) {
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			test(t, b)
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -105,8 +106,18 @@ func openCluster(scheme, rest string) (redis.UniversalClient, error) {
 		}
 	}
 	opt.ContextTimeoutEnabled = true
+	// A master that dies answers no MOVED: without a reload the client
+	// keeps sending its slots to it until the 60 s default reload. Reloaded
+	// every second in the background (one CLUSTER SLOTS), a replica's
+	// promotion is followed within about a second (docs/scale.md,
+	// "Failover").
+	opt.ClusterStateReloadInterval = ClusterReloadInterval
 	return redis.NewClusterClient(opt), nil
 }
+
+// ClusterReloadInterval is how often a Redis Cluster client reloads the
+// slot map in the background.
+const ClusterReloadInterval = time.Second
 
 func openSentinel(rest string) (redis.UniversalClient, error) {
 	// url.Parse refuses several hosts, so split them off first:

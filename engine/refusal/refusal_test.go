@@ -1,4 +1,4 @@
-package engine
+package refusal
 
 import (
 	"fmt"
@@ -6,24 +6,17 @@ import (
 	"time"
 
 	"tollgate/limit"
+	"tollgate/limit/limittest"
 	"tollgate/plans"
 )
 
-// denyRequest is a request with a plan bucket, a shared stage bucket and
-// a quota.
-func denyRequest(key string) *keyedRequest {
-	return &keyedRequest{
-		Buckets: []keyedBucket{
-			{Key: "tb:" + key, RateLimit: 1, BurstLimit: 1, Level: limit.LevelPlan},
-			{Key: "stage", RateLimit: 1, BurstLimit: 1, Level: limit.LevelStage},
-		},
-		Quota: &keyedQuota{Key: "q:" + key, Limit: 1, Period: plans.PeriodDay},
-	}
-}
-
-// of is the limit.Request a denyRequest was resolved from, at version v.
-func of(key string, v int64) *limit.Request {
-	return &limit.Request{KeyID: key, PlanID: "p1", Version: v}
+// denyRequest is key's request at config version v: a plan bucket, a
+// shared stage bucket and a quota.
+func denyRequest(key string, v int64) *limit.Request {
+	return &limit.Request{KeyID: key, PlanID: "p1", API: "a", Stage: "s", Version: v,
+		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 1, BurstLimit: 1},
+			{Level: limit.LevelStage, RateLimit: 1, BurstLimit: 1, Method: "GET", Path: "/x"}},
+		Quota: &limit.Quota{Limit: 1, Period: plans.PeriodDay}}
 }
 
 func TestRefusalMemory(t *testing.T) {
@@ -57,10 +50,9 @@ func TestRefusalMemory(t *testing.T) {
 		}(), st, 0, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dc := newRefusals(0)
-			req := denyRequest("k1")
-			dc.remember(req, of("k1", st), c.d, sent, dc.generation())
-			got, hit := dc.lookup(req, c.stage, sent.Add(c.at))
+			dc := New(Options{})
+			dc.remember(denyRequest("k1", st), c.d, sent, dc.gen.Load())
+			got, hit := dc.lookup(denyRequest("k1", c.stage), sent.Add(c.at))
 			if hit != c.wantHit {
 				t.Fatalf("hit: got %v, want %v", hit, c.wantHit)
 			}
@@ -85,11 +77,11 @@ func TestRefusalMemoryForget(t *testing.T) {
 	st := int64(1)
 	now := time.Now()
 	d := limit.Decision{Refused: limit.LevelQuota, RetryAfter: time.Hour, Now: now, Quota: &limit.State{}}
-	fill := func(dc *refusals) {
-		dc.remember(denyRequest("k1"), of("k1", st), d, now, dc.generation())
-		dc.remember(denyRequest("k2"), of("k2", st), d, now, dc.generation())
+	fill := func(dc *Memory) {
+		dc.remember(denyRequest("k1", st), d, now, dc.gen.Load())
+		dc.remember(denyRequest("k2", st), d, now, dc.gen.Load())
 	}
-	s := &Engine{refusals: newRefusals(0)}
+	var s *Memory
 	for _, c := range []struct {
 		name       string
 		forget     func()
@@ -102,16 +94,16 @@ func TestRefusalMemoryForget(t *testing.T) {
 		{"key records only", func() { s.ForgetChange(plans.Change{KeyHashes: []string{"h"}}) }, true, true, 2},
 		{"snapshot change", func() { s.ForgetChange(plans.Change{Snapshot: true}) }, false, false, 0},
 		{"plan change", func() { s.ForgetChange(plans.Change{Plans: []string{"p1"}}) }, false, false, 0},
-		{"reload", s.ForgetAll, false, false, 0},
+		{"reload", func() { s.ForgetAll() }, false, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s.refusals = newRefusals(0)
-			fill(s.refusals)
+			s = New(Options{})
+			fill(s)
 			c.forget()
-			_, k1 := s.refusals.lookup(denyRequest("k1"), st, now)
-			_, k2 := s.refusals.lookup(denyRequest("k2"), st, now)
-			if k1 != c.wantK1 || k2 != c.wantK2 || s.refusals.len() != c.wantLength {
-				t.Errorf("got k1 %v k2 %v len %d, want %v %v %d", k1, k2, s.refusals.len(), c.wantK1, c.wantK2, c.wantLength)
+			_, k1 := s.lookup(denyRequest("k1", st), now)
+			_, k2 := s.lookup(denyRequest("k2", st), now)
+			if k1 != c.wantK1 || k2 != c.wantK2 || s.Len() != c.wantLength {
+				t.Errorf("got k1 %v k2 %v len %d, want %v %v %d", k1, k2, s.Len(), c.wantK1, c.wantK2, c.wantLength)
 			}
 		})
 	}
@@ -119,12 +111,12 @@ func TestRefusalMemoryForget(t *testing.T) {
 
 func TestRefusalNotStoredAfterClear(t *testing.T) {
 	t.Parallel()
-	dc := newRefusals(0)
+	dc := New(Options{})
 	st, now := int64(1), time.Now()
-	gen := dc.generation() // read before the Redis call
-	dc.forget(nil)         // a usage update arrives meanwhile
-	dc.remember(denyRequest("k1"), of("k1", st), limit.Decision{Refused: limit.LevelQuota, RetryAfter: time.Hour, Now: now, Quota: &limit.State{}}, now, gen)
-	if n := dc.len(); n != 0 {
+	gen := dc.gen.Load() // read before the decision below
+	dc.forget(nil)       // a usage update arrives meanwhile
+	dc.remember(denyRequest("k1", st), limit.Decision{Refused: limit.LevelQuota, RetryAfter: time.Hour, Now: now, Quota: &limit.State{}}, now, gen)
+	if n := dc.Len(); n != 0 {
 		t.Errorf("entries: got %d, want 0 (decided before the clear)", n)
 	}
 }
@@ -132,50 +124,56 @@ func TestRefusalNotStoredAfterClear(t *testing.T) {
 func TestRefusalMemoryBounded(t *testing.T) {
 	t.Parallel()
 	const entries = 64
-	dc := newRefusals(entries)
+	dc := New(Options{Entries: entries})
 	st, now := int64(1), time.Now()
 	d := limit.Decision{Refused: limit.LevelPlan, RetryAfter: time.Hour, Now: now, Plan: &limit.State{}}
 	for i := range 10 * entries {
-		k := fmt.Sprint("k", i)
-		dc.remember(denyRequest(k), of(k, st), d, now, dc.generation())
+		dc.remember(denyRequest(fmt.Sprint("k", i), st), d, now, dc.gen.Load())
 	}
-	if n := dc.len(); n > entries || n < entries/2 {
+	if n := dc.Len(); n > entries || n < entries/2 {
 		t.Errorf("entries: got %d, want about %d and never more", n, entries)
 	}
-	_, hit := dc.lookup(denyRequest(fmt.Sprint("k", 10*entries-1)), st, now)
+	_, hit := dc.lookup(denyRequest(fmt.Sprint("k", 10*entries-1), st), now)
 	if !hit {
 		t.Error("newest entry: got a miss, want a hit")
 	}
 }
 
-// A key run into its quota on the real Redis is refused later from memory,
-// with Redis's answer, until a usage update clears the memory.
-func TestRefusalMemoryServesWithoutRedis(t *testing.T) {
+// A key run into its quota below is refused later from memory, with the
+// refusal it got, until a usage update clears the memory; the layer below
+// decides nothing meanwhile.
+func TestRefusalMemoryServesWithoutTheLayerBelow(t *testing.T) {
 	t.Parallel()
-	l := mustLimiter(t)
+	core := &limittest.Model{Clock: time.Now}
+	mem := New(Options{})
+	top := limit.Stack(core, mem.Layer)
 	req := &limit.Request{KeyID: "k1", PlanID: "p1", API: "a", Stage: "s", Version: 7,
 		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 100, BurstLimit: 100}},
 		Quota:   &limit.Quota{Limit: 1, Period: plans.PeriodDay}}
-	if d, err := l.Decide(t.Context(), req); err != nil || !d.Allowed {
+	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed {
 		t.Fatalf("first: got %+v, %v, want admitted", d, err)
 	}
-	fromRedis, err := l.Decide(t.Context(), req)
-	if err != nil || fromRedis.Allowed || fromRedis.Remembered || fromRedis.Refused != limit.LevelQuota {
-		t.Fatalf("second: got %+v, %v, want a quota refusal from Redis", fromRedis, err)
+	below, err := top.Decide(t.Context(), req)
+	if err != nil || below.Allowed || below.Remembered || below.Refused != limit.LevelQuota {
+		t.Fatalf("second: got %+v, %v, want a quota refusal from below", below, err)
 	}
+	decided := core.Decisions()
 	for i := range 3 {
-		d, err := l.Decide(t.Context(), req)
-		if err != nil || !d.Remembered || d.Refused != limit.LevelQuota || *d.Quota != *fromRedis.Quota {
-			t.Fatalf("refusal %d: got %+v (quota %+v), %v, want Redis's refusal remembered", i, d, d.Quota, err)
+		d, err := top.Decide(t.Context(), req)
+		if err != nil || !d.Remembered || d.Refused != limit.LevelQuota || *d.Quota != *below.Quota {
+			t.Fatalf("refusal %d: got %+v (quota %+v), %v, want the refusal remembered", i, d, d.Quota, err)
 		}
+	}
+	if n := core.Decisions(); n != decided {
+		t.Errorf("decisions below while remembered: got %d, want 0", n-decided)
 	}
 	other := *req
 	other.Version = 8
-	if d, _ := l.Decide(t.Context(), &other); d.Remembered {
-		t.Errorf("another config version: got a remembered refusal, want Redis's answer")
+	if d, _ := top.Decide(t.Context(), &other); d.Remembered {
+		t.Errorf("another config version: got a remembered refusal, want an answer from below")
 	}
-	l.ForgetUsage("p1", "k1")
-	if d, _ := l.Decide(t.Context(), req); d.Remembered {
-		t.Errorf("after ForgetUsage: got a remembered refusal, want Redis's answer")
+	mem.ForgetUsage("p1", "k1")
+	if d, _ := top.Decide(t.Context(), req); d.Remembered {
+		t.Errorf("after ForgetUsage: got a remembered refusal, want an answer from below")
 	}
 }

@@ -1,8 +1,7 @@
-package engine
+package usage
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -12,14 +11,8 @@ import (
 
 	"tollgate/keyspace"
 	"tollgate/plans"
+	"tollgate/script"
 )
-
-// restoreMark is the member of a usage change set, scored +inf, that says
-// its slot of the limiter Redis holds every key's quota and usage: written
-// by Restore once it wrote them back from the ledger, lost with the slot's
-// data. limits.lua refuses keyed decisions while it is missing
-// (Options.AwaitRestore).
-const restoreMark = "~r"
 
 // RestoreLedger is what Restore reads: the usage ledger
 // (plans/postgres.DB).
@@ -41,7 +34,8 @@ const restorePage = 5000
 // lost anything: one ZSCORE on one primary, 16384 in one pipeline on
 // Redis Cluster). Admin nodes call it every second (docs/usage.md,
 // "Restore after a loss"); gateway engines with Options.AwaitRestore
-// refuse keyed requests of a slot until it is marked.
+// refuse keyed requests of a slot until it is marked. Yesterday and today
+// are Redis's (Now), never the admin node's.
 //
 // A slot has lost its data when its usage change set lacks the restore
 // mark: a fresh limiter too (then the ledger is written back, which is
@@ -55,56 +49,59 @@ const restorePage = 5000
 // unmarked for the next. What the ledger did not have yet, the usage of
 // the last unflushed interval, is forgotten. Errors are wrapped; the
 // slots are then left unmarked.
-func (e *Engine) Restore(ctx context.Context, ledger RestoreLedger) (int, error) {
-	lost, err := e.lostSlots(ctx)
+func (l *Limiter) Restore(ctx context.Context, ledger RestoreLedger) (int, error) {
+	lost, err := l.lostSlots(ctx)
 	if err != nil || len(lost) == 0 {
 		return 0, err
 	}
 	inLost := func(keyID, planID string) bool {
-		if e.cluster == nil {
+		if !l.cluster {
 			return true
 		}
-		_, ok := lost[keyspace.Slot(e.keys.Quota(keyID, planID))]
+		_, ok := lost[keyspace.Slot(l.keys.Quota(keyID, planID))]
 		return ok
 	}
-	now := e.now()
-	if err := e.restoreQuotas(ctx, ledger, inLost, now); err != nil {
-		return 0, fmt.Errorf("engine: restore quotas: %w", err)
+	now, err := l.Now(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("usage: restore: %w", err)
 	}
-	if err := e.restoreDays(ctx, ledger, inLost, now); err != nil {
-		return 0, fmt.Errorf("engine: restore usage days: %w", err)
+	if err := l.restoreQuotas(ctx, ledger, inLost, now); err != nil {
+		return 0, fmt.Errorf("usage: restore quotas: %w", err)
 	}
-	pipe := e.rdb.Pipeline()
+	if err := l.restoreDays(ctx, ledger, inLost, now); err != nil {
+		return 0, fmt.Errorf("usage: restore usage days: %w", err)
+	}
+	pipe := l.rdb.Pipeline()
 	for slot := range lost {
-		pipe.ZAdd(ctx, e.keys.UsageChanges(slot), redis.Z{Score: math.Inf(1), Member: restoreMark})
+		pipe.ZAdd(ctx, l.keys.UsageChanges(slot), redis.Z{Score: math.Inf(1), Member: script.RestoreMark})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("engine: restore: mark: %w", err)
+		return 0, fmt.Errorf("usage: restore: mark: %w", err)
 	}
 	return len(lost), nil
 }
 
 // lostSlots returns the slots whose change set lacks the restore mark
 // (slot 0 standing for the whole server on one primary).
-func (e *Engine) lostSlots(ctx context.Context) (map[int]struct{}, error) {
+func (l *Limiter) lostSlots(ctx context.Context) (map[int]struct{}, error) {
 	n := keyspace.Slots
-	if e.cluster == nil {
+	if !l.cluster {
 		n = 1
 	}
 	marks := make([]*redis.FloatCmd, n)
-	pipe := e.rdb.Pipeline()
+	pipe := l.rdb.Pipeline()
 	for slot := range marks {
-		marks[slot] = pipe.ZScore(ctx, e.keys.UsageChanges(slot), restoreMark)
+		marks[slot] = pipe.ZScore(ctx, l.keys.UsageChanges(slot), script.RestoreMark)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("engine: restore: read marks: %w", err)
+		return nil, fmt.Errorf("usage: restore: read marks: %w", err)
 	}
 	lost := map[int]struct{}{}
 	for slot, m := range marks {
 		if errors.Is(m.Err(), redis.Nil) {
 			lost[slot] = struct{}{}
 		} else if m.Err() != nil {
-			return nil, fmt.Errorf("engine: restore: read marks: %w", m.Err())
+			return nil, fmt.Errorf("usage: restore: read marks: %w", m.Err())
 		}
 	}
 	return lost, nil
@@ -117,20 +114,20 @@ const maxPeriod = 31*24*time.Hour + time.Hour
 
 // restoreQuotas writes the ledger's quota states of the keys inLost
 // selects, where the limiter has none.
-func (e *Engine) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
+func (l *Limiter) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
 	afterKey, afterPlan := "", ""
 	for {
 		page, err := ledger.QuotaUsages(ctx, afterKey, afterPlan, restorePage)
 		if err != nil {
 			return err
 		}
-		pipe := e.rdb.Pipeline()
+		pipe := l.rdb.Pipeline()
 		for _, q := range page {
 			ttl := q.PeriodStart.Add(maxPeriod).Sub(now)
 			if !inLost(q.KeyID, q.PlanID) || ttl <= 0 {
 				continue
 			}
-			pipe.SetNX(ctx, e.keys.Quota(q.KeyID, q.PlanID), encodeQuota(q.QuotaCount), ttl)
+			pipe.SetNX(ctx, l.keys.Quota(q.KeyID, q.PlanID), encodeQuota(q.QuotaCount), ttl)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -144,20 +141,20 @@ func (e *Engine) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLost
 
 // restoreDays writes the ledger's counts of yesterday and today of the
 // keys inLost selects into their usage hashes, where the limiter has none.
-func (e *Engine) restoreDays(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
-	q := plans.UsageQuery{From: utcDay(now).AddDate(0, 0, -1), To: utcDay(now), Limit: restorePage}
+func (l *Limiter) restoreDays(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
+	q := plans.UsageQuery{From: plans.UTCDate(now).AddDate(0, 0, -1), To: plans.UTCDate(now), Limit: restorePage}
 	for {
 		page, err := ledger.UsageDays(ctx, q)
 		if err != nil {
 			return err
 		}
-		pipe := e.rdb.Pipeline()
+		pipe := l.rdb.Pipeline()
 		for _, d := range page {
 			if !inLost(d.KeyID, d.PlanID) {
 				continue
 			}
-			key := e.keys.Usage(d.KeyID, d.PlanID)
-			pipe.HSetNX(ctx, key, d.Day.Format(dayLayout), d.Count)
+			key := l.keys.Usage(d.KeyID, d.PlanID)
+			pipe.HSetNX(ctx, key, d.Day.Format(plans.UsageDateLayout), d.Count)
 			pipe.Expire(ctx, key, usageKeepDays*24*time.Hour)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -171,15 +168,10 @@ func (e *Engine) restoreDays(ctx context.Context, ledger RestoreLedger, inLost f
 	}
 }
 
-// encodeQuota is q as limits.lua stores a quota state ("\2" then '<dddd'
-// period start, count, period end, change sequence number), with period
-// end 0: the TTL it was set for is none of the script's, so the next
-// admission sets it.
+// encodeQuota is q as the limiter script stores a quota state
+// (script.QuotaState), with period end 0: the TTL it was set for is none
+// of the script's, so the next admission sets it.
 func encodeQuota(q plans.QuotaCount) string {
-	b := make([]byte, 1, 33)
-	b[0] = 2
-	for _, f := range []float64{float64(q.PeriodStart.Unix()), float64(q.Count), 0, float64(q.Seq)} {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
-	}
-	return string(b)
+	s := script.QuotaState{PeriodStartS: float64(q.PeriodStart.Unix()), Used: float64(q.Count), Seq: float64(q.Seq)}
+	return string(s.Append(nil))
 }

@@ -1,13 +1,10 @@
-package engine
+package usage
 
 import (
 	"context"
-	_ "embed"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -17,56 +14,49 @@ import (
 	"tollgate/internal/redisscript"
 	"tollgate/keyspace"
 	"tollgate/plans"
+	"tollgate/script"
 )
 
-//go:embed usage.lua
-var usageSource string
+// DefaultHold is Options.HoldFor's default: how long usage one Drain
+// handed out stays held without an Ack before a later Drain (of any admin
+// node) hands it out again.
+const DefaultHold = time.Minute
 
-// usageScript is usage.lua: the flush worker's hold on changed usage.
-var usageScript = redis.NewScript(usageSource)
-
-// DefaultUsageHold is UsageSource.HoldFor's default: how long usage one
-// Drain handed out stays held without an Ack before a later Drain (of any
-// admin node) hands it out again.
-const DefaultUsageHold = time.Minute
-
-// UsageSource is the limiter's ledger.UsageSource (docs/usage.md): it
-// hands the ledger's flush worker the (key, plan) pairs whose usage the
-// limiter counted since they were last handed out, with their absolute
-// day counts and quota state. Create it with Engine.UsageSource; it is
-// safe for concurrent use, and any number of admin nodes may drain one
-// limiter at once.
+// Source is the limiter's ledger.UsageSource (docs/usage.md): it hands
+// the ledger's flush worker the (key, plan) pairs whose usage the limiter
+// counted since they were last handed out, with their absolute day counts
+// and quota state. Any number of admin nodes may drain one limiter at
+// once.
 //
-// limits.lua marks a usage hash changed in the same atomic run that
-// counts into it: it adds the hash to its slot's change set (a sorted
+// The limiter script marks a usage hash changed in the same atomic run
+// that counts into it: it adds the hash to its slot's change set (a sorted
 // set, keyspace.UsageChanges; one set on one primary, one per slot on
 // Redis Cluster) scored by the earliest UTC day counted since it was last
-// taken. Drain takes ready members with usage.lua (op "hold"), which
-// re-scores them with the hold's end (Redis time), so they are not handed
-// out again until the hold ends; it then reads their day counts (from the
-// marked day to today; every day the hash keeps when the mark was lost to
-// an ended hold) and quota states. Ack removes the members still scored
-// with their hold (ZREMRANGEBYSCORE of that one score): a member counted
-// again meanwhile was re-scored with its day and stays, to be handed out
-// again. When a read fails, Drain gives the members back their earlier
-// scores; when that fails too, their hold ends after HoldFor. A member
-// whose hold ends without an Ack is ready again, for any worker.
+// taken. Drain takes ready members with op "hold", which re-scores them
+// with the hold's end (Redis time), so they are not handed out again until
+// the hold ends; it then reads their day counts (from the marked day to
+// today; every day the hash keeps when the mark was lost to an ended hold)
+// and quota states. Ack removes the members still scored with their hold
+// (ZREMRANGEBYSCORE of that one score): a member counted again meanwhile
+// was re-scored with its day and stays, to be handed out again. When a
+// read fails, Drain gives the members back their earlier scores; when that
+// fails too, their hold ends after HoldFor. A member whose hold ends
+// without an Ack is ready again, for any worker.
 //
-// On Redis Cluster each Drain probes the change set of every slot
-// (16384 ZCOUNTs in one pipeline, one round trip per master), then holds
-// in the slots that have ready members.
-type UsageSource struct {
-	e *Engine
-	// HoldFor is how long a Drain's hold lasts; DefaultUsageHold when 0.
-	HoldFor time.Duration
+// On Redis Cluster each Drain probes the change set of every slot (16384
+// ZCOUNTs in one pipeline, one round trip per master), then holds in the
+// slots that have ready members.
+type Source struct{ l *Limiter }
 
+// sourceState is a Limiter's drain position on Redis Cluster.
+type sourceState struct {
 	mu   sync.Mutex
 	next int // the slot the next cluster drain starts at (fairness)
 }
 
-// UsageSource returns the engine's source of changed usage for the
-// ledger's flush worker (package ledger).
-func (e *Engine) UsageSource() *UsageSource { return &UsageSource{e: e} }
+// Source returns the limiter's source of changed usage for the ledger's
+// flush worker (package ledger).
+func (l *Limiter) Source() *Source { return &Source{l: l} }
 
 // held is one change set's part of a Drain token: the score of its hold.
 type held struct {
@@ -86,7 +76,7 @@ type taken struct {
 // Drain implements ledger.UsageSource: up to limit observations of pairs
 // whose usage changed, and a token to Ack them with. Errors are wrapped;
 // after an error nothing stays held (see UsageSource).
-func (s *UsageSource) Drain(ctx context.Context, limit int) ([]plans.UsageObservation, string, error) {
+func (s *Source) Drain(ctx context.Context, limit int) ([]plans.UsageObservation, string, error) {
 	if limit < 1 {
 		limit = 1
 	}
@@ -123,7 +113,7 @@ func (s *UsageSource) Drain(ctx context.Context, limit int) ([]plans.UsageObserv
 
 // Ack implements ledger.UsageSource: it ends the holds of token, removing
 // the members still held by them.
-func (s *UsageSource) Ack(ctx context.Context, token string) error {
+func (s *Source) Ack(ctx context.Context, token string) error {
 	if token == "" {
 		return nil
 	}
@@ -131,7 +121,7 @@ func (s *UsageSource) Ack(ctx context.Context, token string) error {
 	if err := json.Unmarshal([]byte(token), &tok); err != nil {
 		return fmt.Errorf("engine: usage ack: token: %w", err)
 	}
-	pipe := s.e.rdb.Pipeline()
+	pipe := s.l.rdb.Pipeline()
 	for _, h := range tok {
 		pipe.ZRemRangeByScore(ctx, h.Set, h.Hold, h.Hold)
 	}
@@ -143,8 +133,8 @@ func (s *UsageSource) Ack(ctx context.Context, token string) error {
 
 // setLimit is one change set to hold in, with the most members to take.
 type setLimit struct {
-	set   string
-	limit int
+	set, holds string // the change set and the score of its last hold
+	limit      int
 }
 
 // readySets returns the change sets to hold in and how many members to
@@ -152,22 +142,27 @@ type setLimit struct {
 // Cluster the slots whose sets have ready members (a probe by the node's
 // clock; the hold decides by Redis time), from a start that moves on
 // between drains so no slot waits behind busier ones.
-func (s *UsageSource) readySets(ctx context.Context, limit int) ([]setLimit, error) {
-	if s.e.cluster == nil {
-		return []setLimit{{set: s.e.changes0, limit: limit}}, nil
+func (s *Source) readySets(ctx context.Context, limit int) ([]setLimit, error) {
+	if !s.l.cluster {
+		return []setLimit{{set: s.l.keys.UsageChanges(0), holds: s.l.keys.UsageHolds(0), limit: limit}}, nil
 	}
-	max := strconv.FormatInt(time.Now().UnixMilli()*1000, 10)
+	now, err := s.l.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	max := strconv.FormatInt(now.UnixMilli()*1000, 10)
 	counts := make([]*redis.IntCmd, keyspace.Slots)
-	pipe := s.e.rdb.Pipeline()
+	pipe := s.l.rdb.Pipeline()
 	for slot := range counts {
-		counts[slot] = pipe.ZCount(ctx, s.e.keys.UsageChanges(slot), "-inf", max)
+		counts[slot] = pipe.ZCount(ctx, s.l.keys.UsageChanges(slot), "-inf", max)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	start := s.next
-	s.mu.Unlock()
+	st := &s.l.source
+	st.mu.Lock()
+	start := st.next
+	st.mu.Unlock()
 	var out []setLimit
 	left, last := limit, start
 	for i := range keyspace.Slots {
@@ -177,36 +172,32 @@ func (s *UsageSource) readySets(ctx context.Context, limit int) ([]setLimit, err
 			continue
 		}
 		n = min(n, left)
-		out = append(out, setLimit{set: s.e.keys.UsageChanges(slot), limit: n})
+		out = append(out, setLimit{set: s.l.keys.UsageChanges(slot), holds: s.l.keys.UsageHolds(slot), limit: n})
 		left -= n
 		last = slot
 		if left == 0 {
 			break
 		}
 	}
-	s.mu.Lock()
-	s.next = (last + 1) % keyspace.Slots
-	s.mu.Unlock()
+	st.mu.Lock()
+	st.next = (last + 1) % keyspace.Slots
+	st.mu.Unlock()
 	return out, nil
 }
 
-// hold runs usage.lua's op "hold" on every set of sets, in one pipeline
-// (NOSCRIPT: the script is loaded and the runs that got it are sent
-// again). It returns what the runs took, also when some failed.
-func (s *UsageSource) hold(ctx context.Context, sets []setLimit) ([]taken, error) {
-	holdFor := s.HoldFor
-	if holdFor <= 0 {
-		holdFor = DefaultUsageHold
-	}
+// hold runs op "hold" on every set of sets, in one pipeline (NOSCRIPT:
+// the script is loaded and the runs that got it are sent again). It
+// returns what the runs took, also when some failed.
+func (s *Source) hold(ctx context.Context, sets []setLimit) ([]taken, error) {
 	cmds := make([]*redis.Cmd, len(sets))
 	todo := make([]int, len(sets))
 	for i := range todo {
 		todo[i] = i
 	}
 	for attempt := 0; ; attempt++ {
-		pipe := s.e.rdb.Pipeline()
+		pipe := s.l.rdb.Pipeline()
 		for _, i := range todo {
-			cmds[i] = usageScript.EvalSha(ctx, pipe, []string{sets[i].set}, "hold", sets[i].limit, holdFor.Milliseconds())
+			cmds[i] = limitsScript.EvalSha(ctx, pipe, []string{sets[i].set, sets[i].holds}, script.OpHold, s.l.clockArg(), sets[i].limit, s.l.holdFor.Milliseconds())
 		}
 		_, _ = pipe.Exec(ctx)
 		var again []int
@@ -219,7 +210,7 @@ func (s *UsageSource) hold(ctx context.Context, sets []setLimit) ([]taken, error
 		if len(again) == 0 || attempt > 0 {
 			break
 		}
-		if _, err := redisscript.Reload(ctx, s.e.rdb, usageScript, noScript); err != nil {
+		if _, err := redisscript.Reload(ctx, s.l.rdb, limitsScript, noScript); err != nil {
 			return nil, err
 		}
 		todo = again
@@ -250,14 +241,14 @@ func (s *UsageSource) hold(ctx context.Context, sets []setLimit) ([]taken, error
 // putBack gives the members of takes their earlier scores (ZADD XX LT:
 // a member acknowledged meanwhile is not added, one counted again keeps
 // its day), so the next Drain hands them out again.
-func (s *UsageSource) putBack(ctx context.Context, takes []taken) error {
+func (s *Source) putBack(ctx context.Context, takes []taken) error {
 	if len(takes) == 0 {
 		return nil
 	}
 	// context.WithoutCancel: the drain may have failed on ctx's deadline
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	pipe := s.e.rdb.Pipeline()
+	pipe := s.l.rdb.Pipeline()
 	for _, t := range takes {
 		for i, m := range t.members {
 			score, _ := strconv.ParseFloat(t.scores[i], 64)
@@ -265,7 +256,7 @@ func (s *UsageSource) putBack(ctx context.Context, takes []taken) error {
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("put back (their holds end after %v): %w", s.HoldFor, err)
+		return fmt.Errorf("put back (their holds end after %v): %w", s.l.holdFor, err)
 	}
 	return nil
 }
@@ -276,7 +267,7 @@ const maxDayScore = 1 << 30
 
 // observe reads the day counts and quota states of what takes took, in
 // one pipeline.
-func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.UsageObservation, error) {
+func (s *Source) observe(ctx context.Context, takes []taken) ([]plans.UsageObservation, error) {
 	type read struct {
 		obs   plans.UsageObservation
 		days  []string
@@ -285,11 +276,11 @@ func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.Usage
 		quota *redis.StringCmd
 	}
 	var reads []*read
-	pipe := s.e.rdb.Pipeline()
+	pipe := s.l.rdb.Pipeline()
 	for _, t := range takes {
-		today := s.e.usageToday(t.nowMS)
+		today := plans.UTCDate(time.UnixMilli(t.nowMS))
 		for i, m := range t.members {
-			keyID, planID, ok := s.e.keys.ParseUsage(m)
+			keyID, planID, ok := s.l.keys.ParseUsage(m)
 			if !ok {
 				continue // not a usage hash of this prefix: acknowledged with the rest
 			}
@@ -303,12 +294,12 @@ func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.Usage
 				if from.Before(today.AddDate(0, 0, -usageKeepDays)) {
 					from = today.AddDate(0, 0, -usageKeepDays)
 				}
-				r.days = usageDays(from, today)
+				r.days = daysBetween(from, today)
 				r.hmget = pipe.HMGet(ctx, m, r.days...)
 			} else {
 				r.all = pipe.HGetAll(ctx, m) // the mark's day was lost with an ended hold
 			}
-			r.quota = pipe.Get(ctx, s.e.keys.Quota(keyID, planID))
+			r.quota = pipe.Get(ctx, s.l.keys.Quota(keyID, planID))
 			reads = append(reads, r)
 		}
 	}
@@ -331,7 +322,7 @@ func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.Usage
 			counts = r.all.Val()
 		}
 		for day, v := range counts {
-			d, err := time.Parse(dayLayout, day)
+			d, err := time.Parse(plans.UsageDateLayout, day)
 			if err != nil {
 				continue // not a day field
 			}
@@ -353,29 +344,12 @@ func (s *UsageSource) observe(ctx context.Context, takes []taken) ([]plans.Usage
 // (limits.lua's USAGE_KEEP_DAYS).
 const usageKeepDays = 100
 
-// usageToday is the UTC date of the limiter's today: the injected test
-// clock's when there is one, else nowMS (Redis time).
-func (e *Engine) usageToday(nowMS int64) time.Time {
-	if e.clock != nil {
-		if t := e.clock(); !t.IsZero() {
-			return utcDay(t)
-		}
-	}
-	return utcDay(time.UnixMilli(nowMS))
-}
-
-// decodeQuota reads a quota state as limits.lua stores it ("\2" then
-// '<dddd' period start, count, period end, change sequence number; or
-// the older '<ddd' without one, sequence 0). ok is false for anything
-// else.
+// decodeQuota reads a stored quota state (script.QuotaState); ok is false
+// for anything else.
 func decodeQuota(v string) (plans.QuotaCount, bool) {
-	if (len(v) != 33 && len(v) != 25) || v[0] != 2 {
+	var q script.QuotaState
+	if _, err := q.Decode(v); err != nil || len(v) != script.QuotaStateSize {
 		return plans.QuotaCount{}, false
 	}
-	f := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[1+8*i : 9+8*i]))) }
-	q := plans.QuotaCount{PeriodStart: time.Unix(int64(f(0)), 0).UTC(), Count: int64(f(1))}
-	if len(v) == 33 {
-		q.Seq = int64(f(3))
-	}
-	return q, true
+	return plans.QuotaCount{PeriodStart: time.Unix(int64(q.PeriodStartS), 0).UTC(), Count: int64(q.Used), Seq: int64(q.Seq)}, true
 }

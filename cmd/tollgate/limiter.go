@@ -1,0 +1,68 @@
+package main
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/engine/failopen"
+	"tollgate/engine/lease"
+	"tollgate/engine/refusal"
+	"tollgate/gateway"
+	"tollgate/limit"
+	"tollgate/plans"
+)
+
+// limiterStack stacks the limiter layers on the gateway's engine, as chi
+// stacks middleware, and returns the top (docs/architecture.md):
+// fail-open charges nearest the engine (failure mode open only), capacity
+// leases (TOLLGATE_LEASE_LIFETIME > 0; not on Redis Cluster, whose shared
+// buckets sit in other slots than a key's own state, nor under a test
+// clock, which the leases' node-clock lifetimes do not follow), then the
+// refusal memory on top.
+func (m *Main) limiterStack() limit.Decider {
+	var layers []limit.Layer
+	if m.Config.LimiterFailureMode != gateway.FailClosed {
+		m.charges = failopen.New(m.engine, failopen.Options{Logger: m.Logger})
+		layers = append(layers, m.charges.Layer)
+	}
+	_, cluster := m.rdb.(*redis.ClusterClient)
+	var keep = m.Config.LeaseLifetime
+	if m.Config.LeaseLifetime > 0 && !cluster && m.clock == nil {
+		m.leases = lease.New(m.engine, lease.Options{Lifetime: m.Config.LeaseLifetime, Logger: m.Logger})
+		layers = append(layers, m.leases.Layer)
+		keep = 2 * m.leases.Lifetime()
+	} else {
+		keep = 0
+	}
+	// with leases, units other nodes took may come back before a
+	// refusal's moment: refusals are used for two lifetimes at most
+	m.refusals = refusal.New(refusal.Options{Keep: keep})
+	layers = append(layers, m.refusals.Layer)
+	return limit.Stack(m.engine, layers...)
+}
+
+// forgetChange clears what a config change may have made wrong in the
+// layers (push.ReaderOptions.OnEvent).
+func (m *Main) forgetChange(c plans.Change) {
+	m.refusals.ForgetChange(c)
+	if m.leases != nil {
+		m.leases.ForgetChange(c)
+	}
+}
+
+// forgetUsage clears the layers' state of a key whose usage was set
+// (push.ReaderOptions.OnUsage).
+func (m *Main) forgetUsage(planID, keyID string) {
+	m.refusals.ForgetUsage(planID, keyID)
+	if m.leases != nil {
+		m.leases.ForgetUsage(planID, keyID)
+	}
+}
+
+// forgetAll clears the layers' state after a reload
+// (push.ReaderOptions.OnReload).
+func (m *Main) forgetAll() {
+	m.refusals.ForgetAll()
+	if m.leases != nil {
+		m.leases.ForgetAll()
+	}
+}

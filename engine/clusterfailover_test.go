@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"tollgate/internal/redistest"
+	"tollgate/internal/redisurl"
+	"tollgate/keyspace"
+	"tollgate/limit"
+	"tollgate/plans"
+	"tollgate/usage"
+)
+
+// When a Redis Cluster master dies and its replica takes over, keyed
+// traffic of its slots is decided again within 2 s of the promotion: a
+// master that does not answer sends no MOVED, so the engine reloads the
+// slot map on the connection errors themselves (and every second in the
+// background), not only on MOVED. The quota and usage the replica had
+// carry on, and the admin's usage flush follows the new master as fast.
+func TestClusterFailoverDecidesAgainWithinTwoSecondsOfThePromotion(t *testing.T) {
+	t.Parallel()
+	_, masters, replicas := redistest.MustClusterWithReplicas(t, 3, 1, "--cluster-node-timeout", "1000")
+	rdb, err := redisurl.Open("redis-cluster://" + masters[0].Addr) // production options
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: 50 * time.Millisecond}))
+	// a key of the first master's slots (0..5460)
+	keyID := ""
+	for i := 0; keyID == ""; i++ {
+		if k := fmt.Sprintf("k%d", i); keyspace.Slot(l.keys.Quota(k, "p1")) < 5000 {
+			keyID = k
+		}
+	}
+	req := &limit.Request{KeyID: keyID, PlanID: "p1", Quota: &limit.Quota{Limit: 1000, Period: plans.PeriodDay}}
+	for range 3 {
+		if d, err := l.Decide(t.Context(), req); err != nil || !d.Allowed {
+			t.Fatalf("before the failover: %+v, %v", d, err)
+		}
+	}
+	for { // the decisions replicated (what a failover loses is another test's: failover_test.go)
+		n, err := masters[0].Client.Do(t.Context(), "wait", 1, 1000).Int()
+		if err != nil {
+			t.Fatalf("WAIT: %v", err)
+		}
+		if n >= 1 {
+			break
+		}
+	}
+	masters[0].Kill(t)
+	// decisions meanwhile fail (the slot's master is gone): as the gateway would, keep asking
+	stop := make(chan struct{})
+	decided := make(chan time.Time, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if d, err := l.Decide(t.Context(), req); err == nil && d.Allowed {
+				decided <- time.Now()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { close(stop) })
+	var promoted time.Time
+	for deadline := time.Now().Add(20 * time.Second); promoted.IsZero(); time.Sleep(10 * time.Millisecond) {
+		if info, _ := replicas[0].Client.Info(t.Context(), "replication").Result(); strings.Contains(info, "role:master") {
+			promoted = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the replica was not promoted within 20 s")
+		}
+	}
+	select {
+	case at := <-decided:
+		if after := at.Sub(promoted); after > 2*time.Second {
+			t.Fatalf("decided again %v after the promotion, want within 2 s", after)
+		} else {
+			t.Logf("decided again %v after the promotion", after.Round(time.Millisecond))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no decision within 10 s of the promotion")
+	}
+	// the admin's side follows the new master as fast: its flush drains
+	admin := usage.New(rdb, usage.Options{Prefix: "t"})
+	for {
+		if _, _, err := admin.Source().Drain(t.Context(), 100); err == nil {
+			break
+		} else if time.Since(promoted) > 2*time.Second {
+			t.Fatalf("the usage flush still fails %v after the promotion: %v", time.Since(promoted).Round(time.Millisecond), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	u, err := l.KeyUsage(t.Context(), keyID, "p1", req.Quota)
+	if err != nil || u.Today < 4 || u.Quota.Remaining > 996 {
+		t.Fatalf("after the failover: %+v, %v, want the replica's counts carried on", u, err)
+	}
+}

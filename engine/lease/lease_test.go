@@ -1,0 +1,492 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/engine"
+	"tollgate/internal/clocktest"
+	"tollgate/internal/redistest"
+	"tollgate/limit"
+	"tollgate/limit/limittest"
+	"tollgate/plans"
+)
+
+// node is one gateway node: an engine with the lease layer stacked on it.
+type node struct {
+	e     *engine.Engine
+	t     *Table
+	top   limit.Decider
+	clock *clocktest.Clock // the scripts' clock; zero: Redis TIME
+}
+
+// mustNodes returns n nodes, each with its own client of the test Redis,
+// on one fresh key prefix, their leases of the production lifetime. Each
+// is closed (its leases given back) at cleanup, before its client. clock,
+// when not nil, replaces Redis TIME in the scripts.
+func mustNodes(tb testing.TB, n int, clock *clocktest.Clock) []*node {
+	tb.Helper()
+	_, prefix := redistest.MustClient(tb) // deletes the prefix at cleanup
+	if clock == nil {
+		clock = &clocktest.Clock{}
+	}
+	nodes := make([]*node, n)
+	for i := range nodes {
+		opt, err := redis.ParseURL(redistest.URL())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rdb := redis.NewClient(opt)
+		e := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second, Clock: clock.Now})
+		t := New(e, Options{})
+		tb.Cleanup(func() {
+			t.Close()
+			_ = e.Close()
+			_ = rdb.Close()
+		})
+		nodes[i] = &node{e: e, t: t, top: limit.Stack(e, t.Layer), clock: clock}
+	}
+	return nodes
+}
+
+var hotRequest = limittest.HotRequest
+
+// load runs workers goroutines per node, each deciding req (a fresh copy
+// per call) until stop returns true; it calls seen with every decision
+// and returns the decisions made.
+func load(t *testing.T, nodes []*node, workers int, req func() *limit.Request, stop func() bool, seen func(limit.Decision)) int64 {
+	t.Helper()
+	var decided atomic.Int64
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		for range workers {
+			wg.Go(func() {
+				for !stop() {
+					d, err := n.top.Decide(context.Background(), req())
+					if err != nil {
+						t.Errorf("Decide: %v", err)
+						return
+					}
+					decided.Add(1)
+					seen(d)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return decided.Load()
+}
+
+// quiet returns a load's stop condition: a second passed without an
+// admission (counted in admitted), or deadline passed.
+func quiet(admitted *atomic.Int64, deadline time.Time) func() bool {
+	var mu sync.Mutex
+	last, lastAt := int64(-1), time.Now()
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if n := admitted.Load(); n != last {
+			last, lastAt = n, now
+		}
+		return now.Sub(lastAt) > time.Second || now.After(deadline)
+	}
+}
+
+// usage is the usage of key "hot" in plan "p1" on the limiter's day, and
+// the units left of a DAY quota of limit.
+func usage(t *testing.T, n *node, quota int32) (today, left int64) {
+	t.Helper()
+	u, err := n.e.KeyUsage(t.Context(), "hot", "p1", &limit.Quota{Limit: quota, Period: plans.PeriodDay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Today, u.Quota.Remaining
+}
+
+// countInto returns a load callback that counts admitted decisions.
+func countInto(admitted *atomic.Int64) func(limit.Decision) {
+	return func(d limit.Decision) {
+		if d.Allowed {
+			admitted.Add(1)
+		}
+	}
+}
+
+// trips is the round trips of the nodes so far.
+func trips(nodes []*node) int64 {
+	var n int64
+	for _, x := range nodes {
+		n += x.e.Trips()
+	}
+	return n
+}
+
+// Two and four nodes with leases, under load from every node: a quota
+// admits exactly its limit, and usage counts exactly the admitted
+// requests once the nodes gave their leases back.
+func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+			t.Parallel()
+			const quota = 6000
+			nodes := mustNodes(t, n, nil)
+			var admitted atomic.Int64
+			// until a second with no admission: a lease may end unspent
+			// while its node's workers stop, and its units come back
+			stop := quiet(&admitted, time.Now().Add(20*time.Second))
+			load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }, stop, countInto(&admitted))
+			if got := admitted.Load(); got != quota {
+				t.Fatalf("admitted: got %d, want %d", got, quota)
+			}
+			t.Logf("%d nodes: %d round trips for %d admitted", n, trips(nodes), quota)
+			for _, x := range nodes {
+				x.t.Close()
+			}
+			if today, left := usage(t, nodes[0], quota); today != quota || left != 0 {
+				t.Errorf("usage %d and quota left %d, want %d and 0", today, left, quota)
+			}
+		})
+	}
+}
+
+// Two and four nodes with leases, under load from every node: a throttle
+// admits at most burst + rate × (T + L) in any interval of length T
+// (counted over the decisions' Redis times, each admitted request in
+// every window that holds it) and at most burst + rate × T over the run
+// from a full bucket (docs/leases.md).
+func TestLeasedThrottleStaysWithinItsBound(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+			t.Parallel()
+			const rate, burst = 4000.0, 400
+			nodes := mustNodes(t, n, nil)
+			var mu sync.Mutex
+			var times []time.Time
+			end := time.Now().Add(1500 * time.Millisecond)
+			decided := load(t, nodes, 8, func() *limit.Request { return hotRequest(rate, burst, 0) },
+				func() bool { return time.Now().After(end) },
+				func(d limit.Decision) {
+					if d.Allowed {
+						mu.Lock()
+						times = append(times, d.Now)
+						mu.Unlock()
+					}
+				})
+			slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+			run := times[len(times)-1].Sub(times[0])
+			if got, max := float64(len(times)), burst+rate*run.Seconds(); got > max {
+				t.Errorf("run of %v: admitted %v, more than burst + rate × T = %.0f", run, got, max)
+			}
+			for _, T := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
+				100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+				most, j := 0, 0
+				for i := range times { // window [times[i], times[i] + T]
+					for j < len(times) && !times[j].After(times[i].Add(T)) {
+						j++
+					}
+					most = max(most, j-i)
+				}
+				if bound := burst + rate*(T+DefaultLifetime).Seconds(); float64(most) > bound {
+					t.Errorf("T = %v: admitted %d in one interval, more than burst + rate × (T + L) = %.0f", T, most, bound)
+				}
+			}
+			t.Logf("%d nodes: %d decided, %d admitted over %v, %d round trips", n, decided, len(times), run, trips(nodes))
+		})
+	}
+}
+
+// A cold key (a few requests per second) takes no lease, nor does a hot
+// one whose caller waits for each answer (its requests never overlap):
+// one round trip per request, exactly as without leases. A hot key with
+// concurrent callers is admitted on leases.
+func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
+	t.Parallel()
+	nodes := mustNodes(t, 1, nil)
+	n := nodes[0]
+	for range 10 {
+		if _, err := n.top.Decide(t.Context(), hotRequest(1000, 1000, 0)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
+	}
+	if got := n.e.Trips(); got != 10 {
+		t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
+	}
+	before := n.e.Trips()
+	for range 1000 {
+		if _, err := n.top.Decide(t.Context(), hotRequest(1e6, 1<<30, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.e.Trips() - before; got != 1000 {
+		t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
+	}
+	before = n.e.Trips()
+	var decided atomic.Int64
+	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 0) },
+		func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
+	// (a node whose round trips take over L/2 pauses its leases: only
+	// fewer round trips than requests is certain on a busy machine)
+	if got := n.e.Trips() - before; got >= decided.Load() {
+		t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
+	}
+}
+
+// A refused request takes nothing, and a lease shrinks to one as the
+// quota nears empty: the last units are decided in Redis one by one, so
+// concurrent callers on one node spend a quota to the last unit and no
+// further.
+func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
+	t.Parallel()
+	nodes := mustNodes(t, 1, nil)
+	const quota = 500
+	var admitted atomic.Int64
+	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) },
+		quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+	if got := admitted.Load(); got != quota {
+		t.Fatalf("admitted %d, want %d", got, quota)
+	}
+	nodes[0].t.Close()
+	if _, left := usage(t, nodes[0], quota); left != 0 {
+		t.Fatalf("quota left %d, want 0", left)
+	}
+}
+
+// A config change ends every open lease at once (push event:
+// ForgetChange), and a request under a lower limit voids the lease it
+// would have used: it is decided in Redis under the new limit, and the
+// unspent units went back.
+func TestConfigChangeVoidsLeases(t *testing.T) {
+	t.Parallel()
+	nodes := mustNodes(t, 1, nil)
+	n := nodes[0]
+	var sent atomic.Int64
+	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 100000) },
+		func() bool { return openLeft(n.t) > 0 || sent.Load() > 100000 }, func(limit.Decision) { sent.Add(1) })
+	if openLeft(n.t) == 0 {
+		t.Fatalf("no open lease after %d requests of a hot key", sent.Load())
+	}
+	n.t.ForgetChange(plans.Change{Version: 2, KeyHashes: []string{"x"}})
+	if open := openLeft(n.t); open != 0 {
+		t.Fatalf("after a change: %d units still on open leases, want 0", open)
+	}
+	// more than the lowered quota admitted before the change
+	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 100000) },
+		func() bool { return sent.Load() >= 400 }, func(limit.Decision) { sent.Add(1) })
+	low := hotRequest(1e6, 1<<30, 100)
+	low.Version = 3
+	d, err := n.top.Decide(t.Context(), low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Refused != limit.LevelQuota {
+		t.Fatalf("under a lowered quota: allowed %v refused %v, want refused by the quota", d.Allowed, d.Refused)
+	}
+	n.t.Close()
+	if _, left := usage(t, n, 100000); 100000-left != sent.Load() {
+		t.Errorf("quota used after the leases went back: got %d, want the %d admitted", 100000-left, sent.Load())
+	}
+}
+
+// openLeft is the units left on t's open leases.
+func openLeft(t *Table) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, en := range t.m {
+		if en.open != nil {
+			n += int64(en.open.left)
+		}
+	}
+	return n
+}
+
+// A node that dies loses at most its open leases: the quota counts them
+// as used (never over-admitted), usage misses at most the requests it
+// admitted on them, and the other node spends the rest exactly.
+func TestDeadNodeLosesAtMostItsOpenLeases(t *testing.T) {
+	t.Parallel()
+	const quota = 4000
+	nodes := mustNodes(t, 2, nil)
+	dead, alive := nodes[0], nodes[1]
+	var admitted atomic.Int64
+	req := func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }
+	load(t, nodes, 8, req, func() bool { return admitted.Load() >= quota/2 }, countInto(&admitted))
+	// The node dies: it admits nothing more and gives nothing back.
+	dead.t.mu.Lock()
+	dead.t.closed = true
+	var lostUnits, lostUsage int64
+	for _, en := range dead.t.m {
+		if l := en.open; l != nil {
+			lostUnits += int64(l.left)
+			lostUsage += int64(l.spent)
+			l.timer.Stop()
+			en.open = nil
+		}
+	}
+	dead.t.mu.Unlock()
+	load(t, []*node{alive}, 8, req, quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+	alive.t.Close()
+	if got := admitted.Load(); got != quota-lostUnits {
+		t.Errorf("admitted: got %d, want %d (the quota less the %d units on the dead node's leases)", got, quota-lostUnits, lostUnits)
+	}
+	if today, _ := usage(t, alive, quota); today != admitted.Load()-lostUsage {
+		t.Errorf("usage: got %d, want %d admitted less %d admitted on the dead node's open leases", today, admitted.Load()-lostUsage, lostUsage)
+	}
+	t.Logf("dead node held %d units and %d uncounted requests", lostUnits, lostUsage)
+}
+
+// overlapped returns a table on core whose shape of req has been seen
+// overlapping and hot, so its next decision takes a lease; node is the
+// table's clock.
+func overlapped(t *testing.T, core Unleaser, node *clocktest.Clock, req *limit.Request) *Table {
+	t.Helper()
+	tb := New(core, Options{Clock: node.Now})
+	t.Cleanup(tb.Close)
+	s, _ := shapeOf(req)
+	tb.mu.Lock()
+	tb.m[s] = &entry{slot: node.Now(), cur: 1000, overlap: node.Now()}
+	tb.mu.Unlock()
+	return tb
+}
+
+// A lease taken just before Redis's midnight (a DAY quota's period end)
+// admits nothing after it, by the node's clock counted from the take: the
+// next request is decided below, in the new period, and the requests
+// admitted on the lease are counted on the take's day.
+func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
+	t.Parallel()
+	redis := clocktest.New(time.Date(2026, 6, 15, 23, 59, 59, 950_000_000, time.UTC))
+	nodeClock := clocktest.New(time.Date(2026, 6, 15, 8, 0, 0, 0, time.UTC)) // hours away from Redis's
+	nodes := mustNodes(t, 1, redis)
+	e := nodes[0].e
+	req := hotRequest(1e6, 1<<30, 1000)
+	tb := overlapped(t, e, nodeClock, req)
+	top := limit.Stack(e, tb.Layer)
+	d, err := top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed || d.Granted < 2 {
+		t.Fatalf("take: %+v, %v, want a lease", d, err)
+	}
+	nodeClock.Add(40 * time.Millisecond) // Redis's 23:59:59.990: still the lease's period
+	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed || d.Quota.Reset.Day() != 16 {
+		t.Fatalf("10 ms before midnight: %+v, %v, want admitted in the day that ends at midnight", d, err)
+	}
+	if got := e.Trips(); got != 1 {
+		t.Fatalf("10 ms before midnight: %d round trips, want 1 (admitted on the lease)", got)
+	}
+	nodeClock.Add(20 * time.Millisecond) // Redis's 00:00:00.010
+	redis.Add(60 * time.Millisecond)
+	d, err = top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed || d.Quota.Reset.Day() != 17 || d.Quota.Remaining < 990 {
+		t.Fatalf("10 ms after midnight: %+v, %v, want admitted in the new day's period", d, err)
+	}
+	if got := e.Trips(); got < 2 {
+		t.Fatalf("10 ms after midnight: %d round trips, want the request decided in Redis", got)
+	}
+	tb.Close()
+	days, err := e.KeyUsage(t.Context(), "hot", "p1", nil)
+	if err != nil || days.Today != 1 {
+		t.Fatalf("usage of the new day: %+v, %v, want 1 (the requests of the lease count on its day)", days, err)
+	}
+	redis.Add(-time.Second)
+	if old, err := e.KeyUsage(t.Context(), "hot", "p1", nil); err != nil || old.Today != 2 {
+		t.Fatalf("usage of the lease's day: %+v, %v, want 2", old, err)
+	}
+}
+
+// A fresh burst of B under many concurrent callers admits exactly B, on
+// one node and on two: a refusal while a lease may still give units back
+// is admitted on the node's own lease, or decided again once the units
+// are back, never lost.
+func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+			t.Parallel()
+			for round := range 5 {
+				nodes := mustNodes(t, n, nil)
+				req := hotRequest(0.01, 20, 0)
+				req.KeyID = fmt.Sprintf("burst%d", round)
+				var admitted atomic.Int64
+				var wg sync.WaitGroup
+				for i := range 100 {
+					wg.Go(func() {
+						r := *req
+						d, err := nodes[i%n].top.Decide(context.Background(), &r)
+						if err != nil {
+							t.Errorf("Decide: %v", err)
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if got := admitted.Load(); got != 20 {
+					t.Fatalf("round %d: admitted %d of 100, want the burst of 20", round, got)
+				}
+			}
+		})
+	}
+}
+
+// One caller sending one request at a time, alternately to two nodes with
+// leases on, sees X-RateLimit-Remaining fall by exactly one per request:
+// its requests never overlap, so it is decided in Redis every time.
+func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
+	t.Parallel()
+	nodes := mustNodes(t, 2, nil)
+	const quota = 3000
+	var last int64 = quota
+	for i := range 600 {
+		d, err := nodes[i%2].top.Decide(t.Context(), hotRequest(1e6, 1<<30, quota))
+		if err != nil || !d.Allowed {
+			t.Fatalf("request %d: %+v, %v", i+1, d, err)
+		}
+		if d.Quota.Remaining != last-1 {
+			t.Fatalf("request %d: remaining %d after %d, want %d", i+1, d.Quota.Remaining, last, last-1)
+		}
+		last = d.Quota.Remaining
+	}
+}
+
+// The layer against the reference model (its tiny core): a lease is taken
+// only by an overlapping hot shape, spent locally, and given back with the
+// usage of what was spent; the model's quota and usage agree with the
+// admissions.
+func TestLeasesOnTheModel(t *testing.T) {
+	t.Parallel()
+	redis := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
+	core := &limittest.Model{Clock: redis.Now}
+	nodeClock := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
+	req := hotRequest(1e6, 1<<30, 100)
+	tb := overlapped(t, core, nodeClock, req)
+	top := limit.Stack(core, tb.Layer)
+	admitted := 0
+	for range 150 {
+		d, err := top.Decide(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	tb.Close()
+	if admitted != 100 || core.QuotaUsed("hot", "p1") != 100 || core.Usage("hot", "p1", redis.Now()) != 100 {
+		t.Fatalf("admitted %d, quota used %d, usage %d, want 100 each", admitted, core.QuotaUsed("hot", "p1"), core.Usage("hot", "p1", redis.Now()))
+	}
+	if n := core.Decisions(); n >= 150 {
+		t.Errorf("decisions below: %d for 150 requests, want fewer (leases)", n)
+	}
+}

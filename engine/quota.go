@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tollgate/limit"
+	"tollgate/script"
+)
+
+// Settle settles one request decided with a quota but no usage count
+// (limit.Request.Uncounted; a plan tagged tollgate:quota-counts=non-5xx,
+// docs/usage.md) once its response is known: counted true counts it in
+// today's usage (Redis time) as an admission would; false gives its quota
+// unit back, unless the quota period that started at periodStart (the
+// decision's Quota.Reset − Quota.Window) is over. Errors are wrapped.
+func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error {
+	usage := e.keys.Usage(keyID, planID)
+	keys := []string{e.keys.Quota(keyID, planID), usage, e.changesOf(usage)}
+	a := script.SettleArgs{PeriodStartS: periodStart.Unix()}
+	if counted {
+		a.Count = 1
+	}
+	if err := e.runOnce(ctx, e.rdb, keys, []any{script.OpSettle, e.clockArg(), a.Append(nil)}).Err(); err != nil {
+		return fmt.Errorf("engine: settle key %s: %w", keyID, err)
+	}
+	return nil
+}
+
+// KeyUsage reads the usage of keyID in planID now, in Redis time, charging
+// nothing (the partner usage endpoint): the state of quota q in its
+// current period (none when q is nil) and today's count. Errors are
+// wrapped.
+func (e *Engine) KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error) {
+	a := script.QuotaArgs{Today: 1}
+	if q != nil {
+		kq := e.keyedQuota(keyID, planID, q)
+		a.Limit, a.Period, a.Offset = kq.Limit, kq.Period, kq.Offset
+	}
+	keys := []string{e.keys.Quota(keyID, planID), e.keys.Usage(keyID, planID)}
+	reply, err := e.runOnce(ctx, e.rdb, keys, []any{script.OpQuota, e.clockArg(), a.Append(nil)}).Text()
+	var r script.QuotaReply
+	if err == nil {
+		_, err = r.Decode(reply)
+	}
+	if err != nil {
+		return limit.Usage{}, fmt.Errorf("engine: usage of key %s: %w", keyID, err)
+	}
+	u := limit.Usage{Now: time.UnixMicro(r.NowUS).UTC(), Today: r.Today}
+	if q != nil {
+		start, end := time.Unix(r.PeriodStartS, 0).UTC(), time.Unix(r.PeriodEndS, 0).UTC()
+		u.Quota = &limit.State{Limit: int64(q.Limit), Remaining: r.Remaining, Reset: end, Window: end.Sub(start)}
+	}
+	return u, nil
+}

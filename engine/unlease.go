@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tollgate/keyspace"
+	"tollgate/limit"
+	"tollgate/script"
+)
+
+// unleaseTimeout bounds one Unlease.
+const unleaseTimeout = time.Second
+
+// Unlease ends capacity leases (engine/lease): each lease's unspent units
+// go back to every level it took them from (op "unlease"), and the
+// requests the node admitted on it are counted in usage on the UTC day of
+// its take. One run per slot, in one pipeline on Redis Cluster. A run is
+// sent once (a charging run: see onceCmd); when it fails, its unspent
+// units are lost (never over-admitted) and so is the usage of its spent
+// requests, and the error says so (docs/leases.md states the bound).
+func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
+	ctx, cancel := context.WithTimeout(ctx, unleaseTimeout)
+	defer cancel()
+	type slotLeases struct {
+		args    *runArgs
+		leases  int
+		spec    []byte
+		changes string
+	}
+	bySlot := map[int]*slotLeases{}
+	var slots []int
+	at := func(slot int) *slotLeases {
+		sl := bySlot[slot]
+		if sl == nil {
+			sl = &slotLeases{args: newRunArgs()}
+			bySlot[slot] = sl
+			slots = append(slots, slot)
+		}
+		return sl
+	}
+	slotOf := func(key string) int {
+		if e.cluster == nil {
+			return 0
+		}
+		return keyspace.Slot(key)
+	}
+	for _, rt := range returns {
+		var kr keyedRequest
+		var q keyedQuota
+		e.resolve(rt.Req, &kr, nil, &q)
+		home := slotOf(kr.home())
+		// the lease's part in each slot: its buckets there, and in its
+		// home slot its quota and usage
+		parts := map[int][]int{}
+		var partSlots []int
+		for i := range kr.Buckets {
+			s := slotOf(kr.Buckets[i].Key)
+			if _, ok := parts[s]; !ok {
+				partSlots = append(partSlots, s)
+			}
+			parts[s] = append(parts[s], i)
+		}
+		if _, ok := parts[home]; !ok && (kr.Quota != nil || kr.UsageKey != "") {
+			parts[home] = nil
+			partSlots = append(partSlots, home)
+		}
+		for _, s := range partSlots {
+			sl := at(s)
+			a := sl.args
+			ls := script.LeaseSpec{Buckets: uint8(len(parts[s])), Day: int32(rt.At.Unix() / 86400), PeriodStartS: rt.PeriodStart.Unix()}
+			if s == home {
+				if kr.Quota != nil {
+					ls.Quota = index(&a.states, a.stateIdx, kr.Quota.Key)
+					if !rt.KeepQuota {
+						ls.Unspent = rt.Unspent
+					}
+				}
+				if kr.UsageKey != "" {
+					ls.Usage = index(&a.usages, a.usageIdx, kr.UsageKey)
+					ls.Spent = rt.Spent
+					sl.changes = e.changesOfSlot(s)
+				}
+			}
+			sl.spec = ls.Append(sl.spec)
+			for _, bi := range parts[s] {
+				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, kr.Buckets[bi].Key), Taken: rt.Taken,
+					Unspent: rt.Unspent, TakenAtUS: rt.At.UnixMicro()}
+				sl.spec = b.Append(sl.spec)
+			}
+			sl.leases++
+		}
+	}
+	runs := make([]*slotRun, 0, len(slots))
+	for _, s := range slots {
+		sl := bySlot[s]
+		a := sl.args
+		keys := append(append([]string(nil), a.states...), a.usages...)
+		head := script.UnleaseArgs{Leases: uint16(sl.leases), States: uint16(len(a.states)), Usages: uint16(len(a.usages))}
+		if sl.changes != "" {
+			keys = append(keys, sl.changes)
+			head.Changes = uint16(len(keys))
+		}
+		spec := append(head.Append(nil), sl.spec...)
+		runs = append(runs, &slotRun{slot: s, keys: keys, argv: []any{script.OpUnlease, e.clockArg(), spec}})
+	}
+	e.trips.Add(int64(len(runs)))
+	e.runSlots(ctx, runs)
+	for _, r := range runs {
+		if r.err != nil {
+			return fmt.Errorf("engine: lease give-back: %w", r.err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package limittest
+
+import (
+	"math/big"
+	"time"
+
+	"tollgate/limit"
+	"tollgate/plans"
+)
+
+// The model of rate-limit rules (docs/rules.md): each algorithm's state in
+// exact arithmetic (math/big for the token bucket and the sliding window's
+// estimate; integers elsewhere). It mirrors the documented rules (EPS,
+// whole-µs turns of LEAKY_BUCKET, leases of CONCURRENCY members) but none
+// of the script's float arithmetic.
+
+// window is a sliding or fixed window's state, or (qt) a calendar quota's:
+// start the kept period start (Unix s), curr the count.
+type window struct{ start, prev, curr int64 }
+
+// member is one request in flight of a CONCURRENCY rule.
+type member struct{ seq int64 }
+
+// ruleState holds every rule's state, by rule and value.
+type ruleState struct {
+	tb  map[string]*bucket
+	sw  map[string]*window
+	fw  map[string]*window
+	cc  map[string]map[member]int64 // member → lease end (µs)
+	lb  map[string]int64            // tat (µs)
+	qt  map[string]*window
+	seq int64
+}
+
+func (rs *ruleState) init() {
+	if rs.tb == nil {
+		rs.tb, rs.sw, rs.fw, rs.qt = map[string]*bucket{}, map[string]*window{}, map[string]*window{}, map[string]*window{}
+		rs.cc, rs.lb = map[string]map[member]int64{}, map[string]int64{}
+	}
+}
+
+// ruleName names rule r's state for its value.
+func ruleName(r *limit.Rule) string { return r.Counter + "\x00" + r.Value }
+
+// ruleCheck is the model's check of one rule: its raw result, and the
+// commit that charges it (nil when it refuses).
+type ruleCheck struct {
+	res    limit.RuleResult
+	commit func()
+	member *member // CONCURRENCY: the member the commit adds
+}
+
+// checkRule decides rule r at now (µs) without charging it.
+func (m *Model) checkRule(r *limit.Rule, now int64) *ruleCheck {
+	switch r.Algorithm {
+	case limit.TokenBucket:
+		return m.checkTB(r, now)
+	case limit.SlidingWindow:
+		return m.checkWindow(r, now, true)
+	case limit.FixedWindow:
+		return m.checkWindow(r, now, false)
+	case limit.Concurrency:
+		return m.checkCC(r, now)
+	case limit.CalendarQuota:
+		return m.checkQT(r, now)
+	default:
+		return m.checkLB(r, now)
+	}
+}
+
+func (m *Model) checkTB(r *limit.Rule, now int64) *ruleCheck {
+	name := ruleName(r)
+	s := m.rules.tb[name]
+	toks, _ := tokens(s, r.RateLimit, r.BurstLimit, now)
+	at := now
+	if s != nil && now < s.l+ttlUS(s.t, s.r, s.b) && s.l > now {
+		at = s.l
+	}
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true}}
+	report := func(t *big.Rat) {
+		c.res.Remaining = floorRat(new(big.Rat).Add(t, ratEps))
+		full := untilFull(t, r.RateLimit, r.BurstLimit)
+		if full > 0 {
+			full += at - now
+		}
+		c.res.ResetUS = full
+	}
+	report(toks)
+	if toks.Cmp(ratOneEps) < 0 {
+		c.res.Admitted, c.res.RetryUS = false, -1
+		if r.RateLimit > 0 {
+			x := new(big.Rat).Sub(big.NewRat(1, 1), toks)
+			x.Mul(x, ratUS)
+			x.Quo(x, ratFloat(r.RateLimit))
+			c.res.RetryUS = max(1, at-now+ceilRat(x))
+		}
+		return c
+	}
+	c.commit = func() {
+		left := new(big.Rat).Sub(toks, big.NewRat(1, 1))
+		if left.Sign() < 0 {
+			left = new(big.Rat)
+		}
+		m.rules.tb[name] = &bucket{t: left, l: at, r: r.RateLimit, b: r.BurstLimit}
+		report(left)
+	}
+	return c
+}
+
+// windowAt returns the window state of name at the current window start
+// cur.
+func windowAt(states map[string]*window, name string, cur, w int64, sliding bool) window {
+	s := states[name]
+	switch {
+	case s == nil:
+	case s.start == cur:
+		return *s
+	case sliding && s.start == cur-w:
+		return window{start: cur, prev: s.curr}
+	}
+	return window{start: cur}
+}
+
+func ratMax0(x *big.Rat) *big.Rat {
+	if x.Sign() < 0 {
+		return new(big.Rat)
+	}
+	return x
+}
+
+func (m *Model) checkWindow(r *limit.Rule, now int64, sliding bool) *ruleCheck {
+	name, w, lim := ruleName(r), r.Window.Microseconds(), int64(r.Limit)
+	cur := now / w * w
+	states := m.rules.fw
+	if sliding {
+		states = m.rules.sw
+	}
+	s := windowAt(states, name, cur, w, sliding)
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true, ResetUS: cur + w - now, Aux: cur}}
+	if !sliding {
+		c.res.Remaining = max(0, lim-s.curr)
+		if s.curr+1 > lim {
+			c.res.Admitted, c.res.RetryUS = false, -1
+			if lim >= 1 {
+				c.res.RetryUS = c.res.ResetUS
+			}
+			return c
+		}
+		c.commit = func() {
+			states[name] = &window{start: cur, curr: s.curr + 1}
+			c.res.Remaining = lim - s.curr - 1
+		}
+		return c
+	}
+	elapsed := now - cur
+	// est = prev * (w - elapsed) / w + curr
+	est := new(big.Rat).Mul(big.NewRat(s.prev, 1), big.NewRat(w-elapsed, w))
+	est.Add(est, big.NewRat(s.curr, 1))
+	room := new(big.Rat).Sub(big.NewRat(lim, 1), est) // limit - est
+	c.res.Remaining = max(0, floorRat(ratMax0(new(big.Rat).Add(room, ratEps))))
+	if new(big.Rat).Add(room, ratEps).Cmp(big.NewRat(1, 1)) < 0 { // est + 1 > limit + EPS
+		c.res.Admitted, c.res.RetryUS = false, slidingRetry(s.prev, s.curr, elapsed, w, lim)
+		return c
+	}
+	c.commit = func() {
+		states[name] = &window{start: cur, prev: s.prev, curr: s.curr + 1}
+		c.res.Remaining = max(0, floorRat(ratMax0(new(big.Rat).Add(new(big.Rat).Sub(room, big.NewRat(1, 1)), ratEps))))
+	}
+	return c
+}
+
+// slidingRetry is the script's sliding_retry in exact arithmetic.
+func slidingRetry(prev, curr, elapsed, w, lim int64) int64 {
+	if lim < 1 {
+		return -1
+	}
+	if curr+1 <= lim {
+		// w * (1 - (lim - 1 - curr)/prev) - elapsed
+		x := new(big.Rat).Sub(big.NewRat(1, 1), big.NewRat(lim-1-curr, prev))
+		x.Mul(x, big.NewRat(w, 1))
+		x.Sub(x, big.NewRat(elapsed, 1))
+		return max(1, ceilRat(x))
+	}
+	need := new(big.Rat).Sub(big.NewRat(1, 1), big.NewRat(lim-1, curr))
+	need.Mul(need, big.NewRat(w, 1))
+	x := ratMax0(need)
+	x.Add(x, big.NewRat(w-elapsed, 1))
+	return max(1, ceilRat(x))
+}
+
+func (m *Model) checkCC(r *limit.Rule, now int64) *ruleCheck {
+	name := ruleName(r)
+	set := m.rules.cc[name]
+	for x, end := range set {
+		if end <= now {
+			delete(set, x)
+		}
+	}
+	n, lim := int64(len(set)), int64(r.Limit)
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true, Remaining: max(0, lim-n), ResetUS: -1}}
+	if n+1 > lim {
+		c.res.Admitted, c.res.RetryUS = false, -1
+		if lim >= 1 {
+			c.res.RetryUS = 1_000_000
+		}
+		return c
+	}
+	m.rules.seq++
+	c.member = &member{seq: m.rules.seq}
+	c.commit = func() {
+		if m.rules.cc[name] == nil {
+			m.rules.cc[name] = map[member]int64{}
+		}
+		m.rules.cc[name][*c.member] = now + m.concurrencyLease().Microseconds()
+		c.res.Remaining = lim - n - 1
+	}
+	return c
+}
+
+func (m *Model) concurrencyLease() time.Duration {
+	if m.ConcurrencyLease > 0 {
+		return m.ConcurrencyLease
+	}
+	return 30 * time.Second
+}
+
+func (m *Model) checkLB(r *limit.Rule, now int64) *ruleCheck {
+	name, turn := ruleName(r), r.LeakyTurnUS()
+	start := max(now, m.rules.lb[name])
+	delay := start - now
+	longest := min(r.MaxDelay.Microseconds(), int64(r.BurstLimit)*turn)
+	left := func(wait int64) int64 {
+		if wait > longest {
+			return 0
+		}
+		return (longest-wait)/turn + 1
+	}
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true, Remaining: left(delay), ResetUS: delay, Aux: delay}}
+	if delay > longest {
+		c.res.Admitted, c.res.RetryUS = false, delay-longest
+		return c
+	}
+	c.commit = func() {
+		m.rules.lb[name] = start + turn
+		c.res.Remaining, c.res.ResetUS = left(delay+turn), delay+turn
+	}
+	return c
+}
+
+// checkQT counts as a plan quota: the period of now (plans.Quota.Bounds),
+// a later period resetting the count.
+func (m *Model) checkQT(r *limit.Rule, now int64) *ruleCheck {
+	name := ruleName(r)
+	start, end := plans.Quota{Period: r.Period, Offset: r.Offset}.Bounds(time.UnixMicro(now))
+	kept, used, lim := start.Unix(), int64(0), int64(r.Limit)
+	if s := m.rules.qt[name]; s != nil && s.start >= kept {
+		kept, used = s.start, s.curr
+	}
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true, Remaining: max(0, lim-used), ResetUS: end.UnixMicro() - now, Aux: kept}}
+	if used+1 > lim {
+		c.res.Admitted, c.res.RetryUS = false, end.UnixMicro()-now
+		return c
+	}
+	c.commit = func() {
+		m.rules.qt[name] = &window{start: kept, curr: used + 1}
+		c.res.Remaining = lim - used - 1
+	}
+	return c
+}
+
+// checkRules checks every rule of req at now: their checks, whether they
+// admit (every rule that is not shadow), the retry of the first that
+// refuses and its index.
+func (m *Model) checkRules(req *limit.Request, now int64) (checks []*ruleCheck, ok bool, retryUS int64, first int) {
+	m.rules.init()
+	ok, first = true, -1
+	for i := range req.Rules {
+		r := &req.Rules[i]
+		c := m.checkRule(r, now)
+		checks = append(checks, c)
+		if ok && !r.Shadow && !c.res.Admitted {
+			ok, retryUS, first = false, c.res.RetryUS, i
+		}
+	}
+	return checks, ok, retryUS, first
+}
+
+// commitRules charges the rules of an admitted request and fills d's rule
+// outcomes, Delay, Release and GiveBack; for a refused one only the
+// outcomes.
+func (m *Model) commitRules(d *limit.Decision, req *limit.Request, checks []*ruleCheck, now int64) {
+	if len(req.Rules) == 0 {
+		return
+	}
+	d.Rules = make([]limit.RuleOutcome, len(req.Rules))
+	var held []func()
+	var turns []*limit.Rule
+	for i := range req.Rules {
+		r, c := &req.Rules[i], checks[i]
+		if d.Allowed && c.commit != nil {
+			c.commit()
+			if r.Algorithm == limit.Concurrency {
+				name, x := ruleName(r), *c.member
+				held = append(held, func() { delete(m.rules.cc[name], x) })
+			}
+			if r.Algorithm == limit.LeakyBucket {
+				turns = append(turns, r)
+			}
+		}
+		d.Rules[i] = r.Outcome(c.res, d.Now)
+		if d.Allowed && c.res.Admitted && r.Algorithm == limit.LeakyBucket && !r.Shadow {
+			d.Delay = max(d.Delay, d.Rules[i].Delay)
+		}
+	}
+	if len(held) > 0 {
+		d.Release = func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, f := range held {
+				f()
+			}
+		}
+	}
+	if d.Delay > 0 {
+		d.GiveBack = func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			at := m.Clock().UnixMicro()
+			for _, r := range turns {
+				name := ruleName(r)
+				if tat := m.rules.lb[name] - r.LeakyTurnUS(); tat <= at {
+					delete(m.rules.lb, name)
+				} else {
+					m.rules.lb[name] = tat
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,90 @@
+--[[
+clock: the run's time and the calendar. Takes wire (wire.lua).
+
+ARGV[2] is the time of the run in Unix µs, or "" to read Redis TIME:
+production always sends ""; tests inject a clock. All time that limits or
+counts usage is Redis time, never a node clock. Every operation of one run
+sees the same now.
+
+Quota periods are UTC calendar periods shifted by an offset (the rule of
+plans.Quota.Bounds): DAY from 00:00; WEEK from Sunday + offset days; MONTH
+from the 1st + offset days (offset <= 27, so the day exists in every
+month). No key name holds a time. Civil dates use Howard Hinnant's
+days_from_civil / civil_from_days
+(http://howardhinnant.github.io/date_algorithms.html).
+
+Defines: US, DAY_US, EPS, SLACK_US, mmin, mmax, mfloor, mceil, now, days,
+day_of(us), date_string(day), period(day, code, offset), ceil_us(x).
+]]
+
+local US = 1000000
+local DAY_US = 86400 * US
+-- a token counts as present when tokens >= 1 - EPS (float noise in refills)
+local EPS = 1e-9
+-- state keys outlive the moment they stop mattering by this much
+local SLACK_US = 1000000
+local mmin, mmax, mfloor, mceil = math.min, math.max, math.floor, math.ceil
+
+local now
+if ARGV[2] ~= '' then
+  now = tonumber(ARGV[2])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * US + tonumber(t[2])
+end
+
+-- the UTC day (days since 1970-01-01) of a time in µs
+local function day_of(us) return mfloor(us / DAY_US) end
+local days = day_of(now)
+
+-- ceil with a tolerance of 1 ns for float noise in a µs amount
+local function ceil_us(x) return mceil(x - 1e-3) end
+
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = mfloor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m > 2) and (m - 3) or (m + 9)
+  local doy = mfloor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + mfloor(yoe / 4) - mfloor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+local function civil_from_days(z)
+  z = z + 719468
+  local era = mfloor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = mfloor((doe - mfloor(doe / 1460) + mfloor(doe / 36524) - mfloor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + mfloor(yoe / 4) - mfloor(yoe / 100))
+  local mp = mfloor((5 * doy + 2) / 153)
+  local d = doy - mfloor((153 * mp + 2) / 5) + 1
+  local m = (mp < 10) and (mp + 3) or (mp - 9)
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+-- "YYYY-MM-DD" of a day
+local function date_string(day)
+  local y, m, d = civil_from_days(day)
+  return string.format('%04d-%02d-%02d', y, m, d)
+end
+
+-- [start, end) in Unix s of the quota period (wire.PERIOD_*) holding day
+local function period(day, code, offset)
+  if code == wire.PERIOD_WEEK then
+    local back = ((day + 4) % 7 - offset) % 7 -- 1970-01-01 was a Thursday (4)
+    local first = day - back
+    return first * 86400, (first + 7) * 86400
+  elseif code == wire.PERIOD_MONTH then
+    local y, m = civil_from_days(day)
+    local first = days_from_civil(y, m, 1 + offset)
+    if first > day then
+      if m == 1 then y, m = y - 1, 12 else m = m - 1 end
+      first = days_from_civil(y, m, 1 + offset)
+    end
+    if m == 12 then y, m = y + 1, 1 else m = m + 1 end
+    return first * 86400, days_from_civil(y, m, 1 + offset) * 86400
+  end
+  return day * 86400, (day + 1) * 86400
+end

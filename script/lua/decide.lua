@@ -1,0 +1,341 @@
+--[[
+decide: op "decide", the decision of a batch of requests, all or nothing
+per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
+SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period
+(clock.lua), until_full, tokens_now, write_bucket (bucket.lua),
+quota_used, write_quota, count_usage, restored (usage.lua), rule_run
+(rules.lua).
+
+  KEYS  states (buckets and quotas), usage hashes, rule states, then the
+        usage change set and the node's run window when named
+  ARGV  3 wire.decide_args, its charges (wire.charge_spec), then its
+          decisions (wire.decision_spec, its wire.bucket_specs, its
+          wire.rule_specs)
+  Reply: wire.decide_reply, a wire.decision_reply per decision, then a
+  wire.rule_reply per rule of every decision, in order.
+
+The decisions are decided in order, each exactly as if it ran alone after
+the ones before it: states are read once (one MGET), kept in tables while
+the decisions run, and each changed key is written once at the end. A busy
+stage or account bucket is read and written once per run, not once per
+request. A decision is admitted only if every bucket holds a token, its
+rules admit (every rule that is not shadow) and the quota has room; then
+all are charged, else nothing is (a shadow rule is charged only when the
+request is admitted and the rule would have admitted it).
+
+Capacity leases (docs/leases.md): a decision that wants w > 1 and is
+admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket,
+floor((limit - used) / LEASE_SHARE) of the quota), at least 1, from every
+level at once; the node admits up to k - 1 more requests on the rest and
+gives back what it did not spend (op "unlease"). A level a lease holds
+units of counts its leases out and remembers until when they may hold
+them (leased_until_us: now + the run's lease_us; op "unlease" counts a
+lease back in); a decision it refuses while leases are out is told how
+long to wait (lease_wait_us): their units may come back.
+
+Exactly once (docs/behaviour.md, "What an outage costs"): a run names the
+node's run window (wire.run_window) and its number. A run whose number the
+window holds ran already and does nothing (wire.RUN_DUPLICATE). A charge
+of requests admitted while Redis did not answer names the run that may
+have decided them: when the window holds that run they were decided (and
+charged then); otherwise they are counted, in the day and period of their
+admission, and the run is entered in the window, so a late copy of it does
+nothing. Charges wait while the slot awaits its restore
+(wire.RUN_UNRESTORED).
+]]
+
+local LEASE_SHARE = 4
+local WINDOW_TTL_MS = 86400 * 1000
+
+-- window_holds(w, run) -> true when run ran, false when it did not, nil
+-- when the window cannot tell (no window, or run older than it)
+local function window_holds(w, run)
+  if not w then return nil end
+  if run > w.max then return false end
+  if w.max - run >= wire.WINDOW_RUNS then return nil end
+  return string.byte(w.ran, run % wire.WINDOW_RUNS + 1) == 1
+end
+
+-- window_enter(w, run) enters run in window w (a table), moving it on when
+-- run is newer than its max
+local function window_enter(w, run)
+  local n = wire.WINDOW_RUNS
+  if run > w.max then
+    if run - w.max >= n then
+      w.ran = string.rep('\0', n)
+    else
+      for r = w.max + 1, run - 1 do
+        local i = r % n + 1
+        w.ran = w.ran:sub(1, i - 1) .. '\0' .. w.ran:sub(i + 1)
+      end
+    end
+    w.max = run
+  elseif w.max - run >= n then
+    return
+  end
+  local i = run % n + 1
+  w.ran = w.ran:sub(1, i - 1) .. '\1' .. w.ran:sub(i + 1)
+end
+
+local function decide()
+  local spec = ARGV[3]
+  local a = {}
+  local pos = wire.read_decide_args(spec, 1, a)
+  local m, u = a.states, a.usages
+  local changes = a.changes > 0 and KEYS[a.changes] or nil
+
+  local win
+  if a.window > 0 then
+    win = wire.run_window(redis.call('GET', KEYS[a.window])) or {max = 0, ran = string.rep('\0', wire.WINDOW_RUNS)}
+    if window_holds(win, a.run) then
+      return wire.pack_decide_reply({status = wire.RUN_DUPLICATE, counted = 0, skipped = 0})
+    end
+  end
+  local is_restored = not (changes and a.await == 1) or restored(changes)
+
+  -- every state in one read (MGET answers false for an absent key and for
+  -- a key of another type), in chunks within Lua's unpack limit
+  local vals = {}
+  for i = 1, m, 1000 do
+    local part = redis.call('MGET', unpack(KEYS, i, mmin(m, i + 999)))
+    for j = 1, #part do vals[i + j - 1] = part[j] end
+  end
+
+  -- States by key index, decoded on first use (false when absent); order
+  -- lists the changed ones, to write once.
+  local states, dirty, order = {}, {}, {}
+  local ttl_end = {} -- quota key index -> the period end its TTL was set for
+  local function bucket_at(ki)
+    local s = states[ki]
+    if s == nil then
+      s = wire.bucket_state(vals[ki])
+      states[ki] = s
+    end
+    return s
+  end
+  local function quota_at(ki)
+    local s = states[ki]
+    if s == nil then
+      s = wire.quota_state(vals[ki])
+      if s then ttl_end[ki] = s.period_end_s end
+      states[ki] = s
+    end
+    return s
+  end
+  local function mark(ki)
+    if not dirty[ki] then
+      dirty[ki] = true
+      order[#order + 1] = ki
+    end
+  end
+  -- lease_taken counts a lease of state s taken now (leased: its end)
+  local function lease_taken(s, leased)
+    if leased == 0 then return end
+    if s.leased_until_us <= now then s.leases = 0 end -- a dead node's leases are over
+    s.leases, s.leased_until_us = s.leases + 1, mmax(s.leased_until_us, leased)
+  end
+  local function put_bucket(ki, tokens, at, rate, burst, leased)
+    mark(ki)
+    local s = states[ki] or {leases = 0, leased_until_us = 0}
+    s.tokens, s.at_us, s.rate, s.burst = tokens, at, rate, burst
+    lease_taken(s, leased)
+    states[ki] = s
+  end
+  -- charge_quota adds units to the quota state ki in the period
+  -- [start, stop), keeping a later stored start
+  local function charge_quota(ki, start, stop, units, leased)
+    local q = quota_at(ki)
+    local used, kept = quota_used(q, start)
+    q = q or {seq = 0, leases = 0, leased_until_us = 0}
+    q.period_start_s, q.used, q.period_end_s, q.seq = kept, used + units, stop, q.seq + 1
+    lease_taken(q, leased)
+    states[ki] = q
+    mark(ki)
+  end
+
+  local usage = {} -- usage key index -> day -> requests counted in this run
+  local function count(ui, day, n)
+    local by_day = usage[ui]
+    if not by_day then
+      by_day = {}
+      usage[ui] = by_day
+    end
+    by_day[day] = (by_day[day] or 0) + n
+  end
+
+  -- Charges of requests admitted without a decision.
+  local reply = {status = wire.RUN_DONE, counted = 0, skipped = 0}
+  local c = {}
+  for _ = 1, a.charges do
+    pos = wire.read_charge_spec(spec, pos, c)
+    local ran = c.run ~= 0 and window_holds(win, c.run)
+    if ran then
+      reply.skipped = reply.skipped + 1
+    elseif not is_restored then
+      reply.status = wire.RUN_UNRESTORED
+    else
+      local at = mmin(c.at_us, now)
+      if c.quota > 0 then
+        local start, stop = period(day_of(at), c.period, c.offset)
+        if stop * US > now then charge_quota(c.quota, start, stop, c.units, 0) end
+      end
+      if c.usage > 0 then count(c.usage, day_of(at), c.units) end
+      if c.run ~= 0 and win then window_enter(win, c.run) end
+      reply.counted = reply.counted + 1
+    end
+  end
+
+  -- quota period bounds by (period, offset): every decision has the same now
+  local bounds = {}
+  local function quota_bounds(code, offset)
+    local k = code * 256 + offset
+    local b = bounds[k]
+    if not b then
+      local start, stop = period(days, code, offset)
+      b = {start, stop}
+      bounds[k] = b
+    end
+    return b[1], b[2]
+  end
+
+  local check_rule -- rule_run over the rule states, made on first use
+  local leased = now + a.lease_us
+  local out, rules_out = {wire.pack_decide_reply(reply)}, {}
+  local d, bk, rl, tokens, times, rebase = {}, {}, {}, {}, {}, {}
+  for n = 1, a.decisions do
+    pos = wire.read_decision_spec(spec, pos, d)
+    local nb, nr = d.buckets, d.rules
+    local r = {allowed = 0, refused = wire.REFUSED_NONE, bucket = 0, now_us = now, retry_us = 0, plan_left = -1,
+      plan_full_us = -1, quota_left = -1, quota_start = 0, quota_end = 0, granted = 0, lease_wait_us = 0}
+
+    -- Buckets: tokens now, and whether the state must be rebased. A bucket
+    -- decided in another slot (key 0) has a token when it admitted there.
+    for i = 1, nb do
+      local b = bk[i] or {}
+      bk[i] = b
+      pos = wire.read_bucket_spec(spec, pos, b)
+      if b.key == 0 then
+        tokens[i], times[i], rebase[i] = b.admitted, now, false
+      else
+        tokens[i], times[i], rebase[i] = tokens_now(bucket_at(b.key), b.rate, b.burst)
+      end
+      if r.refused == wire.REFUSED_NONE and tokens[i] < 1 - EPS then r.refused, r.bucket = wire.REFUSED_BUCKET, i end
+    end
+
+    -- Rules: every rule is checked (its result is reported either way);
+    -- they admit when every rule that is not shadow admits.
+    local rules_ok, rules_retry, commits = true, 0, {}
+    if d.rules_elsewhere ~= wire.RULES_HERE then
+      rules_ok, rules_retry = d.rules_elsewhere == wire.RULES_ADMITTED, d.rules_retry_us
+    end
+    for i = 1, nr do
+      local rule = rl[i] or {}
+      rl[i] = rule
+      pos = wire.read_rule_spec(spec, pos, rule)
+      check_rule = check_rule or rule_run(m + u)
+      local ok, res, commit = check_rule(rule)
+      if not ok and rule.shadow == 0 and rules_ok then rules_ok, rules_retry = false, res.retry_us end
+      commits[i] = commit
+      rules_out[#rules_out + 1] = res
+    end
+    if r.refused == wire.REFUSED_NONE and not rules_ok then r.refused = wire.REFUSED_RULES end
+
+    -- a keyed decision waits for the restore: refused, charging nothing
+    if (d.usage > 0 or d.quota > 0) and not is_restored then r.refused = wire.REFUSED_UNRESTORED end
+
+    -- Quota: the units used in the current period.
+    local used, kept, start, stop = 0, 0, 0, 0
+    if d.quota > 0 then
+      start, stop = quota_bounds(d.period, d.offset)
+      used, kept = quota_used(quota_at(d.quota), start)
+      if r.refused == wire.REFUSED_NONE and used + 1 > d.limit then r.refused = wire.REFUSED_QUOTA end
+    end
+
+    if r.refused == wire.REFUSED_NONE then
+      -- a lease takes at most 1/LEASE_SHARE of what every level has left
+      local k = mmax(d.want, 1)
+      for i = 1, nb do
+        if bk[i].key > 0 and k > 1 then k = mmin(k, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
+      end
+      if d.quota > 0 and k > 1 then k = mmin(k, mfloor((d.limit - used) / LEASE_SHARE)) end
+      k = mmax(k, 1)
+      local hold = k > 1 and leased or 0
+      for i = 1, nb do
+        local b = bk[i]
+        if b.key > 0 then
+          tokens[i] = mmax(0, tokens[i] - k)
+          put_bucket(b.key, tokens[i], times[i], b.rate, b.burst, hold)
+        end
+      end
+      for i = 1, nr do
+        if commits[i] then commits[i]() end
+      end
+      if d.quota > 0 then
+        charge_quota(d.quota, kept, stop, k, hold)
+        used = used + k
+      end
+      if d.usage > 0 then count(d.usage, days, 1) end
+      r.allowed, r.granted = 1, k
+    else
+      for i = 1, nb do
+        if rebase[i] then put_bucket(bk[i].key, tokens[i], times[i], bk[i].rate, bk[i].burst, 0) end
+      end
+    end
+
+    -- retry-after, and the wait for leases of the refusing level
+    if r.refused == wire.REFUSED_BUCKET then
+      local b = bk[r.bucket]
+      if b.key == 0 then
+        r.retry_us = b.retry_us -- decided in another slot: its own retry-after
+      else
+        if b.rate > 0 then
+          -- refill starts at times[i], later than now only if time went back
+          r.retry_us = mmax(1, times[r.bucket] - now + ceil_us((1 - tokens[r.bucket]) * US / b.rate))
+        else
+          r.retry_us = -1
+        end
+        local s = bucket_at(b.key)
+        if s and s.leases > 0 and s.leased_until_us > now then r.lease_wait_us = s.leased_until_us - now end
+      end
+    elseif r.refused == wire.REFUSED_RULES then
+      r.retry_us = rules_retry
+    elseif r.refused == wire.REFUSED_QUOTA then
+      r.retry_us = stop * US - now
+      local q = quota_at(d.quota)
+      if q and q.leases > 0 and q.leased_until_us > now then r.lease_wait_us = q.leased_until_us - now end
+    elseif r.refused == wire.REFUSED_UNRESTORED then
+      r.retry_us = US
+    end
+
+    if d.plan >= 1 then
+      local b = bk[d.plan]
+      r.plan_left = mfloor(tokens[d.plan] + EPS)
+      r.plan_full_us = until_full(tokens[d.plan], b.rate, b.burst)
+      if r.plan_full_us > 0 then r.plan_full_us = r.plan_full_us + times[d.plan] - now end
+    end
+    if d.quota > 0 then
+      r.quota_left, r.quota_start, r.quota_end = mmax(0, d.limit - used), start, stop
+    end
+    out[#out + 1] = wire.pack_decision_reply(r)
+  end
+
+  -- Writes, one per changed key, each with its TTL.
+  for _, ki in ipairs(order) do
+    local s = states[ki]
+    if s.tokens then
+      write_bucket(KEYS[ki], s)
+    else
+      write_quota(KEYS[ki], s, ttl_end[ki])
+    end
+  end
+  for ui, by_day in pairs(usage) do
+    for day, n in pairs(by_day) do count_usage(KEYS[m + ui], n, day, changes) end
+  end
+  if win then
+    window_enter(win, a.run)
+    redis.call('SET', KEYS[a.window], wire.pack_run_window(win), 'PX', WINDOW_TTL_MS)
+  end
+
+  for _, res in ipairs(rules_out) do out[#out + 1] = wire.pack_rule_reply(res) end
+  return table.concat(out)
+end

@@ -1,0 +1,314 @@
+--[[
+rules: the rate-limit rules of docs/rules.md, for op "decide" (a request's
+rules are one level of its decision, after its buckets, before its quota)
+and op "unrules". Takes wire, US, EPS, SLACK_US, mmin, mmax, mfloor, mceil,
+now, days, ceil_us, period (clock.lua), until_full, ttl_us, tokens_now,
+write_bucket (bucket.lua), quota_used, write_quota (usage.lua).
+
+A rule's state for one value of what it counts by is one key (one hash
+tag, so one Redis Cluster slot):
+  TOKEN_BUCKET (1)   wire.bucket_state
+  SLIDING_WINDOW (2) wire.sliding_state: the current fixed window's start
+                     (a multiple of the window), the previous and current
+                     windows' counts
+  FIXED_WINDOW (3)   wire.fixed_state: the window's start and count
+  CONCURRENCY (4)    a sorted set: one member "<node>:<seq>" per request in
+                     flight, scored by the Unix µs its lease ends; members
+                     past their score are gone (a dead node's requests)
+  LEAKY_BUCKET (5)   wire.leaky_state: tat, when the queue of admitted
+                     requests has drained (GCRA's theoretical arrival time)
+  CALENDAR_QUOTA (6) wire.quota_state (seq always 0): a usage plan's quota
+                     decided as a rule (a plan in shadow mode)
+A value of another shape counts as absent. Every write sets a TTL: a
+window until it can no longer count + 1 s, a sorted set until its latest
+lease ends + 1 s, a leaky bucket until tat + 1 s.
+
+The algorithms (W a window in µs, T = 1/rate in whole µs rounded up):
+  TOKEN_BUCKET   as bucket.lua; one token per request.
+  SLIDING_WINDOW with cur = floor(now/W)*W and f = (now - cur)/W,
+                 est = prev * (1 - f) + curr; admitted when est + 1 <= limit.
+  FIXED_WINDOW   the count of [cur, cur + W); admitted when count + 1 <= limit.
+  CONCURRENCY    members left after removing those whose lease ended;
+                 admitted when members + 1 <= limit, then the request's
+                 member is added with score now + lease.
+  LEAKY_BUCKET   the request's turn is start = max(now, tat), its delay
+                 start - now; admitted when delay <= min(maxDelay, burst * T),
+                 then tat = start + T (as OpenResty's limit-req: the excess
+                 waits for its turn, up to a burst, instead of being refused).
+  CALENDAR_QUOTA as usage.lua's quota; admitted when count + 1 <= limit.
+
+Defines: rule_run(base), undo_rule(base, u).
+]]
+
+local RULE_TB, RULE_SW, RULE_FW, RULE_CC, RULE_LB, RULE_QT = 1, 2, 3, 4, 5, 6
+-- a refused CONCURRENCY request may retry after 1 s
+local CC_RETRY_US = US
+
+-- sliding(v, W) -> current window start, prev, curr at now
+local function sliding(v, W)
+  local cur = mfloor(now / W) * W
+  local s = wire.sliding_state(v)
+  if s then
+    if s.start_us == cur then return cur, s.prev, s.curr end
+    if s.start_us == cur - W then return cur, s.curr, 0 end
+  end
+  return cur, 0, 0
+end
+
+local function write_sliding(key, cur, W, prev, curr)
+  local v = wire.pack_sliding_state({start_us = cur, prev = prev, curr = curr})
+  redis.call('SET', key, v, 'PX', mceil((cur + 2 * W - now + SLACK_US) / 1000))
+  return v
+end
+
+-- fixed(v, W) -> current window start, count at now
+local function fixed(v, W)
+  local cur = mfloor(now / W) * W
+  local s = wire.fixed_state(v)
+  if s and s.start_us == cur then return cur, s.count end
+  return cur, 0
+end
+
+local function write_fixed(key, cur, W, count)
+  local v = wire.pack_fixed_state({start_us = cur, count = count})
+  redis.call('SET', key, v, 'PX', mceil((cur + W - now + SLACK_US) / 1000))
+  return v
+end
+
+-- tat of a leaky state (0 when absent)
+local function leaky(v)
+  local s = wire.leaky_state(v)
+  return s and s.tat_us or 0
+end
+
+local function write_leaky(key, tat)
+  local v = wire.pack_leaky_state({tat_us = tat})
+  redis.call('SET', key, v, 'PX', mceil((tat - now + SLACK_US) / 1000))
+  return v
+end
+
+-- µs until est + 1 <= limit for a sliding window (prev, curr at elapsed
+-- µs into a window of W); -1 never (limit < 1)
+local function sliding_retry(prev, curr, elapsed, W, limit)
+  if limit < 1 then return -1 end
+  if curr + 1 <= limit + EPS then
+    -- room in this window once enough of prev has decayed (prev > 0 here)
+    return mmax(1, ceil_us(W * (1 - (limit - 1 - curr) / prev) - elapsed))
+  end
+  -- this window is full: wait for the next, where its count decays
+  return mmax(1, ceil_us(W - elapsed + mmax(0, W * (1 - (limit - 1) / curr))))
+end
+
+-- the interval between a leaky bucket's turns: 1/rate in whole µs,
+-- rounded up (at most 1 µs slower than the rate), so that every time is a
+-- whole µs and no rounding builds up in tat
+local function turn_us(rate) return mmax(1, ceil_us(US / rate)) end
+
+-- Checks. A check reads one rule's state at now and returns whether it
+-- admits, its result (wire.rule_reply fields, the state before the
+-- request) and, when it admits, a commit function that charges it and
+-- moves the result to the state after the charge. Reads go through the
+-- run's cache (get, held), and commits record what they wrote there (put),
+-- so later decisions of a run see earlier charges.
+
+local function check_tb(key, get, r)
+  local rate, burst = r.rate, r.burst
+  local tokens, at = tokens_now(wire.bucket_state(get(key)), rate, burst)
+  local res = {admitted = 1, retry_us = 0, aux = 0}
+  local function report(t)
+    local full = until_full(t, rate, burst)
+    if full > 0 then full = full + at - now end
+    res.remaining, res.reset_us = mfloor(t + EPS), full
+  end
+  report(tokens)
+  if tokens < 1 - EPS then
+    res.admitted, res.retry_us = 0, -1
+    if rate > 0 then res.retry_us = mmax(1, at - now + ceil_us((1 - tokens) * US / rate)) end
+    return false, res
+  end
+  return true, res, function(put)
+    local s = {tokens = mmax(0, tokens - 1), at_us = at, rate = rate, burst = burst, leases = 0, leased_until_us = 0}
+    put(key, wire.pack_bucket_state(s))
+    write_bucket(key, s)
+    report(s.tokens)
+  end
+end
+
+local function check_sw(key, get, r)
+  local limit, W = r.limit, r.window_us
+  local cur, prev, curr = sliding(get(key), W)
+  local elapsed = now - cur
+  local est = prev * (1 - elapsed / W) + curr
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, mfloor(limit - est + EPS)), reset_us = cur + W - now, aux = cur}
+  if est + 1 > limit + EPS then
+    res.admitted, res.retry_us = 0, sliding_retry(prev, curr, elapsed, W, limit)
+    return false, res
+  end
+  return true, res, function(put)
+    put(key, write_sliding(key, cur, W, prev, curr + 1))
+    res.remaining = mmax(0, mfloor(limit - est - 1 + EPS))
+  end
+end
+
+local function check_fw(key, get, r)
+  local limit, W = r.limit, r.window_us
+  local cur, count = fixed(get(key), W)
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, limit - count), reset_us = cur + W - now, aux = cur}
+  if count + 1 > limit then
+    res.admitted, res.retry_us = 0, -1
+    if limit >= 1 then res.retry_us = res.reset_us end
+    return false, res
+  end
+  return true, res, function(put)
+    put(key, write_fixed(key, cur, W, count + 1))
+    res.remaining = limit - count - 1
+  end
+end
+
+local function check_cc(key, held, r)
+  local limit, n = r.limit, held(key)
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, limit - n), reset_us = -1, aux = 0}
+  if n + 1 > limit then
+    res.admitted, res.retry_us = 0, -1
+    if limit >= 1 then res.retry_us = CC_RETRY_US end
+    return false, res
+  end
+  return true, res, function(put)
+    redis.call('ZADD', key, now + r.lease_us, r.node .. ':' .. r.seq)
+    redis.call('PEXPIRE', key, mceil((r.lease_us + SLACK_US) / 1000))
+    put(key, n + 1, true)
+    res.remaining = limit - n - 1
+  end
+end
+
+local function check_lb(key, get, r)
+  local T = turn_us(r.rate)
+  local start = mmax(now, leaky(get(key)))
+  local delay = start - now
+  local longest = mmin(r.max_delay_us, r.burst * T) -- the longest wait admitted
+  local function left(wait) -- requests admitted now if the next waits wait
+    if wait > longest then return 0 end
+    return mfloor((longest - wait) / T) + 1
+  end
+  local res = {admitted = 1, retry_us = 0, remaining = left(delay), reset_us = delay, aux = delay}
+  if delay > longest then
+    res.admitted, res.retry_us = 0, delay - longest
+    return false, res
+  end
+  return true, res, function(put)
+    put(key, write_leaky(key, start + T))
+    res.remaining, res.reset_us = left(delay + T), delay + T
+  end
+end
+
+local function check_qt(key, get, r)
+  local start, stop = period(days, r.period, r.offset)
+  local count, kept = quota_used(wire.quota_state(get(key)), start)
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, r.limit - count), reset_us = stop * US - now, aux = kept}
+  if count + 1 > r.limit then
+    res.admitted, res.retry_us = 0, stop * US - now
+    return false, res
+  end
+  return true, res, function(put)
+    local q = {period_start_s = kept, used = count + 1, period_end_s = stop, seq = 0, leases = 0, leased_until_us = 0}
+    put(key, wire.pack_quota_state(q))
+    write_quota(key, q, -1)
+    res.remaining = r.limit - count - 1
+  end
+end
+
+-- rule_run(base) -> check(r): a run over rule states KEYS[base + key]. check
+-- decides one rule spec r (a wire.rule_spec table) and returns whether it
+-- admits, its result and, when it admits, its commit (see the checks).
+local function rule_run(base)
+  local cache, held_n = {}, {}
+  local function get(key)
+    local v = cache[key]
+    if v == nil then
+      v = redis.call('GET', key)
+      cache[key] = v
+    end
+    return v
+  end
+  local function held(key)
+    local n = held_n[key]
+    if n == nil then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+      n = redis.call('ZCARD', key)
+      held_n[key] = n
+    end
+    return n
+  end
+  -- put records a charged state: a packed value, or (held) a count of
+  -- requests in flight
+  local function put(key, v, is_held)
+    if is_held then held_n[key] = v else cache[key] = v end
+  end
+  local checks = {[RULE_TB] = check_tb, [RULE_SW] = check_sw, [RULE_FW] = check_fw, [RULE_LB] = check_lb, [RULE_QT] = check_qt}
+  return function(r)
+    local key = KEYS[base + r.key]
+    local ok, res, commit
+    if r.algorithm == RULE_CC then
+      ok, res, commit = check_cc(key, held, r)
+    else
+      ok, res, commit = checks[r.algorithm](key, get, r)
+    end
+    if commit then
+      local c = commit
+      commit = function() c(put) end
+    end
+    return ok, res, commit
+  end
+end
+
+-- undo_rule(base, u) undoes one wire.undo_spec u on KEYS[base + u.key]
+-- (op "unrules"); it reports whether it undid anything.
+local function undo_rule(base, u)
+  local key = KEYS[base + u.key]
+  local algo = u.algorithm
+  if algo == RULE_TB then
+    local s = wire.bucket_state(redis.call('GET', key))
+    if not s or now >= s.at_us + ttl_us(s.tokens, s.rate, s.burst) then return false end
+    local tokens, at = tokens_now(s, s.rate, s.burst)
+    if tokens + 1 >= s.burst then
+      redis.call('DEL', key) -- full again: as if never taken
+    else
+      s.tokens, s.at_us = tokens + 1, at
+      write_bucket(key, s)
+    end
+    return true
+  elseif algo == RULE_SW then
+    local cur, prev, curr = sliding(redis.call('GET', key), u.window_us)
+    if u.charged == cur and curr > 0 then
+      write_sliding(key, cur, u.window_us, prev, curr - 1)
+      return true
+    elseif u.charged == cur - u.window_us and prev > 0 then
+      write_sliding(key, cur, u.window_us, prev - 1, curr)
+      return true
+    end
+  elseif algo == RULE_FW then
+    local cur, count = fixed(redis.call('GET', key), u.window_us)
+    if u.charged == cur and count > 0 then
+      write_fixed(key, cur, u.window_us, count - 1)
+      return true
+    end
+  elseif algo == RULE_CC then
+    return redis.call('ZREM', key, u.node .. ':' .. u.seq) > 0
+  elseif algo == RULE_QT then
+    local q = wire.quota_state(redis.call('GET', key))
+    if q and q.period_start_s == u.charged and q.used > 0 then
+      q.used = q.used - 1
+      write_quota(key, q, -1)
+      return true
+    end
+  elseif algo == RULE_LB then
+    local tat = leaky(redis.call('GET', key)) - turn_us(u.rate)
+    if tat <= now then
+      redis.call('DEL', key)
+    else
+      write_leaky(key, tat)
+    end
+    return true
+  end
+  return false
+end
