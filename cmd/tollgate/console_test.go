@@ -107,6 +107,7 @@ func TestConsole(t *testing.T) {
 	planID := editPlan(t, p, s)
 	editKey(t, p, s, planID)
 	checkAudit(t, p)
+	checkDomains(t, p, s, apiID)
 	checkPhoneLayout(t, p)
 
 	if probs := p.Problems(); len(probs) > 0 {
@@ -530,7 +531,7 @@ func checkPhoneLayout(t *testing.T, p *browsertest.Page) {
 	for _, section := range []struct{ link, heading, shot string }{
 		{"APIs", "APIs", "console-apis-phone"}, {"Usage plans", "Usage plans", "console-plans-phone"},
 		{"API keys", "API keys", "console-keys-phone"}, {"Usage", "Usage", "console-usage-phone"},
-		{"Audit", "Audit", "console-audit-phone"}} {
+		{"Audit", "Audit", "console-audit-phone"}, {"Domain names", "Domain names", "console-domains-phone"}} {
 		p.Role("link", section.link).Click()
 		p.Role("heading", section.heading)
 		if w := browsertest.Eval[[]int](p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 	"go.yaml.in/yaml/v4"
 
+	"tollgate/internal/browsertest"
 	"tollgate/internal/tlstest"
 	"tollgate/seal"
 )
@@ -207,4 +208,33 @@ func TestComposeServesCustomDomains(t *testing.T) {
 	if len(keys[0]) < seal.MinSecretLen || keys[0] != keys[1] {
 		t.Errorf("TOLLGATE_SECRETS_KEY of tollgate and gateway: %q and %q, want one key of at least %d bytes", keys[0], keys[1], seal.MinSecretLen)
 	}
+}
+
+// checkDomains creates a custom domain name with two base path mappings
+// through the SDK, as an operator would with the AWS CLI, and finds them on
+// the console's "Domain names" page, without the certificate's key.
+func checkDomains(t *testing.T, p *browsertest.Page, s *stack, apiID string) {
+	t.Helper()
+	ctx := t.Context()
+	ca := tlstest.MustCA(t)
+	cert := ca.Issue(t, time.Time{}, testDomain)
+	_, err := s.sdk.CreateDomainName(ctx, &apigateway.CreateDomainNameInput{DomainName: aws.String(testDomain),
+		CertificateBody: aws.String(cert.Body), CertificatePrivateKey: aws.String(cert.Key), RegionalCertificateName: aws.String("partners")})
+	must(t, "CreateDomainName", err)
+	for _, bp := range []string{"", "v1/shop"} {
+		_, err = s.sdk.CreateBasePathMapping(ctx, &apigateway.CreateBasePathMappingInput{DomainName: aws.String(testDomain),
+			BasePath: aws.String(bp), RestApiId: aws.String(apiID), Stage: aws.String("prod")})
+		must(t, "CreateBasePathMapping", err)
+	}
+	p.Role("link", "Domain names").Click()
+	p.Role("heading", "Domain names")
+	rows := p.Table("Domain names") // the header row, then one per domain
+	if len(rows) != 2 || !rowWith(rows, testDomain, "/ → shop / prod, /v1/shop → shop / prod") ||
+		!strings.HasPrefix(rows[1][1], "partners (stored, given ") {
+		t.Errorf("Domain names table: got %q", rows)
+	}
+	if txt := p.Role("main", "").Text(); strings.Contains(txt, "PRIVATE KEY") {
+		t.Error("the Domain names page shows a private key")
+	}
+	p.Screenshot("console-domains")
 }
