@@ -61,8 +61,8 @@ func runBatch(t testing.TB, l *Engine, now time.Time, reqs []*keyedRequest) []sc
 		}
 		a.addDecision(r, nil, rulesAt{}, 0)
 	}
-	keys, args, _ := a.build(runOpts{clock: strconv.FormatInt(now.UnixMicro(), 10), changes: l.changes0})
-	reply, err := l.runOnce(context.Background(), l.rdb, keys, args).Text()
+	keys, args, _ := a.build(runOpts{clock: strconv.FormatInt(now.UnixMicro(), 10), changes: l.r.changes0})
+	reply, err := runOnce(context.Background(), l.r.rdb, keys, args).Text()
 	if err != nil {
 		t.Fatalf("batch run: %v", err)
 	}
@@ -88,7 +88,7 @@ func FuzzBatchEqualsSequential(f *testing.F) {
 		i := n.Add(1)
 		batched := New(rdb, Options{Prefix: fmt.Sprintf("%s:%db", prefix, i), Timeout: testTimeout})
 		single := New(rdb, Options{Prefix: fmt.Sprintf("%s:%ds", prefix, i), Timeout: testTimeout})
-		bReqs, sReqs := batchRequests(batched.keys, data), batchRequests(single.keys, data)
+		bReqs, sReqs := batchRequests(batched.r.keys, data), batchRequests(single.r.keys, data)
 		if len(bReqs) == 0 {
 			return
 		}
@@ -131,13 +131,13 @@ func compareStores(t *testing.T, a, b *Engine, aReqs, bReqs []*keyedRequest) {
 	for i := range aReqs {
 		an, bn := names(aReqs[i]), names(bReqs[i])
 		for j := range an {
-			av, aerr := a.rdb.Dump(ctx, an[j]).Result()
-			bv, berr := b.rdb.Dump(ctx, bn[j]).Result()
+			av, aerr := a.r.rdb.Dump(ctx, an[j]).Result()
+			bv, berr := b.r.rdb.Dump(ctx, bn[j]).Result()
 			if (aerr == nil) != (berr == nil) || av != bv {
 				t.Fatalf("%s: batch %q (%v), alone %q (%v)", an[j], av, aerr, bv, berr)
 			}
-			at, _ := a.rdb.PTTL(ctx, an[j]).Result()
-			bt, _ := b.rdb.PTTL(ctx, bn[j]).Result()
+			at, _ := a.r.rdb.PTTL(ctx, an[j]).Result()
+			bt, _ := b.r.rdb.PTTL(ctx, bn[j]).Result()
 			if j == len(aReqs[i].Buckets) && aReqs[i].Quota != nil {
 				if (at <= 0 || bt <= 0) && aerr == nil { // -2 ns: absent in both (DUMP agreed)
 					t.Fatalf("%s: TTL batch %v, alone %v, want both set", an[j], at, bt)
@@ -189,10 +189,10 @@ func TestWrongTypeKeysDoNotFailBatch(t *testing.T) {
 	l := mustLimiter(t)
 	ctx := t.Context()
 	bad := nodeRequest(l, "bad", 1, 5, 10)
-	if err := l.rdb.Set(ctx, bad.UsageKey, "x", time.Minute).Err(); err != nil {
+	if err := l.r.rdb.Set(ctx, bad.UsageKey, "x", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.rdb.RPush(ctx, bad.Quota.Key, "x").Err(); err != nil {
+	if err := l.r.rdb.RPush(ctx, bad.Quota.Key, "x").Err(); err != nil {
 		t.Fatal(err)
 	}
 	good := nodeRequest(l, "good", 1, 5, 10)
@@ -211,7 +211,7 @@ func TestWrongTypeKeysDoNotFailBatch(t *testing.T) {
 func TestBatchOfManyKeys(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)
-	k := l.keys
+	k := l.r.keys
 	var reqs []*keyedRequest
 	for i := range 40 {
 		r := &keyedRequest{}

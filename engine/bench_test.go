@@ -119,7 +119,7 @@ func BenchmarkScriptBatch(b *testing.B) {
 	l := mustLimiter(b)
 	reqs := benchRequests(l, 100)
 	usec := func() float64 {
-		info, err := l.rdb.Info(b.Context(), "commandstats").Result()
+		info, err := l.r.rdb.Info(b.Context(), "commandstats").Result()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func BenchmarkResolve(b *testing.B) {
 			var kr keyedRequest
 			var bs [4]keyedBucket
 			var q keyedQuota
-			l.resolve(reqs[next.Add(1)%int64(len(reqs))], &kr, bs[:0], &q)
+			l.res.resolve(reqs[next.Add(1)%int64(len(reqs))], &kr, bs[:0], &q)
 		}
 	})
 }
@@ -186,7 +186,7 @@ func BenchmarkDecideHotKey(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
-			before := l.trips.Load()
+			before := l.r.trips.Load()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					d, err := top.Decide(b.Context(), hotRequest(1e6, 1<<30, 1<<30))
@@ -195,7 +195,7 @@ func BenchmarkDecideHotKey(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64(l.trips.Load()-before)/float64(b.N), "trips/op")
+			b.ReportMetric(float64(l.r.trips.Load()-before)/float64(b.N), "trips/op")
 		})
 	}
 }

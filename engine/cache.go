@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 
 	"tollgate/cache"
 	"tollgate/internal/redisscript"
-	"tollgate/limit"
+	"tollgate/keyspace"
 )
 
 //go:embed lookup.lua
@@ -34,16 +33,14 @@ var lookupScript = redis.NewScript(lookupSource)
 // trip of each caching request's limit decision, with the last generation
 // seen per stage kept on this node.
 type entries struct {
-	e      *Engine
-	rdb    redis.UniversalClient
-	shared bool // the cache Redis is the limiter Redis: one pipeline
+	keys    keyspace.Space
+	rdb     redis.UniversalClient // the cache Redis
+	limiter redis.UniversalClient // the limiter Redis: generations
+	shared  bool                  // the cache Redis is the limiter Redis: one pipeline
+	timeout time.Duration         // of a cache read (Options.Timeout)
 
 	stages *lockFreeMap[stageRef, *stageCache]
-
-	memoryCheck time.Duration
-	full        atomic.Bool  // the last memory check found the Redis full
-	checked     atomic.Int64 // Unix ns of the last memory check
-	checking    atomic.Bool
+	memory *memoryGuard
 }
 
 // stageRef names one stage.
@@ -56,15 +53,11 @@ type stageCache struct {
 	genKey string
 }
 
-func newEntries(e *Engine, rdb redis.UniversalClient, memoryCheck time.Duration) *entries {
-	if memoryCheck <= 0 {
-		memoryCheck = DefaultCacheMemoryCheck
-	}
-	keys := e.keys
+func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout, memoryCheck time.Duration) *entries {
 	stages := newLockFreeMap(maxNames, func(r stageRef) *stageCache {
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
-	return &entries{e: e, rdb: rdb, shared: rdb == e.rdb, stages: stages, memoryCheck: memoryCheck}
+	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck)}
 }
 
 // stage returns the cache state of (api, stage), created on first use (the
@@ -73,140 +66,6 @@ func newEntries(e *Engine, rdb redis.UniversalClient, memoryCheck time.Duration)
 // read).
 func (c *entries) stage(api, stage string) *stageCache {
 	return c.stages.get(stageRef{api, stage})
-}
-
-// DecideLookup is Decide for a request of a caching method: in the same
-// round trip (one per Redis server) it reads the stage's cache generation
-// and, unless lk.Refresh, the entry of lk, and fills lk's outputs (see
-// cache.Lookup). The decision waits as Decide's (once sent, for its run);
-// the cache reads beside and after it run under Options.Timeout. A
-// refused request reads no more than that; an admitted one whose stage was
-// flushed since this node last looked reads its entry once more, under the
-// new generation (only the first request after a flush). The decision and
-// its error are Decide's; cache read errors go to lk.Err.
-//
-// The decision is top's (the layers stacked on the engine): when a layer
-// answers without a round trip (a capacity lease admits, or a refusal is
-// remembered), an admitted request reads the generation and entry in a
-// round trip of its own.
-func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
-	callCtx, cancel := context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	c := e.cache
-	st := c.stage(req.API, req.Stage)
-	lk.Request.Generation = st.gen.Load()
-	digest := cache.Digest(lk.Params, &lk.Request)
-	key := e.keys.CacheEntry(digest)
-	var (
-		genCmd   *redis.StringCmd
-		read     *entryRead // queued on the decision's pipeline or read in parallel
-		parallel sync.WaitGroup
-	)
-	al := &lookupAlong{fn: func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
-		genCmd = p.Get(ctx, st.genKey)
-		switch {
-		case lk.Refresh:
-		case c.shared:
-			read = queueLookup(ctx, p, key, lk.Request.Header)
-		default: // the cache Redis in parallel, under this call's deadline (the batch's ends with its run)
-			parallel.Go(func() {
-				cp := c.rdb.Pipeline()
-				r := queueLookup(callCtx, cp, key, lk.Request.Header)
-				_, _ = cp.Exec(callCtx)
-				read = r
-			})
-		}
-	}}
-	req.Along = al
-	d, err := top.Decide(ctx, req)
-	req.Along = nil
-	if !al.done && err == nil && d.Allowed { // decided without a round trip
-		p := e.rdb.Pipeline()
-		al.queue(callCtx, p)
-		_, _ = p.Exec(callCtx)
-	}
-	parallel.Wait()
-	// The entry reads after the decision get a deadline of their own: the
-	// decision may have waited in the queue.
-	ctx, cancel = context.WithTimeout(ctx, e.timeout)
-	defer cancel()
-	lk.Digest, lk.Entry, lk.Err = "", nil, nil
-	gen, genErr := generation(genCmd, err)
-	if genErr != nil {
-		lk.Err = genErr
-		return d, err
-	}
-	if read != nil {
-		lk.Entry, lk.Err = read.result(ctx, c.rdb)
-	}
-	if gen != lk.Request.Generation { // flushed since this node last looked
-		st.gen.Store(gen)
-		lk.Request.Generation = gen
-		lk.Entry = nil
-		digest = cache.Digest(lk.Params, &lk.Request)
-		key = e.keys.CacheEntry(digest)
-		if !lk.Refresh && lk.Err == nil && d.Allowed { // another node may have filled it already
-			lk.Entry, lk.Err = c.get(ctx, key, lk.Request.Header)
-		}
-	}
-	lk.Digest = digest
-	return d, err
-}
-
-// lookupAlong is a cache read done in the round trip of a decision
-// (limit.Request.Along): fn queues it on the decision's pipeline.
-type lookupAlong struct {
-	fn   func(ctx context.Context, p redis.Pipeliner)
-	done bool
-}
-
-// Done reports whether the read was queued (limit.Along).
-func (a *lookupAlong) Done() bool { return a.done }
-
-// queue queues the read on p.
-func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
-	a.done = true
-	a.fn(ctx, p)
-}
-
-// errNoGeneration is the cache error of a request whose decision never
-// ran (refused from memory, or its deadline passed while queued).
-var errNoGeneration = errors.New("engine: stage cache generation not read")
-
-// generation returns the generation genCmd read; an error when it could
-// not be read or the decision failed (decErr): then nothing may be served
-// or stored.
-func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
-	if decErr != nil {
-		return 0, decErr
-	}
-	if genCmd == nil {
-		return 0, errNoGeneration
-	}
-	gen, err := genCmd.Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil // never flushed
-	}
-	if err != nil {
-		return 0, fmt.Errorf("engine: stage cache generation: %w", err)
-	}
-	return gen, nil
-}
-
-// Fill stores entry ent as the variant of lk's entry for its request
-// header (by the Vary names of ent.Header) and sets the key's expiry to
-// ent.TTL plus ent.Keep (its stale windows: the entry outlives its
-// freshness, which it records itself, see cache.Entry.Expires), in one
-// MULTI. lk is a Lookup DecideLookup filled; the caller checked
-// cache.Storable. Older variants keep their own Stored and TTL, and the
-// caller checks each one's freshness. Errors come from Redis, or say that the
-// cache Redis (one master of a cluster) is near maxmemory without eviction
-// and the entry was not stored, or that lk has no digest.
-func (e *Engine) Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error {
-	if lk.Digest == "" {
-		return errors.New("engine: fill: the lookup has no digest (generation unknown)")
-	}
-	return e.cache.put(ctx, e.keys.CacheEntry(lk.Digest), lk.Request.Header, ent)
 }
 
 // entryRead is an entry read queued on a pipeline by queueLookup.
@@ -257,8 +116,7 @@ func (c *entries) get(ctx context.Context, key string, h http.Header) (*cache.En
 
 // put stores e as the variant of entry key for request header h; see Fill.
 func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.Entry) error {
-	c.maybeCheckMemory()
-	if c.full.Load() {
+	if c.memory.full() {
 		return errCacheFull
 	}
 	names, _ := cache.VaryNames(e.Header)

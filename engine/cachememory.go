@@ -27,34 +27,53 @@ const (
 	fullShare = 0.8
 )
 
-// maybeCheckMemory starts a background memory check when the last one is
-// older than the check interval and none is running.
-func (c *entries) maybeCheckMemory() {
-	now := time.Now().UnixNano()
-	if now-c.checked.Load() < int64(c.memoryCheck) || !c.checking.CompareAndSwap(false, true) {
-		return
-	}
-	c.checked.Store(now)
-	go func() {
-		defer c.checking.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.checkMemory(ctx)
-	}()
+// memoryGuard keeps whether the cache Redis is full, from an INFO memory
+// read at most once per interval, in the background.
+type memoryGuard struct {
+	rdb      redis.UniversalClient
+	every    time.Duration
+	isFull   atomic.Bool  // the last memory check found the Redis full
+	checked  atomic.Int64 // Unix ns of the last memory check
+	checking atomic.Bool
 }
 
-// checkMemory reads INFO memory of the cache Redis (of every master of a
+func newMemoryGuard(rdb redis.UniversalClient, every time.Duration) *memoryGuard {
+	if every <= 0 {
+		every = DefaultCacheMemoryCheck
+	}
+	return &memoryGuard{rdb: rdb, every: every}
+}
+
+// full reports what the last check found, and starts a new check in the
+// background when that one is older than the interval and none is running.
+func (g *memoryGuard) full() bool {
+	now := time.Now().UnixNano()
+	if now-g.checked.Load() >= int64(g.every) && g.checking.CompareAndSwap(false, true) {
+		g.checked.Store(now)
+		go g.checkInBackground()
+	}
+	return g.isFull.Load()
+}
+
+func (g *memoryGuard) checkInBackground() {
+	defer g.checking.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = g.check(ctx)
+}
+
+// check reads INFO memory of the cache Redis (of every master of a
 // Redis Cluster: entries spread over all of them) and sets whether Fill
 // must refuse: when one of them is full. An error leaves the previous
 // state.
-func (c *entries) checkMemory(ctx context.Context) error {
-	cc, ok := c.rdb.(*redis.ClusterClient)
+func (g *memoryGuard) check(ctx context.Context) error {
+	cc, ok := g.rdb.(*redis.ClusterClient)
 	if !ok {
-		info, err := c.rdb.Info(ctx, "memory").Result()
+		info, err := g.rdb.Info(ctx, "memory").Result()
 		if err != nil {
 			return err
 		}
-		c.full.Store(memoryFull(info))
+		g.isFull.Store(memoryFull(info))
 		return nil
 	}
 	var full atomic.Bool
@@ -68,7 +87,7 @@ func (c *entries) checkMemory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.full.Store(full.Load())
+	g.isFull.Store(full.Load())
 	return nil
 }
 

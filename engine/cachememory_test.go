@@ -48,8 +48,8 @@ func TestFillStopsBeforeOutOfMemory(t *testing.T) {
 	e := &cache.Entry{Status: 200, Header: http.Header{}, Body: make([]byte, 512<<10), Stored: time.Now(), TTL: time.Hour}
 	var err error
 	for i := 0; i < 20 && err == nil; i++ {
-		if cerr := s.checkMemory(ctx); cerr != nil {
-			t.Fatalf("checkMemory: %v", cerr)
+		if cerr := s.memory.check(ctx); cerr != nil {
+			t.Fatalf("check: %v", cerr)
 		}
 		err = s.put(ctx, "t:cache:e:"+strconv.Itoa(i), http.Header{}, e)
 	}
@@ -64,7 +64,7 @@ func TestFillStopsBeforeOutOfMemory(t *testing.T) {
 // On a Redis Cluster the cache is full when one master is: here the
 // second of two masters of a cluster of the test's own (maxmemory 4 MB,
 // noeviction) is filled past the share, the first is empty, and Fill
-// refuses (checkMemory reads every master, not one node picked at random).
+// refuses (check reads every master, not one node picked at random).
 func TestFillStopsWhenOneClusterMasterIsFull(t *testing.T) {
 	t.Parallel()
 	rdb, masters := redistest.MustClusterServer(t, 2)
@@ -76,8 +76,8 @@ func TestFillStopsWhenOneClusterMasterIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(rdb, Options{Prefix: "t"}).cache
-	if err := s.checkMemory(ctx); err != nil || s.full.Load() {
-		t.Fatalf("empty cluster: got full=%v (%v), want not full", s.full.Load(), err)
+	if err := s.memory.check(ctx); err != nil || s.memory.isFull.Load() {
+		t.Fatalf("empty cluster: got full=%v (%v), want not full", s.memory.isFull.Load(), err)
 	}
 	big := strings.Repeat("x", 512<<10)
 	for i := 0; ; i++ { // values in the second master's slots (8192..16383) until it is past the share
@@ -97,8 +97,8 @@ func TestFillStopsWhenOneClusterMasterIsFull(t *testing.T) {
 		}
 	}
 	for range 5 { // whichever node a single INFO would have picked
-		if err := s.checkMemory(ctx); err != nil || !s.full.Load() {
-			t.Fatalf("one master full: got full=%v (%v), want full", s.full.Load(), err)
+		if err := s.memory.check(ctx); err != nil || !s.memory.isFull.Load() {
+			t.Fatalf("one master full: got full=%v (%v), want full", s.memory.isFull.Load(), err)
 		}
 	}
 	e := &cache.Entry{Status: 200, Header: http.Header{}, Stored: time.Now(), TTL: time.Hour}

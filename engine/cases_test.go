@@ -15,13 +15,13 @@ import (
 // planRequest is the request of one key on plan "p1": its plan bucket with
 // throttle th (none when th is nil) and quota q (none when nil).
 func planRequest(l *Engine, keyID string, th *plans.Throttle, q *plans.Quota) *keyedRequest {
-	k := l.keys
+	k := l.r.keys
 	req := &keyedRequest{UsageKey: k.Usage(keyID, "p1")}
 	if th != nil {
 		req.Buckets = append(req.Buckets, keyedBucket{Key: k.PlanBucket(keyID, "p1"), RateLimit: th.RateLimit, BurstLimit: th.BurstLimit, Level: limit.LevelPlan})
 	}
 	if q != nil {
-		kq := l.keyedQuota(keyID, "p1", &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset})
+		kq := l.res.keyedQuota(keyID, "p1", &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset})
 		req.Quota = &kq
 	}
 	return req
@@ -67,8 +67,8 @@ func runSteps(t *testing.T, b redistest.Backend, start time.Time, th *plans.Thro
 	req := planRequest(l, "k1", th, q)
 	const sharedBurst = 1000
 	shared := []keyedBucket{
-		{Key: l.keys.StageBucket("a1", "prod", "GET", "/items"), BurstLimit: sharedBurst, Level: limit.LevelStage},
-		{Key: l.keys.AccountBucket(), BurstLimit: sharedBurst, Level: limit.LevelAccount},
+		{Key: l.r.keys.StageBucket("a1", "prod", "GET", "/items"), BurstLimit: sharedBurst, Level: limit.LevelStage},
+		{Key: l.r.keys.AccountBucket(), BurstLimit: sharedBurst, Level: limit.LevelAccount},
 	}
 	req.Buckets = append(req.Buckets, shared...)
 	admitted := int64(0)

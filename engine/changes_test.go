@@ -102,7 +102,7 @@ func TestStaleBucketStartsFull(t *testing.T) {
 func TestAllOrNothing(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
-		k := l.keys
+		k := l.r.keys
 		mk := func(keyID string, stageBurst, acctBurst, quota int32) *keyedRequest {
 			return &keyedRequest{
 				Buckets: []keyedBucket{
@@ -208,7 +208,7 @@ func TestUsagePrunesOldDays(t *testing.T) {
 	mustDecide(t, l, planRequest(l, "k1", nil, nil))
 	c.Add(24 * time.Hour)
 	mustDecide(t, l, planRequest(l, "k1", nil, nil))
-	fields, err := l.rdb.HKeys(t.Context(), l.keys.Usage("k1", "p1")).Result()
+	fields, err := l.r.rdb.HKeys(t.Context(), l.r.keys.Usage("k1", "p1")).Result()
 	if err != nil {
 		t.Fatalf("HKEYS: %v", err)
 	}
@@ -237,7 +237,7 @@ func TestSetRemaining(t *testing.T) {
 				for range 4 {
 					mustDecide(t, l, planRequest(l, "k1", nil, &q))
 				}
-				admin := usage.New(l.rdb, usage.Options{Prefix: l.keys.Prefix, Clock: c.Now})
+				admin := usage.New(l.r.rdb, usage.Options{Prefix: l.r.keys.Prefix, Clock: c.Now})
 				if err := admin.SetRemaining(t.Context(), "k1", "p1", q, tc.set); err != nil {
 					t.Fatalf("SetRemaining: %v", err)
 				}
@@ -302,7 +302,7 @@ func TestClockGoesBack(t *testing.T) {
 func TestGiveBackAfterLimitRaiseGrantsNothing(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))
-		key := l.keys.StageBucket("a1", "prod", "GET", "/items")
+		key := l.r.keys.StageBucket("a1", "prod", "GET", "/items")
 		stage := func(rate float64, burst int32) *keyedRequest {
 			return &keyedRequest{Buckets: []keyedBucket{{Key: key, RateLimit: rate, BurstLimit: burst, Level: limit.LevelStage}}}
 		}
@@ -327,8 +327,8 @@ func TestGiveBackAfterLimitRaiseGrantsNothing(t *testing.T) {
 func mustGiveBack(tb testing.TB, l *Engine, key string, tokens int32) {
 	tb.Helper()
 	rs := script.RefundSpec{Key: 1, Tokens: tokens}
-	args := []any{script.OpRefund, l.clockArg(), rs.Append(nil)}
-	if err := l.runOnce(tb.Context(), l.rdb, []string{key}, args).Err(); err != nil {
+	args := []any{script.OpRefund, l.r.clockArg(), rs.Append(nil)}
+	if err := runOnce(tb.Context(), l.r.rdb, []string{key}, args).Err(); err != nil {
 		tb.Fatalf("give back: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/script"
 )
@@ -42,15 +41,12 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 	for _, ch := range charges {
 		var kr keyedRequest
 		var q keyedQuota
-		e.resolve(ch.Req, &kr, nil, &q)
+		e.res.resolve(ch.Req, &kr, nil, &q)
 		home := kr.home()
 		if kr.Quota == nil && kr.UsageKey == "" {
 			continue
 		}
-		slot := 0
-		if e.cluster != nil {
-			slot = keyspace.Slot(home)
-		}
+		slot := e.r.slotOf(home)
 		sc := bySlot[slot]
 		if sc == nil {
 			sc = &slotCharges{slot: slot, args: newRunArgs()}
@@ -66,11 +62,11 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 	runs := make([]*slotRun, len(order))
 	for i, sc := range order {
 		r := &slotRun{slot: sc.slot}
-		r.keys, r.argv, r.run = sc.args.build(runOpts{clock: e.clockArg(), changes: e.changesOfSlot(r.slot),
-			window: e.keys.RunWindow(r.slot, e.node), run: e.runs.Add(1), await: e.awaitRestore})
+		r.keys, r.argv, r.run = sc.args.build(runOpts{clock: e.r.clockArg(), changes: e.r.changesOf(r.slot),
+			window: e.r.keys.RunWindow(r.slot, e.r.node), run: e.r.runs.Add(1), await: e.r.awaitRestore})
 		sc.run, runs[i] = r, r
 	}
-	e.runSlots(ctx, runs)
+	e.r.runSlots(ctx, runs)
 	var kept []limit.Charge
 	var errs error
 	for _, sc := range order {
@@ -102,30 +98,4 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 		return kept, fmt.Errorf("engine: charge: %w", errs)
 	}
 	return kept, nil
-}
-
-// changesOfSlot returns the usage change set of slot (slot 0's on one
-// primary).
-func (e *Engine) changesOfSlot(slot int) string {
-	if e.cluster == nil {
-		return e.changes0
-	}
-	return e.keys.UsageChanges(slot)
-}
-
-// runSlots sends runs, one per slot: in one pipeline through the cluster
-// (sent again when a reply proves they did not run), or the one run on
-// one primary.
-func (e *Engine) runSlots(ctx context.Context, runs []*slotRun) {
-	if e.cluster != nil {
-		e.cluster.run(ctx, runs, nil)
-		return
-	}
-	for _, r := range runs {
-		r.sent = time.Now()
-		r.cmd = e.runOnce(ctx, e.rdb, r.keys, r.argv)
-		v, err := r.cmd.Result()
-		r.reply, _ = v.(string)
-		r.err = err
-	}
 }

@@ -2,16 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"tollgate/internal/redisscript"
 	"tollgate/keyspace"
 	"tollgate/script"
 )
@@ -53,28 +47,10 @@ import (
 
 // cluster decides batches on a Redis Cluster.
 type cluster struct {
-	e       *Engine
-	rdb     *redis.ClusterClient
-	refunds sync.WaitGroup // give-backs in flight (Close waits for them)
-	resent  atomic.Int64   // runs sent again after a reply proved they did not run
+	r             *runner
+	concurrencyUS int64          // the lease of CONCURRENCY members (holds)
+	refunds       sync.WaitGroup // give-backs in flight (Close waits for them)
 }
-
-func newCluster(e *Engine, rdb *redis.ClusterClient) *cluster { return &cluster{e: e, rdb: rdb} }
-
-// refundTimeout bounds the give-backs of phase 3, which run after the
-// callers were answered.
-const refundTimeout = time.Second
-
-// maxResendWait caps the wait before a run whose reply proved it did not
-// run is sent again (5 ms more per attempt up to this).
-const maxResendWait = 50 * time.Millisecond
-
-// migrationWait is how long a run whose replies prove it did not run
-// (TRYAGAIN while its slot migrates key by key, CLUSTERDOWN or MASTERDOWN
-// while a replica takes over, LOADING) is sent again, each time under a
-// deadline of its own: Redis answers, so waiting cannot hide an outage, and
-// no request of a migrating slot fails.
-const migrationWait = 3 * time.Second
 
 // part is the buckets of one request that live in one slot other than its
 // home (the slot of its own state): they are taken in phase 1.
@@ -105,21 +81,6 @@ type plan struct {
 	rulesUndone bool
 }
 
-// slotRun is one run of the script in one slot.
-type slotRun struct {
-	slot  int
-	args  *runArgs
-	keys  []string
-	argv  []any
-	run   int64 // its run number (phase 2), 0 none
-	sent  time.Time
-	cmd   *redis.Cmd
-	reply string
-	err   error
-	// the decisions of a phase-1 run: a part of a plan, or one rule
-	takes []take
-}
-
 // take is one decision of a phase-1 run.
 type take struct {
 	plan, part, rule int // rule -1: a part; else part -1
@@ -128,7 +89,7 @@ type take struct {
 // decide decides the live calls of one batch (see the comment above);
 // each phase has deadline to run (a phase that sent runs again after
 // replies that prove they did not run takes longer: migrationWait).
-func (cl *cluster) decide(deadline time.Duration, live []*call) {
+func (cl *cluster) decide(deadline time.Duration, _ *runArgs, live []*call) {
 	// Counted before any caller is answered, so that Close waits for this
 	// batch's give-backs.
 	cl.refunds.Add(1)
@@ -186,6 +147,7 @@ func split(c *call) plan {
 func (cl *cluster) take(ctx context.Context, plans []plan) {
 	runs := map[int]*slotRun{}
 	var order []*slotRun
+	takes := map[*slotRun][]take{} // each run's decisions, in order
 	runOf := func(slot int) *slotRun {
 		r := runs[slot]
 		if r == nil {
@@ -205,13 +167,13 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 				sub.Buckets[k] = req.Buckets[bi]
 			}
 			r.args.addDecision(&sub, nil, rulesAt{}, 0)
-			r.takes = append(r.takes, take{plan: pi, part: qi, rule: -1})
+			takes[r] = append(takes[r], take{plan: pi, part: qi, rule: -1})
 		}
 		for ri := range req.Rules {
 			r := runOf(keyspace.Slot(req.Rules[ri].Key))
 			sub := keyedRequest{Rules: req.Rules[ri : ri+1], Want: 1}
-			r.args.addDecision(&sub, nil, rulesAt{}, cl.e.holds.leaseUS)
-			r.takes = append(r.takes, take{plan: pi, part: -1, rule: ri})
+			r.args.addDecision(&sub, nil, rulesAt{}, cl.concurrencyUS)
+			takes[r] = append(takes[r], take{plan: pi, part: -1, rule: ri})
 		}
 	}
 	if len(order) == 0 {
@@ -221,17 +183,17 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 	for _, r := range order {
 		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock})
 	}
-	cl.run(ctx, order, nil)
+	cl.r.runCluster(ctx, order, nil)
 	for _, r := range order {
 		rules := 0
-		for _, t := range r.takes {
+		for _, t := range takes[r] {
 			if t.rule >= 0 {
 				rules++
 			}
 		}
-		rr, err := r.decoded(len(r.takes), rules)
+		rr, err := r.decoded(len(takes[r]), rules)
 		k := 0
-		for i, t := range r.takes {
+		for i, t := range takes[r] {
 			p := &plans[t.plan]
 			if t.rule >= 0 {
 				if err != nil {
@@ -254,14 +216,6 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 			}
 		}
 	}
-}
-
-// decoded returns r's reply decoded, or the run's error.
-func (r *slotRun) decoded(decisions, rules int) (runReply, error) {
-	if r.err != nil {
-		return runReply{}, r.err
-	}
-	return decodeRunReply(r.reply, decisions, rules)
 }
 
 // ruleOutcomes reads each plan's rules' outcome from phase 1 and returns
@@ -327,7 +281,7 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]strin
 		}
 	}
 	if len(order) > 0 || len(alongs) > 0 {
-		cl.run(ctx, order, alongs)
+		cl.r.runCluster(ctx, order, alongs)
 	}
 	refunds := map[int][]string{}
 	cl.answerHome(plans, order, homeOf, refunds)
@@ -355,10 +309,8 @@ func (cl *cluster) homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun
 		r.args.addDecision(p.c.req, p.remotes(), p.rulesAt(), 0)
 		homeOf[r] = append(homeOf[r], pi)
 	}
-	e := cl.e
 	for _, r := range order {
-		r.keys, r.argv, r.run = r.args.build(runOpts{clock: plans[0].c.clock, changes: e.keys.UsageChanges(r.slot),
-			window: e.keys.RunWindow(r.slot, e.node), run: e.runs.Add(1), await: e.awaitRestore, leaseUS: e.leaseHold.Microseconds()})
+		r.keys, r.argv, r.run = r.args.build(cl.r.decideOpts(r.slot, plans[0].c.clock))
 	}
 	return order, homeOf
 }
@@ -381,9 +333,9 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 	for _, r := range order {
 		rr, err := r.decoded(len(homeOf[r]), 0)
 		if err != nil {
-			err = cl.e.undecided(r.run, r.sent, err)
+			err = cl.r.undecided(r.run, r.sent, err)
 		} else {
-			cl.e.observe(r.sent, rr.decisions[0].NowUS)
+			cl.r.observe(r.sent, rr.decisions[0].NowUS)
 		}
 		for i, pi := range homeOf[r] {
 			p := &plans[pi]
@@ -510,9 +462,9 @@ func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry) {
 			rs := script.RefundSpec{Key: index(&names, idx, k), Tokens: 1}
 			spec = rs.Append(spec)
 		}
-		order = append(order, &slotRun{slot: slot, keys: names, argv: []any{script.OpRefund, cl.e.clockArg(), spec}})
+		order = append(order, &slotRun{slot: slot, keys: names, argv: []any{script.OpRefund, cl.r.clockArg(), spec}})
 	}
-	cl.run(ctx, order, nil)
+	cl.r.runCluster(ctx, order, nil)
 	for _, r := range order {
 		if r.err != nil {
 			slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back shared tokens failed; those buckets under-admit until they refill",
@@ -522,115 +474,8 @@ func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry) {
 	if len(undos) == 0 {
 		return
 	}
-	if err := cl.e.runKeyed(ctx, script.OpUnrules, nil, undos); err != nil {
+	if err := cl.r.runKeyed(ctx, script.OpUnrules, nil, undos); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: undoing rules of refused requests failed; those rules under-admit until their state moves on",
 			slog.Int("rules", len(undos)), slog.String("error", err.Error()))
-	}
-}
-
-// run sends runs (and the along commands of alongs) in one pipeline,
-// then sends again, alone, the runs whose reply proves they did not run,
-// until they ran, failed otherwise, or migrationWait passed.
-func (cl *cluster) run(ctx context.Context, runs []*slotRun, alongs []*call) {
-	if err := ctx.Err(); err != nil {
-		// Phases share the batch's deadline, and an earlier one may have
-		// used it up: nothing is sent, so nothing runs (and alongs, which
-		// would only fail, are not queued).
-		for _, r := range runs {
-			r.err = fmt.Errorf("%w: %w", errNotSent, err)
-		}
-		return
-	}
-	pipe := cl.rdb.Pipeline()
-	now := time.Now()
-	for _, r := range runs {
-		r.cmd, r.sent = queueOnce(ctx, pipe, r.keys, r.argv), now
-	}
-	queueAlong(ctx, pipe, alongs)
-	_, _ = pipe.Exec(ctx)
-	pending, until := runs, now.Add(migrationWait)
-	for attempt := 0; ; attempt++ {
-		var again []*slotRun
-		var noScript error // a NOSCRIPT reply among them: load the script first
-		for _, r := range pending {
-			v, err := r.cmd.Result() // a string (op "decide") or an integer (the others)
-			r.reply, _ = v.(string)
-			r.err = err
-			if err != nil && !isReply(err) {
-				// a master that does not answer (it died, its replica may
-				// take over): follow the slot map at once, not at the next
-				// background reload
-				cl.rdb.ReloadState(ctx)
-			}
-			if notRun(r.err) && !errors.Is(r.err, errNotSent) && time.Now().Before(until) {
-				again = append(again, r)
-				if redisscript.IsNoScript(r.err) {
-					noScript = r.err
-				}
-			}
-		}
-		if len(again) == 0 {
-			return
-		}
-		// each resend has a deadline of its own: Redis answered
-		rctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-		if noScript != nil {
-			if _, err := redisscript.Reload(rctx, cl.rdb, limitsScript, noScript); err != nil {
-				for _, r := range again {
-					r.err = err
-				}
-				cancel()
-				return
-			}
-		} else {
-			_ = sleep(rctx, min(time.Duration(attempt+1)*5*time.Millisecond, maxResendWait))
-		}
-		cl.resent.Add(int64(len(again)))
-		pipe = cl.rdb.Pipeline()
-		now = time.Now()
-		for _, r := range again {
-			r.cmd, r.sent = queueOnce(rctx, pipe, r.keys, r.argv), now
-		}
-		_, _ = pipe.Exec(rctx)
-		cancel()
-		pending = again
-	}
-}
-
-// errNotSent marks a run the engine did not send because the batch's
-// deadline had passed before it (on Redis Cluster, phase 1 may use it up):
-// it did not run, so phase 3 gives back the shared tokens of its requests.
-// A deadline that passes while a run is being sent counts as a run that
-// may have run (the tokens stay taken: an under-admission only).
-var errNotSent = errors.New("not sent: the deadline passed before the run")
-
-// notRun reports whether err is a reply that proves the command did not
-// run (or errNotSent): it can be sent again without charging twice.
-func notRun(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, errNotSent) {
-		return true
-	}
-	if _, moved := redis.IsMovedError(err); moved {
-		return true
-	}
-	if _, ask := redis.IsAskError(err); ask {
-		return true
-	}
-	return redis.IsTryAgainError(err) || redis.IsClusterDownError(err) || redis.IsLoadingError(err) ||
-		redis.IsMasterDownError(err) || redisscript.IsNoScript(err)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

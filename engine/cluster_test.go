@@ -52,7 +52,7 @@ func (e *Engine) settle() { _ = e.Close() }
 func TestConcurrentQuotaAndSharedBucketExact(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
-		k := l.keys
+		k := l.r.keys
 		const quota, stageBurst, callers, each = 37, 200, 16, 8
 		stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/items"), RateLimit: 0.001, BurstLimit: stageBurst, Level: limit.LevelStage}
 		acct := keyedBucket{Key: k.AccountBucket(), RateLimit: 0.001, BurstLimit: 10000, Level: limit.LevelAccount}
@@ -139,7 +139,7 @@ func TestConcurrentQuotaAdmitsExactlyN(t *testing.T) {
 func TestBindingSharedBucketNeverOverAdmitted(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
-		k := l.keys
+		k := l.r.keys
 		const burst = 30
 		stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
 		var admitted atomic.Int64
@@ -182,9 +182,9 @@ func TestSlowPhaseOneLeavesPhaseTwoItsOwnDeadline(t *testing.T) {
 	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: 200 * time.Millisecond, Clock: c.Now}))
 	rdb.AddHook(&stallFirstScriptPipeline{}) // phase 1 returns only after its deadline
 	const burst = 50
-	stage := keyedBucket{Key: l.keys.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
+	stage := keyedBucket{Key: l.r.keys.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
 	req := &keyedRequest{Buckets: []keyedBucket{stage},
-		Quota: &keyedQuota{Key: l.keys.Quota("k1", "p1"), Limit: 10, Period: script.PeriodDay}, UsageKey: l.keys.Usage("k1", "p1")}
+		Quota: &keyedQuota{Key: l.r.keys.Quota("k1", "p1"), Limit: 10, Period: script.PeriodDay}, UsageKey: l.r.keys.Usage("k1", "p1")}
 	if d, err := l.decideKeyed(t.Context(), req, nil); err != nil || !d.Allowed || d.Quota.Remaining != 9 {
 		t.Fatalf("decision whose phase 1 took its deadline: got %+v, %v, want admitted with 9 left", d, err)
 	}

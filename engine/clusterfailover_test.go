@@ -32,7 +32,7 @@ func TestClusterFailoverDecidesAgainWithinTwoSecondsOfThePromotion(t *testing.T)
 	// a key of the first master's slots (0..5460)
 	keyID := ""
 	for i := 0; keyID == ""; i++ {
-		if k := fmt.Sprintf("k%d", i); keyspace.Slot(l.keys.Quota(k, "p1")) < 5000 {
+		if k := fmt.Sprintf("k%d", i); keyspace.Slot(l.r.keys.Quota(k, "p1")) < 5000 {
 			keyID = k
 		}
 	}

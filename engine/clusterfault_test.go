@@ -29,7 +29,7 @@ func TestClusterLostReplyIsNotSentAgain(t *testing.T) {
 	shared, prefix := redistest.MustCluster(t)
 	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	direct := mustLoaded(t, New(shared, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
-	drop := &replyDropper{marker: []byte(direct.keys.Quota("k1", "p1"))} // in phase 2's run only
+	drop := &replyDropper{marker: []byte(direct.r.keys.Quota("k1", "p1"))} // in phase 2's run only
 	lossy := redis.NewClusterClient(&redis.ClusterOptions{Addrs: shared.Options().Addrs, MaxRetries: 3,
 		ContextTimeoutEnabled: true, Dialer: drop.dial})
 	t.Cleanup(func() { _ = lossy.Close() })
@@ -48,7 +48,7 @@ func TestClusterLostReplyIsNotSentAgain(t *testing.T) {
 	if err != nil || st.Remaining != 9 {
 		t.Fatalf("quota after one decision whose reply was lost: remaining %d (%v), want 9 (charged once)", st.Remaining, err)
 	}
-	probe := mustDecide(t, direct, &keyedRequest{Buckets: []keyedBucket{{Key: direct.keys.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelPlan}}})
+	probe := mustDecide(t, direct, &keyedRequest{Buckets: []keyedBucket{{Key: direct.r.keys.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelPlan}}})
 	if probe.Plan.Remaining != 98 {
 		t.Fatalf("stage bucket after the lost decision and a probe: got %d left, want 98 (its token kept)", probe.Plan.Remaining)
 	}
@@ -104,7 +104,7 @@ func TestClusterNoScriptReloadsAndDecides(t *testing.T) {
 	rdb, _ := redistest.MustClusterServer(t, 1)
 	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	l := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: testTimeout, Clock: c.Now}))
-	k := l.keys
+	k := l.r.keys
 	plan := keyedBucket{Key: k.PlanBucket("k1", "p1"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelPlan}
 	stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: 100, Level: limit.LevelStage}
 	quota := &keyedQuota{Key: k.Quota("k1", "p1"), Limit: 5, Period: script.PeriodDay}
@@ -122,12 +122,12 @@ func TestClusterNoScriptReloadsAndDecides(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resent := l.cluster.resent.Load()
+		resent := l.r.resent.Load()
 		d, err := l.decideKeyed(t.Context(), v.req, v.along)
 		if err != nil || !d.Allowed || d.Quota.Remaining != int64(4-i) || d.Plan.Remaining != int64(99-i) {
 			t.Fatalf("NOSCRIPT %s: got %+v, %v, want admitted with quota %d and plan bucket %d left", v.name, d, err, 4-i, 99-i)
 		}
-		if l.cluster.resent.Load() == resent {
+		if l.r.resent.Load() == resent {
 			t.Errorf("NOSCRIPT %s: no run was sent again, want the one that met NOSCRIPT", v.name)
 		}
 	}

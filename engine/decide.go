@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tollgate/limit"
+	"tollgate/script"
 )
 
 // Decide takes req.Want (at least one) tokens from every bucket of req and
@@ -25,7 +26,7 @@ import (
 // req must not change until Decide returns. Errors are wrapped.
 func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
 	c := &call{ctx: ctx, done: make(chan struct{})}
-	e.resolve(req, &c.own, c.ownBuckets[:0], &c.ownQuota)
+	e.res.resolve(req, &c.own, c.ownBuckets[:0], &c.ownQuota)
 	c.req = &c.own
 	if al, ok := req.Along.(*lookupAlong); ok {
 		c.along = al
@@ -38,12 +39,12 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 // fails at once when Redis is down (ErrRedisDown), and returns when ctx
 // ends (the caller left) while c is queued.
 func (e *Engine) wait(ctx context.Context, c *call) (limit.Decision, error) {
-	c.clock = e.clockArg()
+	c.clock = e.r.clockArg()
 	now := time.Now()
-	if err := e.down(now); err != nil {
-		return limit.Decision{}, fmt.Errorf("engine: decide: %w", &limit.UndecidedError{At: e.redisNow(now), Err: err})
+	if err := e.health.down(now); err != nil {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", &limit.UndecidedError{At: e.r.redisNow(now), Err: err})
 	}
-	e.enqueue(c)
+	e.batch.enqueue(c)
 	select {
 	case <-c.done:
 	case <-ctx.Done():
@@ -53,4 +54,17 @@ func (e *Engine) wait(ctx context.Context, c *call) (limit.Decision, error) {
 		<-c.done // answered soon, or an along call's run was sent
 	}
 	return e.result(c)
+}
+
+// result returns the decision of answered call c.
+func (e *Engine) result(c *call) (limit.Decision, error) {
+	if c.err != nil {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
+	}
+	if c.res.Refused == script.RefusedUnrestored {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", limit.ErrNotRestored)
+	}
+	d := parseDecision(&c.res, c.req)
+	e.holds.ruleDecision(&d, c)
+	return d, nil
 }

@@ -32,12 +32,12 @@ func TestDecisionQueuedBehindOwnWorkWaits(t *testing.T) {
 	select {
 	case r := <-done:
 		t.Fatalf("queued decision ended while no run was in flight: %+v, %v; want it to wait", r.d, r.err)
-	case <-time.After(10 * l.timeout): // the wait is what is tested: no condition ends it
+	case <-time.After(10 * l.health.timeout): // the wait is what is tested: no condition ends it
 	}
 	l.batch.mu.Lock()
 	l.batch.flushers-- // a busy flusher comes back and drains the queue
 	l.batch.mu.Unlock()
-	l.flush()
+	l.batch.flush()
 	r := <-done
 	if r.err != nil || !r.d.Allowed || r.d.Quota.Remaining != 9 {
 		t.Fatalf("queued decision: got %+v, %v, want admitted with 9 left", r.d, r.err)
@@ -58,14 +58,14 @@ func TestDecisionsFailAtOnceWhileRedisDoesNotAnswer(t *testing.T) {
 	if !errors.As(err, &ue) || errors.Is(err, ErrRedisDown) || ue.Run == 0 {
 		t.Fatalf("first decision: got %v, want its run's failure, naming the run", err)
 	}
-	l.timeout = time.Hour // the decisions below come within Options.Timeout
+	l.health.timeout = time.Hour // the decisions below come within Options.Timeout
 	for i := range 3 {
 		_, err := l.decideKeyed(t.Context(), req, nil)
 		if !errors.Is(err, ErrRedisDown) || !errors.As(err, &ue) || ue.Run != 0 {
 			t.Fatalf("decision %d after the failure: got %v, want ErrRedisDown naming no run", i+2, err)
 		}
 	}
-	l.timeout = 0 // Options.Timeout has passed: the next decision tries Redis
+	l.health.timeout = 0 // Options.Timeout has passed: the next decision tries Redis
 	if _, err := l.decideKeyed(t.Context(), req, nil); err == nil || errors.Is(err, ErrRedisDown) {
 		t.Fatalf("decision after Options.Timeout: got %v, want its run's failure", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,11 +22,6 @@ const DefaultTimeout = 50 * time.Millisecond
 // DefaultLeaseHold is Options.LeaseHold's default: twice the longest
 // capacity lease (docs/leases.md).
 const DefaultLeaseHold = 200 * time.Millisecond
-
-// Clock is a source of time for the scripts in place of Redis TIME: tests
-// inject one (the script is given its time); nil, or a Clock that returns
-// the zero time, means Redis TIME. Production never sets one.
-type Clock func() time.Time
 
 // Options configures an Engine; the zero value gives the defaults.
 type Options struct {
@@ -78,40 +71,26 @@ type Options struct {
 // and reads a key's quota. It names every key (package keyspace) and
 // routes by cluster slot on Redis Cluster. It is safe for concurrent use.
 // Create it with New.
+//
+// Its parts, bottom up: runner (run.go: what every run shares, resends,
+// answers), single and cluster (the deciders of a batch), batcher (the
+// queue and its flushers), resolver (key names), holds (CONCURRENCY
+// members), entries (the cache store); the files with Engine's methods
+// (decide.go, charge.go, unlease.go, quota.go, lookup.go, port.go) sit on
+// top of them and nothing below reaches back up.
 type Engine struct {
-	rdb     redis.UniversalClient
-	keys    keyspace.Space
-	timeout time.Duration
-	clock   Clock
-	names   *names
-	batch   batcher
-	cluster *cluster // nil unless rdb is a *redis.ClusterClient
+	r       *runner
+	health  *health
+	batch   *batcher
+	cluster *cluster // nil on one primary
+	holds   *holds   // requests in flight of CONCURRENCY rules
+	res     *resolver
 	cache   *entries
-	holds   *holds // requests in flight of CONCURRENCY rules
-	// changes0 is the usage change set of slot 0: on one primary, every
-	// key's
-	changes0     string
-	awaitRestore bool
-	leaseHold    time.Duration
-	// node numbers this engine's runs (the run windows of decide.lua);
-	// runs counts them.
-	node uint32
-	runs atomic.Int64
-	// inFlight counts runs in flight; downAt is when the last run failed
-	// without a reply (Unix ns), 0 when it had one (down.go).
-	inFlight atomic.Int32
-	downAt   atomic.Int64
-	// offset is Redis time minus the node's, in µs, as the last reply
-	// showed it (down.go).
-	offset atomic.Int64
-	// trips counts the round trips of decisions and lease give-backs on
-	// one primary (tests and benchmarks report it per request).
-	trips atomic.Int64
 }
 
 // Trips returns the round trips of decisions and lease give-backs on one
 // primary so far (tests and benchmarks report them per request).
-func (e *Engine) Trips() int64 { return e.trips.Load() }
+func (e *Engine) Trips() int64 { return e.r.trips.Load() }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:
 // when it holds '{' or '}', which Redis Cluster would hash in place of
@@ -134,18 +113,22 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	keys := keyspace.Space{Prefix: opts.Prefix}
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	e := &Engine{rdb: rdb, keys: keys, timeout: opts.Timeout, clock: opts.Clock, names: newNames(keys),
-		changes0: keys.UsageChanges(0), awaitRestore: opts.AwaitRestore, leaseHold: opts.LeaseHold,
-		node: binary.LittleEndian.Uint32(b[:])}
+	r := &runner{rdb: rdb, keys: keys, clock: opts.Clock, node: binary.LittleEndian.Uint32(b[:]),
+		changes0: keys.UsageChanges(0), awaitRestore: opts.AwaitRestore, leaseHoldUS: opts.LeaseHold.Microseconds()}
+	h := newHolds(r, opts.ConcurrencyLease)
+	e := &Engine{r: r, health: &health{timeout: opts.Timeout}, holds: h, res: &resolver{keys: keys, names: newNames(keys), holds: h}}
+	var d decider = &single{r: r, concurrencyUS: h.leaseUS}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		e.cluster = newCluster(e, cc)
+		r.cc = cc
+		e.cluster = &cluster{r: r, concurrencyUS: h.leaseUS}
+		d = e.cluster
 	}
-	e.holds = newHolds(e, opts.ConcurrencyLease)
+	e.batch = &batcher{health: e.health, decider: d}
 	cacheRDB := opts.CacheRedis
 	if cacheRDB == nil {
 		cacheRDB = rdb
 	}
-	e.cache = newEntries(e, cacheRDB, opts.CacheMemoryCheck)
+	e.cache = newEntries(keys, cacheRDB, rdb, opts.Timeout, opts.CacheMemoryCheck)
 	return e
 }
 
@@ -154,7 +137,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 // server), so that the first requests do not pay a NOSCRIPT round trip.
 // Errors are wrapped; scripts load on first use anyway.
 func (e *Engine) Load(ctx context.Context) error {
-	err := redisscript.Load(ctx, e.rdb, limitsScript)
+	err := redisscript.Load(ctx, e.r.rdb, limitsScript)
 	if cerr := redisscript.Load(ctx, e.cache.rdb, lookupScript); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -166,32 +149,10 @@ func (e *Engine) Load(ctx context.Context) error {
 
 // Ping checks that the limiter Redis answers (readiness), within ctx.
 func (e *Engine) Ping(ctx context.Context) error {
-	if err := e.rdb.Ping(ctx).Err(); err != nil {
+	if err := e.r.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("engine: limiter redis: %w", err)
 	}
 	return nil
-}
-
-// changesOf returns the usage change set that a key's state named key is
-// counted in: the one set on a single primary, else the set of its slot.
-func (e *Engine) changesOf(key string) string {
-	if e.cluster == nil {
-		return e.changes0
-	}
-	return e.keys.UsageChanges(keyspace.Slot(key))
-}
-
-// clockArg returns the scripts' time argument: the injected clock's time
-// in Unix microseconds, or "" for Redis TIME.
-func (e *Engine) clockArg() string {
-	if e.clock == nil {
-		return ""
-	}
-	t := e.clock()
-	if t.IsZero() {
-		return ""
-	}
-	return strconv.FormatInt(t.UnixMicro(), 10)
 }
 
 // Close waits until the give-backs of shared tokens still in flight have

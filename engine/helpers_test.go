@@ -88,7 +88,7 @@ func (e *Engine) quotaStateErr(tb testing.TB, keyID, planID string, q plans.Quot
 // by that date ("YYYY-MM-DD"), as Usage returned it.
 func (e *Engine) usageOn(tb testing.TB, keyID, planID string, day time.Time) (map[string]int64, error) {
 	d := day.UTC().Format(plans.UsageDateLayout)
-	n, err := e.rdb.HGet(tb.Context(), e.keys.Usage(keyID, planID), d).Int64()
+	n, err := e.r.rdb.HGet(tb.Context(), e.r.keys.Usage(keyID, planID), d).Int64()
 	if errors.Is(err, redis.Nil) {
 		err = nil
 	}
@@ -111,7 +111,7 @@ var hotRequest = limittest.HotRequest
 // usageDays returns every day's count of keyID in planID ("YYYY-MM-DD").
 func (e *Engine) usageDays(tb testing.TB, keyID, planID string) map[string]int64 {
 	tb.Helper()
-	all, err := e.rdb.HGetAll(tb.Context(), e.keys.Usage(keyID, planID)).Result()
+	all, err := e.r.rdb.HGetAll(tb.Context(), e.r.keys.Usage(keyID, planID)).Result()
 	if err != nil {
 		tb.Fatalf("usage: %v", err)
 	}

@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/script"
 )
@@ -21,17 +18,10 @@ import (
 // renewal (docs/rules.md).
 const DefaultConcurrencyLease = 30 * time.Second
 
-// hold is one request in flight of a CONCURRENCY rule: the member
-// "<node>:<seq>" of the rule's sorted set key.
-type hold struct {
-	key       string
-	node, seq uint32
-}
-
 // holds tracks this node's requests in flight, renews their leases and
 // releases them.
 type holds struct {
-	e       *Engine
+	r       *runner
 	node    uint32
 	seq     atomic.Uint32
 	lease   time.Duration
@@ -44,11 +34,11 @@ type holds struct {
 	done    chan struct{}
 }
 
-func newHolds(e *Engine, lease time.Duration) *holds {
+func newHolds(r *runner, lease time.Duration) *holds {
 	if lease <= 0 {
 		lease = DefaultConcurrencyLease
 	}
-	return &holds{e: e, node: e.node, lease: lease, leaseUS: lease.Microseconds(),
+	return &holds{r: r, node: r.node, lease: lease, leaseUS: lease.Microseconds(),
 		held: map[hold]struct{}{}, stop: make(chan struct{})}
 }
 
@@ -94,7 +84,7 @@ func (h *holds) release(held []hold) {
 			return u.Append(s)
 		}}
 	}
-	if err := h.e.runKeyed(ctx, script.OpUnrules, nil, entries); err != nil {
+	if err := h.r.runKeyed(ctx, script.OpUnrules, nil, entries); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: releasing requests in flight failed; they leave their rules' counts when their leases end",
 			slog.Int("requests", len(held)), slog.Duration("lease", h.lease), slog.String("error", err.Error()))
 	}
@@ -145,7 +135,7 @@ func (h *holds) renew(entries []keyEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.lease/3)
 	defer cancel()
 	head := (&script.RenewArgs{LeaseUS: h.leaseUS}).Append(nil)
-	if err := h.e.runKeyed(ctx, script.OpRenew, head, entries); err != nil {
+	if err := h.r.runKeyed(ctx, script.OpRenew, head, entries); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: renewing the leases of requests in flight failed",
 			slog.Int("requests", len(entries)), slog.String("error", err.Error()))
 	}
@@ -164,48 +154,4 @@ func (h *holds) close() {
 	if done != nil {
 		<-done
 	}
-}
-
-// keyEntry is one entry of a run over keys (ops "unrules" and "renew"):
-// its key, and how to pack it given the key's index in the run's KEYS.
-type keyEntry struct {
-	key  string
-	pack func(s []byte, ki uint16) []byte
-}
-
-// runKeyed runs op with entries: one run on one primary, one per slot on
-// Redis Cluster (in one pipeline), each with ARGV[3] head then its
-// entries packed. It returns the first error.
-func (e *Engine) runKeyed(ctx context.Context, op string, head []byte, entries []keyEntry) error {
-	bySlot := map[int][]keyEntry{}
-	if e.cluster == nil {
-		bySlot[0] = entries
-	} else {
-		for _, x := range entries {
-			s := keyspace.Slot(x.key)
-			bySlot[s] = append(bySlot[s], x)
-		}
-	}
-	runs := make([]*slotRun, 0, len(bySlot))
-	for slot, xs := range bySlot {
-		var keys []string
-		idx := map[string]uint16{}
-		spec := append([]byte(nil), head...)
-		for _, x := range xs {
-			spec = x.pack(spec, index(&keys, idx, x.key))
-		}
-		runs = append(runs, &slotRun{slot: slot, keys: keys, argv: []any{op, e.clockArg(), spec}})
-	}
-	if e.cluster != nil {
-		e.cluster.run(ctx, runs, nil)
-	} else {
-		runs[0].cmd = e.runOnce(ctx, e.rdb, runs[0].keys, runs[0].argv)
-		runs[0].err = runs[0].cmd.Err()
-	}
-	for _, r := range runs {
-		if r.err != nil && r.err != redis.Nil {
-			return r.err
-		}
-	}
-	return nil
 }

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"math"
+
 	"tollgate/limit"
-	"tollgate/script"
 )
 
 // keyedBucket is a limit.Bucket with the Redis key of its state.
@@ -58,51 +60,53 @@ func (r *keyedRequest) home() string {
 	}
 }
 
-// resolve names the Redis state of req's limits into kr (reusing its
-// arrays).
-func (e *Engine) resolve(req *limit.Request, kr *keyedRequest, buckets []keyedBucket, quota *keyedQuota) {
-	kr.Buckets = buckets[:0]
-	for i := range req.Buckets {
-		b := &req.Buckets[i]
-		kr.Buckets = append(kr.Buckets, keyedBucket{Key: e.bucketKey(req, b), RateLimit: b.RateLimit, BurstLimit: b.BurstLimit, Level: b.Level})
+// maxBuckets and maxRules are the most buckets and rules one request may
+// name (the script packs each count in a byte).
+const (
+	maxBuckets = math.MaxUint8
+	maxRules   = math.MaxUint8
+)
+
+// checkRequest refuses a request that cannot be packed: too many buckets
+// or rules, an unknown algorithm, or a LEAKY_BUCKET rule without a rate
+// above 0 (the admin API allows none of these).
+func checkRequest(req *keyedRequest) error {
+	if len(req.Buckets) > maxBuckets {
+		return fmt.Errorf("%d buckets, at most %d", len(req.Buckets), maxBuckets)
 	}
-	kr.Quota, kr.UsageKey = nil, ""
-	if req.KeyID != "" {
-		if q := req.Quota; q != nil {
-			*quota = e.keyedQuota(req.KeyID, req.PlanID, q)
-			kr.Quota = quota
-		}
-		if !req.Uncounted {
-			kr.UsageKey = e.keys.Usage(req.KeyID, req.PlanID)
-		}
-	}
-	kr.Rules = nil
-	if len(req.Rules) > 0 {
-		e.resolveRules(req, kr)
-	}
-	kr.Want = uint16(min(max(req.Want, 1), maxWant))
+	return checkRules(req)
 }
 
-// maxWant is the most units one decision may take (the script packs the
-// count in 16 bits).
-const maxWant = 1<<16 - 1
-
-// keyedQuota resolves the quota q of keyID in planID.
-func (e *Engine) keyedQuota(keyID, planID string, q *limit.Quota) keyedQuota {
-	code, _ := script.PeriodCode(q.Period)
-	return keyedQuota{Key: e.keys.Quota(keyID, planID), Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255))}
+// checkRules refuses a request whose rules cannot be packed: too many, an
+// unknown algorithm, or a LEAKY_BUCKET rule without a rate above 0 (the
+// admin API allows none of these).
+func checkRules(req *keyedRequest) error {
+	if len(req.Rules) > maxRules {
+		return fmt.Errorf("%d rules, at most %d", len(req.Rules), maxRules)
+	}
+	for i := range req.Rules {
+		r := req.Rules[i].Rule
+		if r.Algorithm < limit.TokenBucket || r.Algorithm > limit.CalendarQuota {
+			return fmt.Errorf("rule %q: unknown algorithm %d", r.Name, r.Algorithm)
+		}
+		if r.Algorithm == limit.LeakyBucket && !(r.RateLimit > 0) {
+			return fmt.Errorf("rule %q: LEAKY_BUCKET needs a rate above 0", r.Name)
+		}
+	}
+	return nil
 }
 
-// bucketKey names the state of bucket b of req.
-func (e *Engine) bucketKey(req *limit.Request, b *limit.Bucket) string {
-	switch b.Level {
-	case limit.LevelPlan:
-		return e.keys.PlanBucket(req.KeyID, req.PlanID)
-	case limit.LevelPlanMethod:
-		return e.keys.PlanMethodBucket(req.KeyID, req.PlanID, req.API, req.Stage, b.Method, b.Path)
-	case limit.LevelStage:
-		return e.names.stageBucket(req.API, req.Stage, b.Method, b.Path)
-	default:
-		return e.names.account
-	}
+// keyedRule is a limit.Rule with the Redis key of its state and, for a
+// CONCURRENCY rule, the member the request holds.
+type keyedRule struct {
+	Key  string
+	Rule *limit.Rule
+	hold hold
+}
+
+// hold is one request in flight of a CONCURRENCY rule: the member
+// "<node>:<seq>" of the rule's sorted set key.
+type hold struct {
+	key       string
+	node, seq uint32
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math"
 	"sync"
 
 	"tollgate/limit"
@@ -28,7 +27,8 @@ type runArgs struct {
 	quotaOnly                   bool // a decision has a quota but no usage count
 }
 
-var argsPool = sync.Pool{New: func() any { return newRunArgs() }}
+// argsPool keeps runArgs between flushes (their maps and buffers).
+var argsPool sync.Pool
 
 func newRunArgs() *runArgs {
 	return &runArgs{stateIdx: map[string]uint16{}, usageIdx: map[string]uint16{}, ruleIdx: map[string]uint16{}}
@@ -71,13 +71,6 @@ type rulesAt struct {
 	elsewhere uint8 // script.RulesHere, RulesAdmitted or RulesRefused
 	retryUS   int64
 }
-
-// maxBuckets and maxRules are the most buckets and rules one request may
-// name (the script packs each count in a byte).
-const (
-	maxBuckets = math.MaxUint8
-	maxRules   = math.MaxUint8
-)
 
 // addDecision packs req as one decision. rem, when not nil, has one
 // entry per bucket, those decided elsewhere packed with key 0; rules says

@@ -178,7 +178,7 @@ func (p *propRun) endLease() string {
 
 // persist removes the TTLs of req's keys (see decideTx).
 func (p *propRun) persist(req *limit.Request) {
-	pipe := p.l.rdb.Pipeline()
+	pipe := p.l.r.rdb.Pipeline()
 	for _, k := range p.keysOf(req) {
 		pipe.Persist(p.ctx, k)
 	}
@@ -189,7 +189,7 @@ func (p *propRun) persist(req *limit.Request) {
 func (p *propRun) keysOf(req *limit.Request) []string {
 	var kr keyedRequest
 	var q keyedQuota
-	p.l.resolve(req, &kr, nil, &q)
+	p.l.res.resolve(req, &kr, nil, &q)
 	keys := []string{kr.Quota.Key, kr.UsageKey}
 	for _, b := range kr.Buckets {
 		keys = append(keys, b.Key)
@@ -205,11 +205,11 @@ func (p *propRun) keysOf(req *limit.Request) []string {
 func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	var kr keyedRequest
 	var q keyedQuota
-	p.l.resolve(req, &kr, nil, &q)
+	p.l.res.resolve(req, &kr, nil, &q)
 	a := newRunArgs()
 	a.addDecision(&kr, nil, rulesAt{}, 0)
-	keys, args, _ := a.build(runOpts{clock: p.l.clockArg(), leaseUS: p.l.leaseHold.Microseconds()})
-	pipe := p.l.rdb.TxPipeline()
+	keys, args, _ := a.build(runOpts{clock: p.l.r.clockArg(), leaseUS: p.l.r.leaseHoldUS})
+	pipe := p.l.r.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
 	for _, k := range p.keysOf(req) {
 		pipe.Persist(p.ctx, k)
@@ -231,7 +231,7 @@ func (p *propRun) checkUsage() string {
 	for k := range 2 {
 		keyID := fmt.Sprintf("key%d", k)
 		want := p.m.UsageDays(keyID, "plan1")
-		got, err := p.l.rdb.HGetAll(p.ctx, p.l.keys.Usage(keyID, "plan1")).Result()
+		got, err := p.l.r.rdb.HGetAll(p.ctx, p.l.r.keys.Usage(keyID, "plan1")).Result()
 		if err != nil {
 			return "usage: " + err.Error()
 		}
@@ -267,7 +267,7 @@ func (p *propRun) run(tb testing.TB) {
 // newPropRun sets up a sequence: the first four bytes choose the start
 // instant and the initial limits.
 func newPropRun(l *Engine, clock *clocktest.Clock, ops []byte) *propRun {
-	p := &propRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, LeaseHold: l.leaseHold}, ops: ops, clock: clock}
+	p := &propRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, LeaseHold: time.Duration(l.r.leaseHoldUS) * time.Microsecond}, ops: ops, clock: clock}
 	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
 	clock.Set(start)
 	a, b := p.next(), p.next()

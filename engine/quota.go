@@ -16,13 +16,13 @@ import (
 // unit back, unless the quota period that started at periodStart (the
 // decision's Quota.Reset − Quota.Window) is over. Errors are wrapped.
 func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error {
-	usage := e.keys.Usage(keyID, planID)
-	keys := []string{e.keys.Quota(keyID, planID), usage, e.changesOf(usage)}
+	usage := e.r.keys.Usage(keyID, planID)
+	keys := []string{e.r.keys.Quota(keyID, planID), usage, e.r.changesOf(e.r.slotOf(usage))}
 	a := script.SettleArgs{PeriodStartS: periodStart.Unix()}
 	if counted {
 		a.Count = 1
 	}
-	if err := e.runOnce(ctx, e.rdb, keys, []any{script.OpSettle, e.clockArg(), a.Append(nil)}).Err(); err != nil {
+	if err := runOnce(ctx, e.r.rdb, keys, []any{script.OpSettle, e.r.clockArg(), a.Append(nil)}).Err(); err != nil {
 		return fmt.Errorf("engine: settle key %s: %w", keyID, err)
 	}
 	return nil
@@ -35,11 +35,11 @@ func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart t
 func (e *Engine) KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error) {
 	a := script.QuotaArgs{Today: 1}
 	if q != nil {
-		kq := e.keyedQuota(keyID, planID, q)
+		kq := e.res.keyedQuota(keyID, planID, q)
 		a.Limit, a.Period, a.Offset = kq.Limit, kq.Period, kq.Offset
 	}
-	keys := []string{e.keys.Quota(keyID, planID), e.keys.Usage(keyID, planID)}
-	reply, err := e.runOnce(ctx, e.rdb, keys, []any{script.OpQuota, e.clockArg(), a.Append(nil)}).Text()
+	keys := []string{e.r.keys.Quota(keyID, planID), e.r.keys.Usage(keyID, planID)}
+	reply, err := runOnce(ctx, e.r.rdb, keys, []any{script.OpQuota, e.r.clockArg(), a.Append(nil)}).Text()
 	var r script.QuotaReply
 	if err == nil {
 		_, err = r.Decode(reply)

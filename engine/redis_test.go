@@ -24,14 +24,14 @@ func twoLimiters(t *testing.T) (*Engine, *Engine) {
 	t.Helper()
 	a := mustLimiter(t)
 	rdb, _ := redistest.MustClient(t)
-	return a, New(rdb, Options{Prefix: a.keys.Prefix, Timeout: testTimeout})
+	return a, New(rdb, Options{Prefix: a.r.keys.Prefix, Timeout: testTimeout})
 }
 
 // nodeRequest is key keyID's request on plan "p1" with throttle rate/burst,
 // the stage and account buckets (100/s, burst 10000: never binding in a
 // test, full again within 100 s) and a DAY quota (0: none).
 func nodeRequest(l *Engine, keyID string, rate float64, burst, quota int32) *keyedRequest {
-	k := l.keys
+	k := l.r.keys
 	req := &keyedRequest{
 		Buckets: []keyedBucket{
 			{Key: k.PlanBucket(keyID, "p1"), RateLimit: rate, BurstLimit: burst, Level: limit.LevelPlan},
@@ -115,11 +115,11 @@ func TestTTLOnEveryKey(t *testing.T) {
 	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 	const slack = 2 * time.Second // test and Redis clocks, test duration
 	var n int
-	iter := a.rdb.Scan(t.Context(), 0, a.keys.Prefix+":*", 1000).Iterator()
+	iter := a.r.rdb.Scan(t.Context(), 0, a.r.keys.Prefix+":*", 1000).Iterator()
 	for iter.Next(t.Context()) {
 		name := iter.Val()
 		n++
-		ttl, err := a.rdb.PTTL(t.Context(), name).Result()
+		ttl, err := a.r.rdb.PTTL(t.Context(), name).Result()
 		if err != nil {
 			t.Fatalf("PTTL %s: %v", name, err)
 		}
@@ -135,9 +135,9 @@ func TestTTLOnEveryKey(t *testing.T) {
 			lo, hi = time.Hour, midnight.Sub(now)+time.Hour+slack
 		case strings.Contains(name, ":u:"):
 			lo, hi = 99*24*time.Hour, 100*24*time.Hour
-		case name == a.changes0: // emptied by the ledger's flush worker; holds the restore mark
+		case name == a.r.changes0: // emptied by the ledger's flush worker; holds the restore mark
 			lo, hi = -1, -1
-		case name == a.keys.RunWindow(0, a.node) || name == b.keys.RunWindow(0, b.node): // a node's runs: a day
+		case name == a.r.keys.RunWindow(0, a.r.node) || name == b.r.keys.RunWindow(0, b.r.node): // a node's runs: a day
 			lo, hi = 23*time.Hour, 24*time.Hour
 		default:
 			t.Errorf("unexpected key %s", name)
@@ -159,7 +159,7 @@ func TestTTLOnEveryKey(t *testing.T) {
 func TestRebaseSetsTTL(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)
-	k := l.keys.PlanBucket("k1", "p1")
+	k := l.r.keys.PlanBucket("k1", "p1")
 	req := &keyedRequest{Buckets: []keyedBucket{{Key: k, RateLimit: 0.001, BurstLimit: 1, Level: limit.LevelPlan}}}
 	if d, err := l.decideKeyed(t.Context(), req, nil); err != nil || !d.Allowed {
 		t.Fatalf("first: got %+v, %v, want admitted", d, err)
@@ -168,7 +168,7 @@ func TestRebaseSetsTTL(t *testing.T) {
 	if d, err := l.decideKeyed(t.Context(), req, nil); err != nil || d.Allowed {
 		t.Fatalf("after raising the burst: got %+v, %v, want refused", d, err)
 	}
-	ttl, err := l.rdb.PTTL(t.Context(), k).Result()
+	ttl, err := l.r.rdb.PTTL(t.Context(), k).Result()
 	if err != nil {
 		t.Fatalf("PTTL: %v", err)
 	}
@@ -243,12 +243,12 @@ func TestRateKeepsFullPrecision(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)
 	for _, rate := range []float64{0.7692307692307693, 0.3333333333333333, 1e-7, 123456.78901234567} {
-		k := l.keys.PlanBucket("k1", fmt.Sprint(rate))
+		k := l.r.keys.PlanBucket("k1", fmt.Sprint(rate))
 		req := &keyedRequest{Buckets: []keyedBucket{{Key: k, RateLimit: rate, BurstLimit: 5, Level: limit.LevelPlan}}}
 		if _, err := l.decideKeyed(t.Context(), req, nil); err != nil {
 			t.Fatalf("Decide: %v", err)
 		}
-		state, err := l.rdb.Get(t.Context(), k).Result()
+		state, err := l.r.rdb.Get(t.Context(), k).Result()
 		var got float64
 		if err == nil {
 			var s script.BucketState

@@ -46,57 +46,6 @@ func decodeRunReply(reply string, decisions, rules int) (runReply, error) {
 	return r, nil
 }
 
-// answerRun answers the calls of live, decided in that order by one run
-// numbered run (0: without a run window) sent at the node's time sent,
-// from its reply or its error.
-func (e *Engine) answerRun(live []*call, run int64, sent time.Time, reply string, err error) {
-	var rr runReply
-	if err == nil {
-		rules := 0
-		for _, c := range live {
-			rules += len(c.req.Rules)
-		}
-		rr, err = decodeRunReply(reply, len(live), rules)
-	}
-	if err != nil {
-		err = e.undecided(run, sent, err)
-		for _, c := range live {
-			c.answer(err)
-		}
-		return
-	}
-	e.observe(sent, rr.decisions[0].NowUS)
-	rules := rr.rules
-	for i, c := range live {
-		c.res, c.run = rr.decisions[i], run
-		c.rules, rules = rules[:len(c.req.Rules):len(c.req.Rules)], rules[len(c.req.Rules):]
-		c.answer(nil)
-	}
-}
-
-// undecided wraps err, the failure of run numbered run sent at sent, as a
-// limit.UndecidedError: the run is named unless Redis replied (then it did
-// not run).
-func (e *Engine) undecided(run int64, sent time.Time, err error) error {
-	if isReply(err) && !errors.Is(err, errDuplicateRun) {
-		run = 0
-	}
-	return &limit.UndecidedError{Run: run, At: e.redisNow(sent), Err: err}
-}
-
-// result returns the decision of answered call c.
-func (e *Engine) result(c *call) (limit.Decision, error) {
-	if c.err != nil {
-		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
-	}
-	if c.res.Refused == script.RefusedUnrestored {
-		return limit.Decision{}, fmt.Errorf("engine: decide: %w", limit.ErrNotRestored)
-	}
-	d := parseDecision(&c.res, c.req)
-	e.ruleDecision(&d, c)
-	return d, nil
-}
-
 // parseDecision turns one decision of a reply into a limit.Decision.
 func parseDecision(r *script.DecisionReply, req *keyedRequest) limit.Decision {
 	d := limit.Decision{Allowed: r.Allowed == 1, Now: time.UnixMicro(r.NowUS).UTC(), Granted: r.Granted}
@@ -116,8 +65,8 @@ func parseDecision(r *script.DecisionReply, req *keyedRequest) limit.Decision {
 		}
 		d.LeaseWait = time.Duration(r.LeaseWaitUS) * time.Microsecond
 	}
-	if plan := req.planIndex(); plan >= 0 {
-		d.Plan = bucketState(&req.Buckets[plan], d.Now, r.PlanLeft, r.PlanFullUS)
+	if i := req.planIndex(); i >= 0 {
+		d.Plan = bucketState(&req.Buckets[i], d.Now, r.PlanLeft, r.PlanFullUS)
 	}
 	if req.Quota != nil {
 		start, end := time.Unix(r.QuotaStart, 0).UTC(), time.Unix(r.QuotaEnd, 0).UTC()

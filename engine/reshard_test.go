@@ -143,7 +143,7 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 	rdb, prefix := redistest.MustCluster(t)
 	c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
 	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
-	k, keyID := l.keys, "hk"+prefix // a slot of this test alone (other branches run it too)
+	k, keyID := l.r.keys, "hk"+prefix // a slot of this test alone (other branches run it too)
 	req := &limit.Request{KeyID: keyID, PlanID: "p1", API: "a1", Stage: "prod",
 		Buckets: []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 100},
 			{Level: limit.LevelStage, RateLimit: 0.001, BurstLimit: 1000, Method: "GET", Path: "/x"}},
@@ -161,7 +161,7 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 	moved := make(chan struct{})
 	go func() {
 		defer close(moved)
-		for l.cluster.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
+		for l.r.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
 			time.Sleep(time.Millisecond)
 		}
 		// ...the slot stayed half migrated for longer than a run's deadline
@@ -171,7 +171,7 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		slot := keyspace.Slot(k.Usage(keyID, "p1"))
-		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1"), k.UsageChanges(slot), k.RunWindow(slot, l.node)} { // ...the rest of the key's state moved too
+		for _, key := range []string{k.PlanBucket(keyID, "p1"), k.Usage(keyID, "p1"), k.UsageChanges(slot), k.RunWindow(slot, l.r.node)} { // ...the rest of the key's state moved too
 			if err := m.move(key); err != nil {
 				t.Errorf("move %s: %v", key, err)
 			}
@@ -206,8 +206,8 @@ func TestReshardMidLoad(t *testing.T) {
 			{Level: limit.LevelStage, RateLimit: 0.001, BurstLimit: stageBurst, Method: "GET", Path: "/x"},
 			{Level: limit.LevelAccount, RateLimit: 100000, BurstLimit: 100000}},
 		Quota: &limit.Quota{Limit: quota, Period: plans.PeriodDay}}
-	home := keyspace.Slot(l.keys.Quota(keyID, "p1"))
-	stageSlot := keyspace.Slot(l.keys.StageBucket("a1", stageName, "GET", "/x"))
+	home := keyspace.Slot(l.r.keys.Quota(keyID, "p1"))
+	stageSlot := keyspace.Slot(l.r.keys.StageBucket("a1", stageName, "GET", "/x"))
 
 	var sent, admitted, failed atomic.Int64
 	var firstErr atomic.Value
@@ -244,7 +244,7 @@ func TestReshardMidLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	l.settle()
-	t.Logf("%d decisions, %d runs sent again after TRYAGAIN and the like", sent.Load(), l.cluster.resent.Load())
+	t.Logf("%d decisions, %d runs sent again after TRYAGAIN and the like", sent.Load(), l.r.resent.Load())
 	if n := failed.Load(); n != 0 {
 		t.Fatalf("decisions failed during the reshard: %d of %d (first: %v)", n, sent.Load(), firstErr.Load())
 	}
@@ -260,7 +260,7 @@ func TestReshardMidLoad(t *testing.T) {
 	if err != nil || !probe.Allowed {
 		t.Fatalf("stage probe: got %+v, %v", probe, err)
 	}
-	state, err := l.rdb.Get(t.Context(), l.keys.StageBucket("a1", stageName, "GET", "/x")).Result()
+	state, err := l.r.rdb.Get(t.Context(), l.r.keys.StageBucket("a1", stageName, "GET", "/x")).Result()
 	var bucket script.BucketState
 	if err == nil {
 		_, err = bucket.Decode(state)

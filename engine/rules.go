@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"tollgate/limit"
@@ -23,56 +22,6 @@ import (
 // A CONCURRENCY rule's request holds a member of the rule's sorted set
 // until Decision.Release; the member's lease is renewed while it is held
 // (holds.go), so a dead node's requests leave within the lease.
-
-// ruleKinds are the keyspace kinds of each algorithm's state.
-var ruleKinds = [...]string{limit.TokenBucket: "tb", limit.SlidingWindow: "sw", limit.FixedWindow: "fw",
-	limit.Concurrency: "cc", limit.LeakyBucket: "lb", limit.CalendarQuota: "qt"}
-
-// keyedRule is a limit.Rule with the Redis key of its state and, for a
-// CONCURRENCY rule, the member the request holds.
-type keyedRule struct {
-	Key  string
-	Rule *limit.Rule
-	hold hold
-}
-
-// resolveRules names the state of every rule of req into kr.
-func (e *Engine) resolveRules(req *limit.Request, kr *keyedRequest) {
-	kr.Rules = make([]keyedRule, len(req.Rules))
-	for i := range req.Rules {
-		r := &req.Rules[i]
-		kr.Rules[i] = keyedRule{Key: e.keys.RuleState(r.Counter, r.Value, ruleKind(r.Algorithm)), Rule: r}
-		if r.Algorithm == limit.Concurrency {
-			kr.Rules[i].hold = e.holds.next(kr.Rules[i].Key)
-		}
-	}
-}
-
-func ruleKind(a limit.Algorithm) string {
-	if int(a) < len(ruleKinds) && ruleKinds[a] != "" {
-		return ruleKinds[a]
-	}
-	return "x"
-}
-
-// checkRules refuses a request whose rules cannot be packed: too many, an
-// unknown algorithm, or a LEAKY_BUCKET rule without a rate above 0 (the
-// admin API allows none of these).
-func checkRules(req *keyedRequest) error {
-	if len(req.Rules) > maxRules {
-		return fmt.Errorf("%d rules, at most %d", len(req.Rules), maxRules)
-	}
-	for i := range req.Rules {
-		r := req.Rules[i].Rule
-		if r.Algorithm < limit.TokenBucket || r.Algorithm > limit.CalendarQuota {
-			return fmt.Errorf("rule %q: unknown algorithm %d", r.Name, r.Algorithm)
-		}
-		if r.Algorithm == limit.LeakyBucket && !(r.RateLimit > 0) {
-			return fmt.Errorf("rule %q: LEAKY_BUCKET needs a rate above 0", r.Name)
-		}
-	}
-	return nil
-}
 
 // undoOf returns the undo (op "unrules") of rule r's charge, whose result
 // was res.
@@ -109,7 +58,7 @@ func rulesOutcome(rules []keyedRule, res []script.RuleReply) (bool, int64) {
 // ruleDecision adds the rules' outcomes to d (Rules, RefusedRule, Delay)
 // and, when d admitted the request and it holds CONCURRENCY members,
 // registers them and sets d.Release.
-func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
+func (h *holds) ruleDecision(d *limit.Decision, c *call) {
 	rules := c.req.Rules
 	if len(rules) == 0 || len(c.rules) != len(rules) {
 		return
@@ -141,10 +90,10 @@ func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
 		d.RefusedRule = max(refused, 0)
 	}
 	if len(held) > 0 {
-		d.Release = e.holds.add(held)
+		d.Release = h.add(held)
 	}
 	if d.Delay > 0 {
-		d.GiveBack = func() { e.giveBackTurns(turns) }
+		d.GiveBack = func() { h.giveBackTurns(turns) }
 	}
 }
 
@@ -152,10 +101,10 @@ func (e *Engine) ruleDecision(d *limit.Decision, c *call) {
 // not go on (op "unrules": each rule's queue ends one turn sooner); a
 // failure is logged: those rules then under-admit until their queues
 // drain.
-func (e *Engine) giveBackTurns(turns []keyEntry) {
+func (h *holds) giveBackTurns(turns []keyEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
 	defer cancel()
-	if err := e.runKeyed(ctx, script.OpUnrules, nil, turns); err != nil {
+	if err := h.r.runKeyed(ctx, script.OpUnrules, nil, turns); err != nil {
 		slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back the turns of a request that left failed; those rules under-admit until their queues drain",
 			slog.Int("rules", len(turns)), slog.String("error", err.Error()))
 	}

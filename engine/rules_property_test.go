@@ -160,12 +160,12 @@ func (p *rulesRun) decide(k int) string {
 // Decide would.
 func (p *rulesRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	c := &call{ctx: p.ctx, done: make(chan struct{})}
-	p.l.resolve(req, &c.own, nil, &c.ownQuota)
+	p.l.res.resolve(req, &c.own, nil, &c.ownQuota)
 	c.req = &c.own
 	a := newRunArgs()
 	a.addDecision(c.req, nil, rulesAt{}, p.l.holds.leaseUS)
-	keys, args, _ := a.build(runOpts{clock: p.l.clockArg()})
-	pipe := p.l.rdb.TxPipeline()
+	keys, args, _ := a.build(runOpts{clock: p.l.r.clockArg()})
+	pipe := p.l.r.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
 	for _, k := range keys {
 		pipe.Persist(p.ctx, k)

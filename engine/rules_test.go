@@ -399,7 +399,7 @@ func TestRenewalLoopRenewsHeldRequests(t *testing.T) {
 		t.Cleanup(func() { _ = l.Close() })
 		r := limit.Rule{Name: "conns", Counter: "cc1", Algorithm: limit.Concurrency, Limit: 1, Private: true}
 		d := decide(t, l, ruleRequest("v", r))
-		key := l.keys.RuleState("cc1", "v", "cc")
+		key := l.r.keys.RuleState("cc1", "v", "cc")
 		c.Add(time.Hour)
 		want := float64(c.Now().Add(90 * time.Millisecond).UnixMicro())
 		deadline := time.Now().Add(10 * time.Second)

@@ -49,7 +49,7 @@ type processor interface {
 // runOnce runs the limiter script once on rdb (a client, not a pipeline); on
 // NOSCRIPT (a restarted or flushed server: it did not run) it loads the
 // script and runs it again.
-func (e *Engine) runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) *redis.Cmd {
+func runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args []any) *redis.Cmd {
 	return sendAgainOnNoScript(ctx, rdb, queueOnce(ctx, rdb, keys, args), keys, args)
 }
 

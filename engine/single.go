@@ -7,32 +7,40 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// decideSingle decides a batch on one primary (a single server or the
-// primary Sentinel names): one run of op "decide" for every decision of
-// the batch, all levels and rules atomic, with the along commands of its
-// calls queued after it on the same pipeline: one round trip. A NOSCRIPT
-// reply loads the script and runs the batch again (it did not run the
-// first time). The run is never retried otherwise (onceCmd).
-func (e *Engine) decideSingle(ctx context.Context, a *runArgs, live []*call) {
+// single decides batches on one primary (a single server or the primary
+// Sentinel names).
+type single struct {
+	r             *runner
+	concurrencyUS int64 // the lease of CONCURRENCY members (holds)
+}
+
+// decide decides a batch with one run of op "decide" for every decision
+// of it, all levels and rules atomic, with the along commands of its calls
+// queued after it on the same pipeline: one round trip. A NOSCRIPT reply
+// loads the script and runs the batch again (it did not run the first
+// time). The run is never retried otherwise (onceCmd).
+func (s *single) decide(deadline time.Duration, a *runArgs, live []*call) {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	r := s.r
 	alongs := false
 	for _, c := range live {
-		a.addDecision(c.req, nil, rulesAt{}, e.holds.leaseUS)
+		a.addDecision(c.req, nil, rulesAt{}, s.concurrencyUS)
 		alongs = alongs || c.along != nil
 	}
-	keys, args, run := a.build(runOpts{clock: live[0].clock, changes: e.changes0, window: e.keys.RunWindow(0, e.node),
-		run: e.runs.Add(1), await: e.awaitRestore, leaseUS: e.leaseHold.Microseconds()})
-	e.trips.Add(1)
+	keys, args, run := a.build(r.decideOpts(0, live[0].clock))
+	r.trips.Add(1)
 	sent := time.Now()
 	var cmd *redis.Cmd
 	if !alongs {
-		cmd = e.runOnce(ctx, e.rdb, keys, args)
+		cmd = runOnce(ctx, r.rdb, keys, args)
 	} else {
-		pipe := e.rdb.Pipeline()
+		pipe := r.rdb.Pipeline()
 		cmd = queueOnce(ctx, pipe, keys, args)
 		queueAlong(ctx, pipe, live)
 		_, _ = pipe.Exec(ctx)
-		cmd = sendAgainOnNoScript(ctx, e.rdb, cmd, keys, args)
+		cmd = sendAgainOnNoScript(ctx, r.rdb, cmd, keys, args)
 	}
 	reply, err := cmd.Text()
-	e.answerRun(live, run, sent, reply, err)
+	r.answerRun(live, run, sent, reply, err)
 }

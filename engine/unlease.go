@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/script"
 )
@@ -40,16 +39,11 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		}
 		return sl
 	}
-	slotOf := func(key string) int {
-		if e.cluster == nil {
-			return 0
-		}
-		return keyspace.Slot(key)
-	}
+	slotOf := e.r.slotOf
 	for _, rt := range returns {
 		var kr keyedRequest
 		var q keyedQuota
-		e.resolve(rt.Req, &kr, nil, &q)
+		e.res.resolve(rt.Req, &kr, nil, &q)
 		home := slotOf(kr.home())
 		// the lease's part in each slot: its buckets there, and in its
 		// home slot its quota and usage
@@ -80,7 +74,7 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 				if kr.UsageKey != "" {
 					ls.Usage = index(&a.usages, a.usageIdx, kr.UsageKey)
 					ls.Spent = rt.Spent
-					sl.changes = e.changesOfSlot(s)
+					sl.changes = e.r.changesOf(s)
 				}
 			}
 			sl.spec = ls.Append(sl.spec)
@@ -103,10 +97,10 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 			head.Changes = uint16(len(keys))
 		}
 		spec := append(head.Append(nil), sl.spec...)
-		runs = append(runs, &slotRun{slot: s, keys: keys, argv: []any{script.OpUnlease, e.clockArg(), spec}})
+		runs = append(runs, &slotRun{slot: s, keys: keys, argv: []any{script.OpUnlease, e.r.clockArg(), spec}})
 	}
-	e.trips.Add(int64(len(runs)))
-	e.runSlots(ctx, runs)
+	e.r.trips.Add(int64(len(runs)))
+	e.r.runSlots(ctx, runs)
 	for _, r := range runs {
 		if r.err != nil {
 			return fmt.Errorf("engine: lease give-back: %w", r.err)

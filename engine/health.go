@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,25 +18,27 @@ import (
 // again. The caller's failure mode decides.
 var ErrRedisDown = errors.New("redis is down")
 
-// runStarted counts a run in flight.
-func (e *Engine) runStarted() { e.inFlight.Add(1) }
+// health is whether the node finds Redis down: the last run failed
+// without a reply (downAt, Unix ns; 0 when it had one), and the runs in
+// flight.
+type health struct {
+	timeout  time.Duration // Options.Timeout
+	inFlight atomic.Int32
+	downAt   atomic.Int64
+}
 
-// runEnded ends a run that decided live: Redis is up again when any call
-// was answered by Redis (a decision, or an error reply), down otherwise.
-func (e *Engine) runEnded(live []*call) {
-	replied := false
-	for _, c := range live {
-		if c.err == nil || isReply(c.err) {
-			replied = true
-			break
-		}
-	}
+// runStarted counts a run in flight.
+func (h *health) runStarted() { h.inFlight.Add(1) }
+
+// runEnded ends a run that decided live: Redis is up again when it
+// replied to any of the run's calls, down otherwise.
+func (h *health) runEnded(replied bool) {
 	if replied {
-		e.downAt.Store(0)
+		h.downAt.Store(0)
 	} else {
-		e.downAt.Store(time.Now().UnixNano())
+		h.downAt.Store(time.Now().UnixNano())
 	}
-	e.inFlight.Add(-1)
+	h.inFlight.Add(-1)
 }
 
 // isReply reports whether err is an error reply of Redis (it answered).
@@ -47,27 +50,14 @@ func isReply(err error) bool {
 // down returns ErrRedisDown, wrapped with how long ago the last run
 // failed, when a decision is not to be sent now (see ErrRedisDown), nil
 // when it is.
-func (e *Engine) down(now time.Time) error {
-	at := e.downAt.Load()
+func (h *health) down(now time.Time) error {
+	at := h.downAt.Load()
 	if at == 0 {
 		return nil
 	}
 	since := now.Sub(time.Unix(0, at))
-	if since < e.timeout || e.inFlight.Load() > 0 {
+	if since < h.timeout || h.inFlight.Load() > 0 {
 		return fmt.Errorf("%w (last run failed %v ago)", ErrRedisDown, since.Round(time.Millisecond))
 	}
 	return nil
-}
-
-// observe records the Redis time redisUS a run sent at the node's time
-// sent reported: the node then estimates Redis time as its own plus the
-// offset. Redis read its time after the send, so the estimate is never
-// ahead of Redis by more than the clocks drift.
-func (e *Engine) observe(sent time.Time, redisUS int64) {
-	e.offset.Store(redisUS - sent.UnixMicro())
-}
-
-// redisNow estimates Redis time at the node's time t.
-func (e *Engine) redisNow(t time.Time) time.Time {
-	return t.Add(time.Duration(e.offset.Load()) * time.Microsecond)
 }

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/script"
+)
+
+// States of a call (call.state): queued, then sent by a flusher, then
+// answered by it; or abandoned by its caller, who left, while queued or
+// sent (never along calls once sent: their caller reads the along
+// commands' replies).
+const (
+	callQueued int32 = iota
+	callSent
+	callAnswered
+	callAbandoned
+)
+
+// call is one queued decision.
+type call struct {
+	ctx   context.Context // the caller's context
+	req   *keyedRequest
+	clock string // the clock argument; a batch holds calls of one value
+	along *lookupAlong
+	res   script.DecisionReply
+	rules []script.RuleReply
+	err   error
+	done  chan struct{}
+	state atomic.Int32
+	// answered is set by answer, on the flusher's goroutine only.
+	answered bool
+	// run is the number of the run that decided the call (its run window,
+	// decide.lua), 0 for a run without one.
+	run int64
+	// own holds the request when Decide resolved it (no allocation of its
+	// own).
+	own        keyedRequest
+	ownBuckets [4]keyedBucket
+	ownQuota   keyedQuota
+}
+
+// answer ends c with err, or with the reply already in c.res and c.rules
+// when err is nil; send wakes its caller at the end of the batch. Only the
+// flusher that sent c calls it, once.
+func (c *call) answer(err error) {
+	c.err = err
+	c.answered = true
+	c.state.CompareAndSwap(callSent, callAnswered)
+}
+
+// abandon gives up on c for its caller, who left: while c is queued, or
+// once sent unless it has along commands (their replies are read by the
+// caller, so it waits for the run). It reports whether c was abandoned;
+// if not, c is or will be answered.
+func (c *call) abandon() bool {
+	if c.state.CompareAndSwap(callQueued, callAbandoned) {
+		return true
+	}
+	return c.along == nil && c.state.CompareAndSwap(callSent, callAbandoned)
+}
+
+// anyReplied reports whether Redis answered any of live: a decision, or an
+// error reply.
+func anyReplied(live []*call) bool {
+	for _, c := range live {
+		if c.err == nil || isReply(c.err) {
+			return true
+		}
+	}
+	return false
+}
+
+// queueAlong queues the along commands of the calls of live on pipe.
+func queueAlong(ctx context.Context, pipe redis.Pipeliner, live []*call) {
+	for _, c := range live {
+		if c.along != nil {
+			c.along.queue(ctx, pipe)
+		}
+	}
+}
+
+// lookupAlong is a cache read done in the round trip of a decision
+// (limit.Request.Along): fn queues it on the decision's pipeline.
+type lookupAlong struct {
+	fn   func(ctx context.Context, p redis.Pipeliner)
+	done bool
+}
+
+// Done reports whether the read was queued (limit.Along).
+func (a *lookupAlong) Done() bool { return a.done }
+
+// queue queues the read on p.
+func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
+	a.done = true
+	a.fn(ctx, p)
+}

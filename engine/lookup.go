@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/cache"
+	"tollgate/limit"
+)
+
+// DecideLookup is Decide for a request of a caching method: in the same
+// round trip (one per Redis server) it reads the stage's cache generation
+// and, unless lk.Refresh, the entry of lk, and fills lk's outputs (see
+// cache.Lookup). The decision waits as Decide's (once sent, for its run);
+// the cache reads beside and after it run under Options.Timeout. A
+// refused request reads no more than that; an admitted one whose stage was
+// flushed since this node last looked reads its entry once more, under the
+// new generation (only the first request after a flush). The decision and
+// its error are Decide's; cache read errors go to lk.Err.
+//
+// The decision is top's (the layers stacked on the engine): when a layer
+// answers without a round trip (a capacity lease admits, or a refusal is
+// remembered), an admitted request reads the generation and entry in a
+// round trip of its own.
+func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
+	c := e.cache
+	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	st := c.stage(req.API, req.Stage)
+	lk.Request.Generation = st.gen.Load()
+	digest := cache.Digest(lk.Params, &lk.Request)
+	key := c.keys.CacheEntry(digest)
+	var (
+		genCmd   *redis.StringCmd
+		read     *entryRead // queued on the decision's pipeline or read in parallel
+		parallel sync.WaitGroup
+	)
+	al := &lookupAlong{fn: func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
+		genCmd = p.Get(ctx, st.genKey)
+		switch {
+		case lk.Refresh:
+		case c.shared:
+			read = queueLookup(ctx, p, key, lk.Request.Header)
+		default: // the cache Redis in parallel, under this call's deadline (the batch's ends with its run)
+			parallel.Go(func() {
+				cp := c.rdb.Pipeline()
+				r := queueLookup(callCtx, cp, key, lk.Request.Header)
+				_, _ = cp.Exec(callCtx)
+				read = r
+			})
+		}
+	}}
+	req.Along = al
+	d, err := top.Decide(ctx, req)
+	req.Along = nil
+	if !al.done && err == nil && d.Allowed { // decided without a round trip
+		p := c.limiter.Pipeline()
+		al.queue(callCtx, p)
+		_, _ = p.Exec(callCtx)
+	}
+	parallel.Wait()
+	// The entry reads after the decision get a deadline of their own: the
+	// decision may have waited in the queue.
+	ctx, cancel = context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	lk.Digest, lk.Entry, lk.Err = "", nil, nil
+	gen, genErr := generation(genCmd, err)
+	if genErr != nil {
+		lk.Err = genErr
+		return d, err
+	}
+	if read != nil {
+		lk.Entry, lk.Err = read.result(ctx, c.rdb)
+	}
+	if gen != lk.Request.Generation { // flushed since this node last looked
+		st.gen.Store(gen)
+		lk.Request.Generation = gen
+		lk.Entry = nil
+		digest = cache.Digest(lk.Params, &lk.Request)
+		key = c.keys.CacheEntry(digest)
+		if !lk.Refresh && lk.Err == nil && d.Allowed { // another node may have filled it already
+			lk.Entry, lk.Err = c.get(ctx, key, lk.Request.Header)
+		}
+	}
+	lk.Digest = digest
+	return d, err
+}
+
+// errNoGeneration is the cache error of a request whose decision never
+// ran (refused from memory, or its deadline passed while queued).
+var errNoGeneration = errors.New("engine: stage cache generation not read")
+
+// generation returns the generation genCmd read; an error when it could
+// not be read or the decision failed (decErr): then nothing may be served
+// or stored.
+func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
+	if decErr != nil {
+		return 0, decErr
+	}
+	if genCmd == nil {
+		return 0, errNoGeneration
+	}
+	gen, err := genCmd.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil // never flushed
+	}
+	if err != nil {
+		return 0, fmt.Errorf("engine: stage cache generation: %w", err)
+	}
+	return gen, nil
+}
+
+// Fill stores entry ent as the variant of lk's entry for its request
+// header (by the Vary names of ent.Header) and sets the key's expiry to
+// ent.TTL plus ent.Keep (its stale windows: the entry outlives its
+// freshness, which it records itself, see cache.Entry.Expires), in one
+// MULTI. lk is a Lookup DecideLookup filled; the caller checked
+// cache.Storable. Older variants keep their own Stored and TTL, and the
+// caller checks each one's freshness. Errors come from Redis, or say that the
+// cache Redis (one master of a cluster) is near maxmemory without eviction
+// and the entry was not stored, or that lk has no digest.
+func (e *Engine) Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error {
+	if lk.Digest == "" {
+		return errors.New("engine: fill: the lookup has no digest (generation unknown)")
+	}
+	return e.cache.put(ctx, e.cache.keys.CacheEntry(lk.Digest), lk.Request.Header, ent)
+}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"tollgate/keyspace"
+	"tollgate/limit"
+	"tollgate/script"
+)
+
+// resolver names the Redis state of a request's limits: the per-key names
+// built per request, the shared ones from a cache of names, the members
+// of CONCURRENCY rules from the node's holds.
+type resolver struct {
+	keys  keyspace.Space
+	names *names
+	holds *holds
+}
+
+// resolve names the Redis state of req's limits into kr (reusing its
+// arrays).
+func (rs *resolver) resolve(req *limit.Request, kr *keyedRequest, buckets []keyedBucket, quota *keyedQuota) {
+	kr.Buckets = buckets[:0]
+	for i := range req.Buckets {
+		b := &req.Buckets[i]
+		kr.Buckets = append(kr.Buckets, keyedBucket{Key: rs.bucketKey(req, b), RateLimit: b.RateLimit, BurstLimit: b.BurstLimit, Level: b.Level})
+	}
+	kr.Quota, kr.UsageKey = nil, ""
+	if req.KeyID != "" {
+		if q := req.Quota; q != nil {
+			*quota = rs.keyedQuota(req.KeyID, req.PlanID, q)
+			kr.Quota = quota
+		}
+		if !req.Uncounted {
+			kr.UsageKey = rs.keys.Usage(req.KeyID, req.PlanID)
+		}
+	}
+	kr.Rules = nil
+	if len(req.Rules) > 0 {
+		rs.resolveRules(req, kr)
+	}
+	kr.Want = uint16(min(max(req.Want, 1), maxWant))
+}
+
+// maxWant is the most units one decision may take (the script packs the
+// count in 16 bits).
+const maxWant = 1<<16 - 1
+
+// keyedQuota resolves the quota q of keyID in planID.
+func (rs *resolver) keyedQuota(keyID, planID string, q *limit.Quota) keyedQuota {
+	code, _ := script.PeriodCode(q.Period)
+	return keyedQuota{Key: rs.keys.Quota(keyID, planID), Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255))}
+}
+
+// bucketKey names the state of bucket b of req.
+func (rs *resolver) bucketKey(req *limit.Request, b *limit.Bucket) string {
+	switch b.Level {
+	case limit.LevelPlan:
+		return rs.keys.PlanBucket(req.KeyID, req.PlanID)
+	case limit.LevelPlanMethod:
+		return rs.keys.PlanMethodBucket(req.KeyID, req.PlanID, req.API, req.Stage, b.Method, b.Path)
+	case limit.LevelStage:
+		return rs.names.stageBucket(req.API, req.Stage, b.Method, b.Path)
+	default:
+		return rs.names.account
+	}
+}
+
+// ruleKinds are the keyspace kinds of each algorithm's state.
+var ruleKinds = [...]string{limit.TokenBucket: "tb", limit.SlidingWindow: "sw", limit.FixedWindow: "fw",
+	limit.Concurrency: "cc", limit.LeakyBucket: "lb", limit.CalendarQuota: "qt"}
+
+// resolveRules names the state of every rule of req into kr.
+func (rs *resolver) resolveRules(req *limit.Request, kr *keyedRequest) {
+	kr.Rules = make([]keyedRule, len(req.Rules))
+	for i := range req.Rules {
+		r := &req.Rules[i]
+		kr.Rules[i] = keyedRule{Key: rs.keys.RuleState(r.Counter, r.Value, ruleKind(r.Algorithm)), Rule: r}
+		if r.Algorithm == limit.Concurrency {
+			kr.Rules[i].hold = rs.holds.next(kr.Rules[i].Key)
+		}
+	}
+}
+
+func ruleKind(a limit.Algorithm) string {
+	if int(a) < len(ruleKinds) && ruleKinds[a] != "" {
+		return ruleKinds[a]
+	}
+	return "x"
+}
