@@ -3,6 +3,7 @@ package admin
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -29,6 +30,7 @@ type createApiKeyInput struct {
 	CustomerID         string            `json:"customerId"`
 	StageKeys          []string          `json:"stageKeys"`
 	Tags               map[string]string `json:"tags"`
+	ExpiresAt          string            `json:"expiresAt"` // RFC 3339; sets tag tollgate:expires-at
 }
 
 // createApiKey: POST /apikeys → 201 ApiKey, the only response that carries
@@ -49,6 +51,11 @@ func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	k := &plans.ApiKey{Name: in.Name, Description: in.Description, Enabled: in.Enabled, Value: value,
 		CustomerID: in.CustomerID, StageKeys: in.StageKeys, Tags: in.Tags}
+	if in.ExpiresAt != "" {
+		if err := setExpiry(k, in.ExpiresAt); err != nil {
+			return err
+		}
+	}
 	if err := s.validateNewKey(k); err != nil {
 		return err
 	}
@@ -120,7 +127,8 @@ func (s *Server) getApiKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 // updateApiKey: PATCH /apikeys/{id} → 200; paths /enabled, /name,
-// /description, /customerId.
+// /description, /customerId, /expiresAt (replace: an RFC 3339 time;
+// remove: never expires).
 func (s *Server) updateApiKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := patchRecord(s, r, "UpdateApiKey", func(fn func(*plans.ApiKey) error) (*plans.ApiKey, error) {
 		return s.store.UpdateApiKey(r.Context(), param(r, "apiKey"), fn)
@@ -152,8 +160,32 @@ func patchApiKey(k *plans.ApiKey, op patchOp) error {
 		return setString(op, &k.Description)
 	case "/customerId":
 		return setString(op, &k.CustomerID)
+	case "/expiresAt":
+		if op.Op == opRemove {
+			delete(k.Tags, plans.ExpiresAtTag)
+			return nil
+		}
+		if err := needOp(op, opReplace, opAdd); err != nil {
+			return err
+		}
+		return setExpiry(k, op.Value)
 	}
 	return badPath(op)
+}
+
+// setExpiry sets k's expiry tag to v, an RFC 3339 time (400 naming
+// expiresAt otherwise), as the time's UTC form to the microsecond (what
+// PostgreSQL keeps).
+func setExpiry(k *plans.ApiKey, v string) error {
+	t, err := plans.ParseTime(v)
+	if err != nil {
+		return plans.Invalid("expiresAt", "expiresAt %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z", v)
+	}
+	if k.Tags == nil {
+		k.Tags = map[string]string{}
+	}
+	k.Tags[plans.ExpiresAtTag] = t.Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	return nil
 }
 
 // deleteApiKey: DELETE /apikeys/{id} → 202.

@@ -15,6 +15,7 @@ const (
 	ReasonChecksum  = "checksum" // the generated shape without its checksum: no lookup
 	ReasonUnknown   = "unknown"
 	ReasonDisabled  = "disabled"
+	ReasonExpired   = "expired" // past its expiry tag, on Redis time
 	ReasonNoPlan    = "no plan for this stage"
 )
 
@@ -76,20 +77,12 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		writeUnavailable(w)
 		return false
 	}
-	var sp *stagePlan
-	switch {
-	case rec == nil:
-		reason = ReasonUnknown
-	case !rec.Enabled:
-		reason = ReasonDisabled
-	default:
-		if sp = planFor(rec, st); sp == nil {
-			reason = ReasonNoPlan
-		}
+	if rec == nil {
+		s.refuseKey(w, ex, ReasonUnknown)
+		return false
 	}
-	if rec != nil {
-		ex.keyID = rec.KeyID
-	}
+	ex.keyID = rec.KeyID
+	sp, reason := s.admits(rec, st)
 	if reason != "" {
 		s.refuseKey(w, ex, reason)
 		return false
@@ -98,16 +91,30 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 	return true
 }
 
+// admits returns the plan of rec that covers st, or the reason rec is
+// refused there: disabled, expired (on Redis time), or no plan.
+func (s *Server) admits(rec *plans.KeyRecord, st *stageConfig) (*stagePlan, string) {
+	switch {
+	case !rec.Enabled:
+		return nil, ReasonDisabled
+	case rec.Expired(s.clock.Now()):
+		return nil, ReasonExpired
+	}
+	if sp := planFor(rec, st); sp != nil {
+		return sp, ""
+	}
+	return nil, ReasonNoPlan
+}
+
 // admitCached sets ex's key and plan from the node's cached record of hash
-// and reports true when that record is enabled and has a plan for this
-// stage.
+// and reports true when admits would admit that record.
 func (s *Server) admitCached(ex *exchange, hash string) bool {
 	rec, ok := s.lookup.Cached(hash)
-	if !ok || rec == nil || !rec.Enabled {
+	if !ok || rec == nil {
 		return false
 	}
-	sp := planFor(rec, ex.m.stage)
-	if sp == nil {
+	sp, reason := s.admits(rec, ex.m.stage)
+	if reason != "" {
 		return false
 	}
 	ex.rec, ex.sp, ex.keyID, ex.planID = rec, sp, rec.KeyID, sp.id

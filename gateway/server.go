@@ -109,7 +109,8 @@ type Server struct {
 	cfg          atomic.Pointer[config]
 	rejected     atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
 	lookup       KeyLookup
-	engine       Engine
+	engine       Engine      // the Engine of Options, wrapped by clock
+	clock        *redisClock // Redis time as the decisions tell it (expiry)
 	pepper       []byte
 	keyFmt       plans.KeyFormat
 	failureMode  string
@@ -137,7 +138,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		lookup:      opts.Keys,
-		engine:      opts.Engine,
+		clock:       newRedisClock(opts.Engine, time.Now),
 		pepper:      opts.KeyPepper,
 		keyFmt:      opts.KeyFormat,
 		failureMode: opts.FailureMode,
@@ -153,6 +154,7 @@ func New(opts Options) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.engine = s.clock
 	if s.bodyLimits == (reqbody.Limits{}) {
 		s.bodyLimits = reqbody.DefaultLimits
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 )
 
 // ApiKey identifies a partner. Value is set only in the CreateApiKey
@@ -21,6 +22,9 @@ type ApiKey struct {
 	Tags            map[string]string `json:"tags,omitempty"`
 	CreatedDate     Epoch             `json:"createdDate"`
 	LastUpdatedDate Epoch             `json:"lastUpdatedDate"`
+	// ExpiresAt is when the key stops working (RFC 3339, UTC), read from
+	// its ExpiresAtTag; nil when it never expires. Set by the store.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 // InvalidateCacheTag, set to "true" on an API key, lets that key's
@@ -48,7 +52,38 @@ func (k *ApiKey) Validate() error {
 	if len(k.CustomerID) > MaxNameLen {
 		return Invalid("customerId", "customerId must be at most %d characters", MaxNameLen)
 	}
-	return ValidateTags(k.Tags)
+	if err := ValidateTags(k.Tags); err != nil {
+		return err
+	}
+	_, _, err := KeyExpiry(k.Tags)
+	return err
+}
+
+// ExpiresAtTag, set on an API key to an RFC 3339 time, makes every
+// gateway refuse the key from that moment on (403, reason expired;
+// docs/behaviour.md, "Key lifecycle"). It may be set, changed or removed
+// at any time; the key's expiresAt field reads and writes it.
+const ExpiresAtTag = "tollgate:expires-at"
+
+// KeyExpiry returns the time ExpiresAtTag sets in tags (UTC); ok is false
+// when the tag is absent. Errors: KindInvalid naming the tag when its
+// value is not an RFC 3339 time.
+func KeyExpiry(tags map[string]string) (t time.Time, ok bool, err error) {
+	v, set := tags[ExpiresAtTag]
+	if !set {
+		return time.Time{}, false, nil
+	}
+	t, err = ParseTime(v)
+	if err != nil {
+		return time.Time{}, false, Invalid("tags", "tag %s %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z", ExpiresAtTag, v)
+	}
+	return t, true, nil
+}
+
+// ParseTime reads an RFC 3339 time (fractional seconds allowed) as UTC.
+func ParseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(v))
+	return t.UTC(), err
 }
 
 // HashKey returns the lowercase hex SHA-256 of an API key value, or its
@@ -66,14 +101,23 @@ func HashKey(value string, pepper []byte) string {
 
 // KeyRecord is what the gateway knows of an API key, pushed to Redis under
 // the key's hash: its id, whether it is enabled, the usage plans it belongs
-// to, whether it may invalidate cache entries, and the config version that
-// wrote it (records are written only if newer).
+// to, whether it may invalidate cache entries, when it expires, and the
+// config version that wrote it (records are written only if newer).
 type KeyRecord struct {
 	KeyID           string   `json:"keyId"`
 	Enabled         bool     `json:"enabled"`
 	PlanIDs         []string `json:"planIds"`
 	InvalidateCache bool     `json:"invalidateCache,omitempty"`
-	Version         int64    `json:"version"`
+	// ExpiresAt is the key's expiry (ExpiresAtTag); zero: never. The
+	// record carries it so that every node refuses the key from then on
+	// without any further push.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	Version   int64     `json:"version"`
+}
+
+// Expired reports whether the key has expired at now.
+func (r *KeyRecord) Expired(now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 }
 
 // CanInvalidateCache reports whether tags grant cache invalidation.

@@ -27,6 +27,10 @@
 //
 //	{"version":12,"keyId":"abcdefghij","enabled":true,"planIds":["a1b2c3"]}
 //
+// with "expiresAt" (Unix milliseconds) when the key expires: the gateway
+// refuses it from then on, on its own clock (docs/behaviour.md, "Key
+// lifecycle"), so an expiry needs no push at the moment it passes.
+//
 // A deleted key is written as a tombstone {"version":13,"deleted":true} that
 // expires after TombstoneTTL: a tombstone, unlike a DEL, keeps a slower
 // publisher from bringing an older record back to life. Lookup treats a

@@ -133,6 +133,7 @@ type wireRecord struct {
 	Enabled         bool     `json:"enabled,omitempty"`
 	PlanIDs         []string `json:"planIds,omitempty"`
 	InvalidateCache bool     `json:"invalidateCache,omitempty"`
+	ExpiresAt       int64    `json:"expiresAt,omitempty"` // Unix milliseconds; 0: never
 }
 
 // versionPrefix is how every versioned document published starts.
@@ -144,7 +145,7 @@ func encodeRecord(rec *plans.KeyRecord, version int64) ([]byte, int64) {
 	w := wireRecord{Version: version, Deleted: true}
 	if rec != nil {
 		w = wireRecord{Version: rec.Version, KeyID: rec.KeyID, Enabled: rec.Enabled,
-			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache}
+			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache, ExpiresAt: unixMilli(rec.ExpiresAt)}
 	}
 	b, _ := json.Marshal(w) // cannot fail: strings, bools and integers only
 	return b, w.Version
@@ -164,7 +165,24 @@ func decodeRecord(b []byte) (*plans.KeyRecord, error) {
 		planIDs = []string{}
 	}
 	return &plans.KeyRecord{KeyID: w.KeyID, Enabled: w.Enabled, PlanIDs: planIDs,
-		InvalidateCache: w.InvalidateCache, Version: w.Version}, nil
+		InvalidateCache: w.InvalidateCache, ExpiresAt: fromUnixMilli(w.ExpiresAt), Version: w.Version}, nil
+}
+
+// unixMilli returns t in Unix milliseconds, rounded down so that a record
+// never outlives its time; 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromUnixMilli is unixMilli's inverse (UTC; 0 is the zero time).
+func fromUnixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // encodeSnapshot returns the stored JSON of s. It fails if the encoding

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"tollgate/plans"
 )
@@ -77,6 +78,12 @@ func TestRecordEncoding(t *testing.T) {
 		{"record", rec, 0, `{"version":42,"keyId":"k123456789","enabled":true,"planIds":["p1","p2"],"invalidateCache":true}`, rec},
 		{"disabled without plans", &plans.KeyRecord{KeyID: "k1", Version: 3}, 0, `{"version":3,"keyId":"k1"}`,
 			&plans.KeyRecord{KeyID: "k1", PlanIDs: []string{}, Version: 3}},
+		{"expiring", &plans.KeyRecord{KeyID: "k2", Enabled: true, PlanIDs: []string{"p1"}, Version: 4, ExpiresAt: time.UnixMilli(1801234567890).UTC()}, 0,
+			`{"version":4,"keyId":"k2","enabled":true,"planIds":["p1"],"expiresAt":1801234567890}`,
+			&plans.KeyRecord{KeyID: "k2", Enabled: true, PlanIDs: []string{"p1"}, Version: 4, ExpiresAt: time.UnixMilli(1801234567890).UTC()}},
+		{"an expiry within a millisecond rounds down", &plans.KeyRecord{KeyID: "k3", Version: 5, ExpiresAt: time.UnixMilli(1801234567890).Add(999 * time.Microsecond)}, 0,
+			`{"version":5,"keyId":"k3","expiresAt":1801234567890}`,
+			&plans.KeyRecord{KeyID: "k3", PlanIDs: []string{}, Version: 5, ExpiresAt: time.UnixMilli(1801234567890).UTC()}},
 		{"tombstone", nil, 9, `{"version":9,"deleted":true}`, nil},
 	}
 	for _, c := range cases {

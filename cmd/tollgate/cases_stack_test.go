@@ -40,7 +40,12 @@ type stackOptions struct {
 	flushInterval  time.Duration // TOLLGATE_USAGE_FLUSH_INTERVAL; 0 = the default
 	secretsKey     string        // TOLLGATE_SECRETS_KEY of every node
 	tlsCerts       string        // TOLLGATE_GATEWAY_TLS_CERTIFICATES of the gateways
+	webhookURL     string        // TOLLGATE_WEBHOOK_URL (secret testWebhookSecret); "" = none
+	keyScanEvery   time.Duration // the admin's expiry notice scan interval; 0 = the default
 }
+
+// testWebhookSecret is TOLLGATE_WEBHOOK_SECRET of stacks with a webhookURL.
+var testWebhookSecret = []byte("tollgate-test-webhook-secret")
 
 // mustStackWith starts one admin and two gateway Mains sharing one database
 // and one Redis key prefix, plus the echo upstream; all closed at cleanup.
@@ -73,7 +78,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 	if o.redisTimeout == 0 {
 		o.redisTimeout = 5 * time.Second
 	}
-	s := &stack{echo: echoserver.New(), clock: clocktest.New(time.Time{})}
+	s := &stack{echo: echoserver.New(), clock: clocktest.New(time.Time{}), keyScanEvery: o.keyScanEvery}
 	up := httptest.NewServer(s.echo)
 	t.Cleanup(up.Close)
 	s.echoURL = up.URL
@@ -84,7 +89,11 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		GatewayTLSAddr: "127.0.0.1:0", GatewayTLSCerts: o.tlsCerts,
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, UsageFlushInterval: o.flushInterval,
-		Secrets: Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken, SecretsKey: []byte(o.secretsKey)},
+		Secrets:    Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken, SecretsKey: []byte(o.secretsKey)},
+		WebhookURL: o.webhookURL, KeyExpiryNotice: 168 * time.Hour,
+	}
+	if o.webhookURL != "" {
+		base.Secrets.WebhookSecret = testWebhookSecret
 	}
 	if o.allInOne {
 		s.admin = s.startMain(t, base, "all", o.logs)
@@ -130,6 +139,7 @@ func (s *stack) startMain(t *testing.T, cfg Config, role string, logs *logBuffer
 	cfg.Role = role
 	m := NewMain(cfg)
 	m.clock = s.clock.Now
+	m.keyScanEvery = s.keyScanEvery
 	if logs != nil {
 		m.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}

@@ -45,6 +45,8 @@ type Config struct {
 	BodyMinRate         int64         `help:"Bytes per second a request body must average once --body-timeout has passed." default:"4096" env:"TOLLGATE_BODY_MIN_RATE"`
 	KeyPrefix           string        `help:"Prefix of generated API key values (1 to 20 letters and digits), followed by random characters and a checksum; set the same on every node: a gateway refuses a value of this shape whose checksum is wrong without a lookup (docs/behaviour.md, API keys)." default:"tg" env:"TOLLGATE_KEY_PREFIX"`
 	AuditRetention      time.Duration `help:"How long the audit log keeps an entry; older ones are deleted hourly by admin nodes (0 keeps them forever; docs/operations.md)." default:"8760h" env:"TOLLGATE_AUDIT_RETENTION"`
+	WebhookURL          string        `help:"Where admin nodes POST tollgate's webhooks (key expiry notices), signed with TOLLGATE_WEBHOOK_SECRET and retried with backoff until a 2xx (docs/operations.md, Webhooks); none by default." env:"TOLLGATE_WEBHOOK_URL"`
+	KeyExpiryNotice     time.Duration `help:"How long before an API key's expiry a key.expiring webhook is sent (needs TOLLGATE_WEBHOOK_URL); 0 sends none." default:"168h" env:"TOLLGATE_KEY_EXPIRY_NOTICE"`
 	UsageFlushInterval  time.Duration `help:"How often an admin node moves usage from the limiter Redis into the PostgreSQL ledger (100ms to 1m); if the limiter Redis loses its data, at most this interval plus one flush is forgotten (docs/usage.md)." default:"500ms" env:"TOLLGATE_USAGE_FLUSH_INTERVAL"`
 
 	Secrets Secrets `kong:"-"`
@@ -73,7 +75,8 @@ type Secrets struct {
 	// SecretsKey (TOLLGATE_SECRETS_KEY, at least 32 bytes) encrypts the
 	// private keys of custom domain names' certificates in PostgreSQL and
 	// Redis; admin and gateway nodes need the same one (package seal).
-	SecretsKey []byte
+	SecretsKey    []byte
+	WebhookSecret []byte // TOLLGATE_WEBHOOK_SECRET: signs webhooks (Tollgate-Signature)
 }
 
 // LoadSecrets reads Secrets from getenv (os.Getenv in production). It
@@ -82,7 +85,7 @@ type Secrets struct {
 // half of the SigV4 credential pair is set.
 func LoadSecrets(getenv func(string) string) (Secrets, error) {
 	var s Secrets
-	var pepper, secretsKey string
+	var pepper, secretsKey, webhookSecret string
 	for _, v := range []struct {
 		name string
 		dst  *string
@@ -92,6 +95,7 @@ func LoadSecrets(getenv func(string) string) (Secrets, error) {
 		{"TOLLGATE_ADMIN_TOKEN", &s.AdminToken},
 		{"TOLLGATE_KEY_PEPPER", &pepper},
 		{"TOLLGATE_SECRETS_KEY", &secretsKey},
+		{"TOLLGATE_WEBHOOK_SECRET", &webhookSecret},
 	} {
 		val, err := secret(getenv, v.name)
 		if err != nil {
@@ -104,6 +108,7 @@ func LoadSecrets(getenv func(string) string) (Secrets, error) {
 		return s, fmt.Errorf("TOLLGATE_SECRETS_KEY must be at least %d bytes (for example openssl rand -base64 32)", seal.MinSecretLen)
 	}
 	s.SecretsKey = []byte(secretsKey)
+	s.WebhookSecret = []byte(webhookSecret)
 	if s.AdminToken != "" && len(s.AdminToken) < 32 {
 		return s, fmt.Errorf("TOLLGATE_ADMIN_TOKEN must be at least 32 characters")
 	}

@@ -31,6 +31,8 @@ type stack struct {
 	echoURL  string
 	sdk      *apigateway.Client
 	clock    *clocktest.Clock // every node's script clock; zero: Redis TIME
+	// keyScanEvery is the admin's expiry notice scan interval (0: default).
+	keyScanEvery time.Duration
 }
 
 // mustStack starts the stack; everything is closed at test cleanup.

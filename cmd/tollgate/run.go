@@ -73,6 +73,7 @@ type Main struct {
 	leases         *lease.Table      // nil without capacity leases
 	charges        *failopen.Charges // nil in failure mode closed
 	clock          engine.Clock      // replaces Redis TIME in the scripts; nil in production, set by tests
+	keyScanEvery   time.Duration     // expiry notice scan interval; 0 means defaultKeyScanEvery (tests shorten it)
 	reader         *push.Reader
 	servers        []*http.Server
 	cancel         context.CancelFunc
@@ -122,6 +123,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if err := plans.ValidKeyPrefix(m.Config.KeyPrefix); err != nil && m.Config.KeyPrefix != "" {
 		return fmt.Errorf("TOLLGATE_KEY_PREFIX: %w", err)
+	}
+	if m.Config.WebhookURL != "" && len(m.Config.Secrets.WebhookSecret) == 0 {
+		return errors.New("TOLLGATE_WEBHOOK_URL is set without TOLLGATE_WEBHOOK_SECRET: receivers could not check the signatures")
 	}
 	if m.gatewayProxies, err = trustedProxies("TOLLGATE_TRUSTED_PROXIES", m.Config.TrustedProxies); err != nil {
 		return err
@@ -188,6 +192,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	m.restore(ctx, db, limiter) // a fresh or emptied limiter serves keyed requests once restored
 	m.goRun(func() { m.runRestore(ctx, db, limiter) })
 	m.startFlusher(ctx, db, limiter)
+	m.startKeyUpkeep(ctx, db)
 	handler := admin.New(admin.Options{
 		TrustedProxies:  m.adminProxies,
 		Store:           db,

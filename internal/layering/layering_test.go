@@ -149,10 +149,11 @@ func TestLimiterLayersDependOnThePortAlone(t *testing.T) {
 	}
 }
 
-// adapters own a driver each (pgx, go-redis) and never depend on one
-// another: only cmd sees all of them. The engine is a gateway node's
-// Redis, usage the admin's side of the same Redis.
-var adapters = []string{module + "/plans/postgres", module + "/engine", module + "/push", module + "/usage"}
+// adapters own a driver each (pgx, go-redis, an HTTP client) and never
+// depend on one another: only cmd sees all of them. The engine is a
+// gateway node's Redis, usage the admin's side of the same Redis, webhook
+// the receivers of webhooks.
+var adapters = []string{module + "/plans/postgres", module + "/engine", module + "/push", module + "/usage", module + "/webhook"}
 
 func TestAdaptersNeverImportEachOther(t *testing.T) {
 	g := loadGraph(t)

@@ -21,9 +21,10 @@ type keyRow struct {
 	Tags        map[string]string `db:"tags"`
 	CreatedAt   time.Time         `db:"created_at"`
 	UpdatedAt   time.Time         `db:"updated_at"`
+	ExpiresAt   *time.Time        `db:"expires_at"`
 }
 
-const keyCols = `id, key_hash, name, description, enabled, customer_id, stage_keys, tags, created_at, updated_at`
+const keyCols = `id, key_hash, name, description, enabled, customer_id, stage_keys, tags, created_at, updated_at, expires_at`
 
 func (r keyRow) key() plans.ApiKey {
 	sk := r.StageKeys
@@ -32,7 +33,26 @@ func (r keyRow) key() plans.ApiKey {
 	}
 	return plans.ApiKey{ID: r.ID, Name: r.Name, Description: r.Description, Enabled: r.Enabled,
 		CustomerID: r.CustomerID, StageKeys: sk, Tags: nilIfEmptyMap(r.Tags),
-		CreatedDate: epoch(r.CreatedAt), LastUpdatedDate: epoch(r.UpdatedAt)}
+		CreatedDate: epoch(r.CreatedAt), LastUpdatedDate: epoch(r.UpdatedAt), ExpiresAt: utc(r.ExpiresAt)}
+}
+
+// utc returns t in UTC, nil for nil.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// keyExpiry returns the expires_at of a key with tags (validated
+// already): the time its plans.ExpiresAtTag names, or nil.
+func keyExpiry(tags map[string]string) *time.Time {
+	t, ok, _ := plans.KeyExpiry(tags)
+	if !ok {
+		return nil
+	}
+	return &t
 }
 
 func getKey(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (keyRow, error) {
@@ -62,8 +82,9 @@ func (db *DB) CreateApiKey(ctx context.Context, k *plans.ApiKey, hash string) er
 	}
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		k.ID, k.CreatedDate, k.LastUpdatedDate = plans.NewID(plans.LongIDLen), epoch(now), epoch(now)
-		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			k.ID, hash, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, now); err != nil {
+		k.ExpiresAt = keyExpiry(k.Tags)
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			k.ID, hash, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, now, k.ExpiresAt); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{keys: []string{hash}})
@@ -138,9 +159,10 @@ func (db *DB) UpdateApiKey(ctx context.Context, id string, fn func(*plans.ApiKey
 		if err := k.Validate(); err != nil {
 			return err
 		}
+		k.ExpiresAt = keyExpiry(k.Tags)
 		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = $2, description = $3, enabled = $4, customer_id = $5,
-				stage_keys = $6, tags = $7, updated_at = $8 WHERE id = $1`,
-			id, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now); err != nil {
+				stage_keys = $6, tags = $7, updated_at = $8, expires_at = $9 WHERE id = $1`,
+			id, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, k.ExpiresAt); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{keys: []string{r.KeyHash}})

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"tollgate/plans"
 )
@@ -96,5 +97,43 @@ func TestListApiKeys(t *testing.T) {
 	must(t, err)
 	if len(first) != 3 || len(rest) != 1 || last != "" || rest[0].ID <= first[2].ID {
 		t.Errorf("got pages of %d and %d (position %q), want 3 then 1 in id order", len(first), len(rest), last)
+	}
+}
+
+// The expiry tag sets the key's expiresAt and its record's ExpiresAt;
+// changing or removing the tag follows; a bad value is 400 naming the tag.
+func TestKeyExpiryFollowsItsTag(t *testing.T) {
+	db := newDB(t)
+	k, hash := newKey(t, db, "expiring")
+	at := time.Date(2027, 1, 31, 12, 0, 0, 500_000_000, time.UTC)
+	got, err := db.UpdateApiKey(ctx, k.ID, func(k *plans.ApiKey) error {
+		k.Tags = map[string]string{plans.ExpiresAtTag: "2027-01-31T13:00:00.5+01:00"}
+		return nil
+	})
+	must(t, err)
+	if got.ExpiresAt == nil || !got.ExpiresAt.Equal(at) || got.ExpiresAt.Location() != time.UTC {
+		t.Fatalf("got expiresAt %v, want %v UTC", got.ExpiresAt, at)
+	}
+	if read, _ := db.GetApiKey(ctx, k.ID); read.ExpiresAt == nil || !read.ExpiresAt.Equal(at) {
+		t.Fatalf("read expiresAt %v, want %v", read.ExpiresAt, at)
+	}
+	recs, err := db.KeyRecords(ctx, []string{hash})
+	must(t, err)
+	if r := recs[hash]; r == nil || !r.ExpiresAt.Equal(at) || r.Expired(at.Add(-time.Millisecond)) || !r.Expired(at) {
+		t.Fatalf("got record %+v, want ExpiresAt %v, expired from then on", r, at)
+	}
+	_, err = db.UpdateApiKey(ctx, k.ID, func(k *plans.ApiKey) error {
+		k.Tags = map[string]string{plans.ExpiresAtTag: "next tuesday"}
+		return nil
+	})
+	wantErr(t, err, plans.KindInvalid, "tags")
+	if !strings.Contains(plans.ErrorMessage(err), plans.ExpiresAtTag) {
+		t.Errorf("got %v, want the message to name %s", err, plans.ExpiresAtTag)
+	}
+	got, err = db.UpdateApiKey(ctx, k.ID, func(k *plans.ApiKey) error { k.Tags = nil; return nil })
+	must(t, err)
+	recs, _ = db.KeyRecords(ctx, []string{hash})
+	if got.ExpiresAt != nil || !recs[hash].ExpiresAt.IsZero() {
+		t.Errorf("after removing the tag: expiresAt %v, record %v; want none", got.ExpiresAt, recs[hash].ExpiresAt)
 	}
 }

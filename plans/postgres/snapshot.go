@@ -84,14 +84,15 @@ func readSnapshotApis(ctx context.Context, tx pgx.Tx, s *plans.Snapshot) error {
 }
 
 type keyRecordRow struct {
-	KeyHash string            `db:"key_hash"`
-	ID      string            `db:"id"`
-	Enabled bool              `db:"enabled"`
-	Tags    map[string]string `db:"tags"`
-	PlanIDs []string          `db:"plan_ids"`
+	KeyHash   string            `db:"key_hash"`
+	ID        string            `db:"id"`
+	Enabled   bool              `db:"enabled"`
+	Tags      map[string]string `db:"tags"`
+	PlanIDs   []string          `db:"plan_ids"`
+	ExpiresAt *time.Time        `db:"expires_at"`
 }
 
-const keyRecordSelect = `SELECT a.key_hash, a.id, a.enabled, a.tags,
+const keyRecordSelect = `SELECT a.key_hash, a.id, a.enabled, a.tags, a.expires_at,
 	ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
 	FROM api_keys a`
 
@@ -100,8 +101,12 @@ func (r keyRecordRow) record(version int64) *plans.KeyRecord {
 	if ids == nil {
 		ids = []string{}
 	}
-	return &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids,
+	rec := &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids,
 		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version}
+	if r.ExpiresAt != nil {
+		rec.ExpiresAt = r.ExpiresAt.UTC()
+	}
+	return rec
 }
 
 // KeyRecords returns the records of the keys with the given hashes, by
