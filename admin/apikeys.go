@@ -16,6 +16,7 @@ func (s *Server) apiKeyRoutes(r chi.Router) {
 	r.Get("/apikeys/{apiKey}", s.handle(s.getApiKey))
 	r.Patch("/apikeys/{apiKey}", s.handle(s.updateApiKey))
 	r.Delete("/apikeys/{apiKey}", s.handle(s.deleteApiKey))
+	r.Post("/apikeys/{apiKey}/rotate", s.handle(s.rotateApiKey))
 }
 
 // createApiKeyInput is CreateApiKey's body. enabled defaults to false, as

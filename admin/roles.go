@@ -135,6 +135,8 @@ var routeRules = map[string]rule{
 	"GET /apikeys/{apiKey}":    read("GetApiKey", areaKeys),
 	"PATCH /apikeys/{apiKey}":  write("UpdateApiKey", areaKeys),
 	"DELETE /apikeys/{apiKey}": write("DeleteApiKey", areaKeys),
+	"POST /apikeys/{apiKey}/rotate": {Op: "RotateApiKey", Area: areaKeys, Write: true, KeyValues: true,
+		Source: plans.SourceRotation},
 
 	"POST /domainnames":                     create("CreateDomainName", areaAPIs, "/domainnames/{domainName}"),
 	"GET /domainnames":                      read("GetDomainNames", areaAPIs),

@@ -112,8 +112,8 @@ type Options struct {
 	// unsupported (400).
 	Ledger UsageLedger
 	// Secrets seals the private keys of custom domain names' certificates
-	// before they are stored (TOLLGATE_SECRETS_KEY); nil stores them as
-	// given.
+	// before they are stored, and the answers of key rotations made with an
+	// idempotency token (TOLLGATE_SECRETS_KEY); nil stores them as given.
 	Secrets *seal.Key
 }
 

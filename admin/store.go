@@ -86,6 +86,11 @@ type Store interface {
 	ListApiKeys(ctx context.Context, nameQuery, customerID string, p Page) ([]plans.ApiKey, string, error) // nameQuery is a prefix
 	UpdateApiKey(ctx context.Context, id string, fn func(*plans.ApiKey) error) (*plans.ApiKey, error)
 	DeleteApiKey(ctx context.Context, id string) error
+	// RotateApiKey gives a key a new value (rot.NewHash), keeping the
+	// previous one working for rot.Overlap; with a rot.TokenHash seen on
+	// the key within plans.RotationReplayWindow it changes nothing and
+	// returns that rotation (Replayed).
+	RotateApiKey(ctx context.Context, rot plans.KeyRotation) (plans.KeyRotation, error)
 	KeyImporter
 
 	// CreateUsagePlanKey associates a key with a plan; 409 when the key is

@@ -152,7 +152,7 @@ func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
 // refusal reason (ReasonMissing, ...).
 func refusalLabel(reason string) string {
 	switch reason {
-	case ReasonMissing, ReasonMalformed, ReasonChecksum, ReasonUnknown, ReasonDisabled, ReasonExpired:
+	case ReasonMissing, ReasonMalformed, ReasonChecksum, ReasonUnknown, ReasonDisabled, ReasonExpired, ReasonRotated:
 		return reason
 	case ReasonNoPlan:
 		return "no_plan"

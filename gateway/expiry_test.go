@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -30,6 +29,30 @@ func TestExpiredKeyRefusedWithItsReason(t *testing.T) {
 	}
 }
 
+// A rotated key's previous value works until its overlap ends, then is
+// refused with reason rotated; the current value goes on.
+func TestPreviousValueRefusedAfterItsOverlap(t *testing.T) {
+	t.Parallel()
+	tg := mustGateway(t, keyedSnapshot(), nil)
+	const previous = "PreviousValue0123456789ab"
+	tg.keys.add(goodKey, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}})
+	tg.keys.add(previous, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"},
+		ValueExpiresAt: time.Now().Add(time.Hour)})
+	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", previous); got.status != 200 {
+		t.Fatalf("previous value within its overlap: got %d, want 200", got.status)
+	}
+	tg.keys.add(previous, &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"},
+		ValueExpiresAt: time.Now().Add(-time.Millisecond)})
+	got := tg.do(t, "GET", "/prod/keyed", "x-api-key", previous)
+	wantError(t, got, 403, "Forbidden", "ForbiddenException")
+	if line := tg.logLine(t, got.header.Get("x-amzn-RequestId")); line["reason"] != ReasonRotated || line["key_id"] != "key0000001" {
+		t.Errorf("log reason/key_id: got %v/%v, want %s/key0000001", line["reason"], line["key_id"], ReasonRotated)
+	}
+	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
+		t.Fatalf("current value: got %d, want 200", got.status)
+	}
+}
+
 // Expiry is judged on Redis's clock as the decisions tell it: with the
 // limiter's clock two hours ahead of the node's, a key expiring in one
 // hour of node time is admitted until the first decision shows the offset,
@@ -55,35 +78,28 @@ func TestExpiryIsJudgedOnRedisTime(t *testing.T) {
 	}
 }
 
-// The clock's estimate is the smallest sample of the current and previous
-// windows, never below the true offset, and forgets samples two windows old.
-func TestRedisClockTakesTheTightestRecentSample(t *testing.T) {
+// The clock's estimate is the latest sample, on the late side of Redis's
+// time by the decision's wait, and follows a step of Redis's clock at once.
+func TestRedisClockFollowsTheLatestDecision(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	c := newRedisClock(nil, func() time.Time { return now })
 	if got := c.Now(); !got.Equal(now) {
 		t.Fatalf("before any sample: got %v, want the node's %v", got, now)
 	}
-	c.observe(now, now.Add(50*time.Millisecond)) // a slow round trip
-	c.observe(now, now.Add(3*time.Millisecond))  // a quick one: tighter
-	c.observe(now, now.Add(20*time.Millisecond)) // looser again
+	c.observe(now, now.Add(3*time.Millisecond))
 	if got := c.Now().Sub(now); got != 3*time.Millisecond {
-		t.Fatalf("offset: got %v, want 3ms (the smallest sample)", got)
+		t.Fatalf("offset: got %v, want 3ms", got)
 	}
 	c.observe(now, time.Time{}) // no decision time: ignored
 	if got := c.Now().Sub(now); got != 3*time.Millisecond {
 		t.Fatalf("offset after a zero Now: got %v, want 3ms", got)
 	}
-	now = now.Add(clockWindow)
-	c.observe(now, now.Add(time.Second)) // the Redis clock moved on
-	if got := c.Now().Sub(now); got != 3*time.Millisecond {
-		t.Fatalf("one window later: got %v, want 3ms (the previous window still counts)", got)
+	c.observe(now, now.Add(10*time.Minute)) // Redis's clock stepped forward
+	if got := c.Now().Sub(now); got != 10*time.Minute {
+		t.Fatalf("after a step: got %v, want 10m at once", got)
 	}
-	now = now.Add(clockWindow)
-	c.observe(now, now.Add(time.Second))
-	if got := c.Now().Sub(now); got != time.Second {
-		t.Fatalf("two windows later: got %v, want 1s", got)
-	}
-	if c.cur.Load() == math.MaxInt64 {
-		t.Fatal("current window empty after a sample")
+	c.observe(now, now.Add(-time.Second)) // and back
+	if got := c.Now().Sub(now); got != -time.Second {
+		t.Fatalf("after a step back: got %v, want -1s", got)
 	}
 }

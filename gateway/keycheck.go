@@ -16,6 +16,7 @@ const (
 	ReasonUnknown   = "unknown"
 	ReasonDisabled  = "disabled"
 	ReasonExpired   = "expired" // past its expiry tag, on Redis time
+	ReasonRotated   = "rotated" // a rotated key's previous value, past its overlap
 	ReasonNoPlan    = "no plan for this stage"
 )
 
@@ -92,13 +93,16 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 }
 
 // admits returns the plan of rec that covers st, or the reason rec is
-// refused there: disabled, expired (on Redis time), or no plan.
+// refused there: disabled, expired or replaced by a rotation (on Redis
+// time), or no plan.
 func (s *Server) admits(rec *plans.KeyRecord, st *stageConfig) (*stagePlan, string) {
-	switch {
+	switch now := s.clock.Now(); {
 	case !rec.Enabled:
 		return nil, ReasonDisabled
-	case rec.Expired(s.clock.Now()):
+	case rec.Expired(now):
 		return nil, ReasonExpired
+	case rec.Replaced(now):
+		return nil, ReasonRotated
 	}
 	if sp := planFor(rec, st); sp != nil {
 		return sp, ""

@@ -64,8 +64,9 @@ type Metrics struct {
 	IntegrationLatency *prometheus.HistogramVec
 	// KeyRefusals counts requests refused by the key check (403) by api,
 	// stage and reason: missing, malformed, checksum (a generated key's
-	// shape with a bad checksum), unknown, disabled, expired, no_plan (the
-	// key has no usage plan for this stage).
+	// shape with a bad checksum), unknown, disabled, expired, rotated (a
+	// rotated key's previous value after its overlap), no_plan (the key has
+	// no usage plan for this stage).
 	KeyRefusals *prometheus.CounterVec
 	// ConfigVersion is the config version being served.
 	ConfigVersion prometheus.Gauge

@@ -93,7 +93,8 @@ func TestUpDownUp(t *testing.T) {
 	schema := []string{"rest_apis", "resources", "methods", "integrations", "deployments", "stages",
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
 		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses",
-		"rate_limit_rules", "domain_names", "base_path_mappings", "admin_credentials", "audit_log", "webhook_outbox"}
+		"rate_limit_rules", "domain_names", "base_path_mappings", "admin_credentials", "audit_log", "webhook_outbox",
+		"api_key_previous_values", "api_key_rotations"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)
@@ -119,7 +120,7 @@ func TestUpDownUp(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(11); got != want { // 000011_key_expiry
+	if got, want := migrations.Latest(), uint(12); got != want { // 000012_key_rotation
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -112,12 +112,21 @@ type KeyRecord struct {
 	// record carries it so that every node refuses the key from then on
 	// without any further push.
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
-	Version   int64     `json:"version"`
+	// ValueExpiresAt is set on the record of a previous value of a
+	// rotated key: when its overlap ends. Zero on a key's current value.
+	ValueExpiresAt time.Time `json:"valueExpiresAt,omitzero"`
+	Version        int64     `json:"version"`
 }
 
 // Expired reports whether the key has expired at now.
 func (r *KeyRecord) Expired(now time.Time) bool {
 	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
+}
+
+// Replaced reports whether this record is of a previous value whose
+// overlap has ended at now.
+func (r *KeyRecord) Replaced(now time.Time) bool {
+	return !r.ValueExpiresAt.IsZero() && !now.Before(r.ValueExpiresAt)
 }
 
 // CanInvalidateCache reports whether tags grant cache invalidation.

@@ -27,9 +27,11 @@
 //
 //	{"version":12,"keyId":"abcdefghij","enabled":true,"planIds":["a1b2c3"]}
 //
-// with "expiresAt" (Unix milliseconds) when the key expires: the gateway
-// refuses it from then on, on its own clock (docs/behaviour.md, "Key
-// lifecycle"), so an expiry needs no push at the moment it passes.
+// with "expiresAt" (Unix milliseconds) when the key expires, and on the
+// record of a rotated key's previous value "valueExpiresAt", when its
+// overlap ends: the gateway refuses the key (or that value) from then on,
+// on its own estimate of Redis time (docs/behaviour.md, "Key lifecycle"),
+// so neither moment needs a push.
 //
 // A deleted key is written as a tombstone {"version":13,"deleted":true} that
 // expires after TombstoneTTL: a tombstone, unlike a DEL, keeps a slower

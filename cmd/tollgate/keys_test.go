@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +76,89 @@ func TestKeyExpiresOnEveryNode(t *testing.T) {
 	s.setKeyExpiry(t, keyID, time.Now().Add(-time.Minute)) // set in the past: refused
 	took = max(took, s.waitStatus(t, api.id, "/prod/items", key, 403, 5*time.Second))
 	t.Logf("an expiry changed on an existing key reached both nodes within %v", took)
+}
+
+// rotateCLI runs `tollgate keys rotate` against the stack's admin with its
+// bearer token and returns what it printed.
+func (s *stack) rotateCLI(t *testing.T, keyID string, overlap time.Duration, token string) map[string]string {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := keysRotateCmd{adminFlags: adminFlags{AdminURL: "http://" + s.admin.AdminAddr}, Key: keyID, Overlap: overlap,
+		Token: token, Tries: 3, out: &out, pause: 10 * time.Millisecond,
+		getenv: func(name string) string {
+			if name == "TOLLGATE_ADMIN_TOKEN" {
+				return s.admin.Config.Secrets.AdminToken
+			}
+			return ""
+		}}
+	must(t, "tollgate keys rotate", cmd.Run(context.Background()))
+	var got map[string]string
+	must(t, "decode its output", json.Unmarshal(out.Bytes(), &got))
+	return got
+}
+
+// remaining returns X-RateLimit-Remaining of one admitted call through
+// gateway i.
+func (s *stack) remaining(t *testing.T, i int, apiID, key string) int {
+	t.Helper()
+	res := s.call(t, i, apiID, "/prod/items", key)
+	if res.StatusCode != 200 {
+		t.Fatalf("gateway %d: got %d, want 200", i, res.StatusCode)
+	}
+	n, err := strconv.Atoi(res.Header.Get("X-RateLimit-Remaining"))
+	must(t, "X-RateLimit-Remaining", err)
+	return n
+}
+
+// A key rotated with a 10-minute overlap (`tollgate keys rotate`): both
+// values work on both nodes and count against the one key's quota; the
+// same token answers the same value and mints nothing; once the overlap
+// ends on Redis's clock, every node refuses the old value (reason rotated)
+// and serves the new one.
+func TestKeyRotationWithOverlapOnTwoNodes(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	s := mustStackWith(t, stackOptions{logs: logs, adminToken: "rotation-test-admin-token-0123456789abcdef"})
+	api := s.mustCaseAPI(t)
+	plan := s.mustPlan(t, api.id, planSpec{Throttle: throttle(100, 100), Quota: quota(1000, types.QuotaPeriodTypeDay, 0)})
+	keyID, old := s.mustKey(t, plan)
+	s.sync(t)
+	s.waitStatus(t, api.id, "/prod/items", old, 200, 5*time.Second)
+
+	got := s.rotateCLI(t, keyID, 10*time.Minute, "rotation-token-1")
+	fresh, ends := got["value"], got["previousValueExpiresAt"]
+	end, err := time.Parse(time.RFC3339, ends)
+	if got["id"] != keyID || fresh == "" || fresh == old || err != nil || end.Before(time.Now().Add(9*time.Minute)) {
+		t.Fatalf("rotate printed %v, want the key's id, a new value and an end about 10 minutes away", got)
+	}
+	s.waitStatus(t, api.id, "/prod/items", fresh, 200, 5*time.Second)
+	prev := s.remaining(t, 0, api.id, old)
+	for i, v := range []string{fresh, old, fresh} { // one quota, whichever value
+		if n := s.remaining(t, i%2, api.id, v); n != prev-1 {
+			t.Fatalf("call %d: remaining %d, want %d (both values count against the one key)", i, n, prev-1)
+		}
+		prev--
+	}
+	if again := s.rotateCLI(t, keyID, time.Minute, "rotation-token-1"); again["value"] != fresh || again["previousValueExpiresAt"] != ends {
+		t.Fatalf("retried with the same token: got %v, want the same answer %v", again, got)
+	}
+	for i := range 2 {
+		for _, v := range []string{old, fresh} {
+			if res := s.call(t, i, api.id, "/prod/items", v); res.StatusCode != 200 {
+				t.Fatalf("after the retry, gateway %d: a value got %d, want 200 (no third value minted)", i, res.StatusCode)
+			}
+		}
+	}
+
+	s.useClock(t, end.Add(2*time.Second)) // Redis's clock past the overlap
+	took := s.waitStatus(t, api.id, "/prod/items", old, 403, 5*time.Second)
+	t.Logf("the old value was refused on both nodes %v after the overlap ended on the limiter's clock", took)
+	for i := range 2 {
+		if res := s.call(t, i, api.id, "/prod/items", fresh); res.StatusCode != 200 {
+			t.Fatalf("new value after the overlap, gateway %d: got %d, want 200", i, res.StatusCode)
+		}
+	}
+	waitFor(t, "the access log names reason rotated", 5*time.Second, func() bool {
+		return strings.Contains(logs.String(), "reason=rotated")
+	})
 }

@@ -6,6 +6,7 @@
 //	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
 //	tollgate credentials create|list|rotate|revoke  admin credentials with roles (admin API)
 //	tollgate config dump|plan|apply                 the whole configuration as a file (admin API)
+//	tollgate keys rotate KEYID --overlap=10m        a new key value; the old one works for the overlap
 //	tollgate version                            the version of this build
 //
 // Every flag has an environment variable of the same name (TOLLGATE_…);
@@ -33,6 +34,7 @@ type cli struct {
 	Migrate     migrateCmd     `cmd:"" help:"Run the embedded PostgreSQL migrations."`
 	Usage       usageCmd       `cmd:"" help:"Read the usage ledger."`
 	Credentials credentialsCmd `cmd:"" help:"Manage admin credentials and their roles (through the admin API)."`
+	Keys        keysCmd        `cmd:"" help:"Manage API keys through the admin API (rotate)."`
 	Config      configCmd      `cmd:"" help:"Dump, plan and apply the whole configuration as a file (through the admin API)."`
 	Version     versionCmd     `cmd:"" help:"Print the version of this build."`
 }

@@ -175,7 +175,7 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	}
 	m.db = db
 	if m.secrets == nil {
-		m.Logger.Warn("TOLLGATE_SECRETS_KEY is not set: the private keys of custom domain names' certificates (in PostgreSQL and Redis) and the secrets of SigV4 credentials (in PostgreSQL) are stored as given, unencrypted")
+		m.Logger.Warn("TOLLGATE_SECRETS_KEY is not set: the private keys of custom domain names' certificates (in PostgreSQL and Redis) and the secrets of SigV4 credentials (in PostgreSQL) are stored as given, unencrypted, and the answers of key rotations made with an idempotency token are sealed under that token only")
 	} else {
 		m.Logger.Info("the private keys of custom domain names' certificates and the secrets of SigV4 credentials are stored encrypted", "secretsKeyId", m.secrets.ID())
 	}

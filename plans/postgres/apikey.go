@@ -173,17 +173,21 @@ func (db *DB) UpdateApiKey(ctx context.Context, id string, fn func(*plans.ApiKey
 	return &k, nil
 }
 
-// DeleteApiKey deletes an API key and its plan associations and records a
-// change naming its hash. Errors: KindNotFound.
+// DeleteApiKey deletes an API key, its plan associations and its previous
+// values, and records a change naming their hashes. Errors: KindNotFound.
 func (db *DB) DeleteApiKey(ctx context.Context, id string) error {
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		r, err := getKey(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
+		prev, err := previousHashes(ctx, tx, `a.id = $1`, id) // gone with the key: named here
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM api_keys WHERE id = $1`, id); err != nil {
 			return err
 		}
-		return record(ctx, tx, now, &change{keys: []string{r.KeyHash}})
+		return record(ctx, tx, now, &change{keys: append(prev, r.KeyHash)})
 	})
 }

@@ -62,6 +62,7 @@ var conflicts = map[string]string{
 	"admin_credentials_access_key_key": "Identifier collision, please retry",
 	"admin_credentials_token_hash_key": "Identifier collision, please retry",
 	"admin_credentials_pkey":           "Identifier collision, please retry",
+	"api_key_rotations_pkey":           "A rotation with this idempotency token is in progress, please retry",
 }
 
 // reference is a foreign key a caller can break: the field it names, the

@@ -84,17 +84,26 @@ func readSnapshotApis(ctx context.Context, tx pgx.Tx, s *plans.Snapshot) error {
 }
 
 type keyRecordRow struct {
-	KeyHash   string            `db:"key_hash"`
-	ID        string            `db:"id"`
-	Enabled   bool              `db:"enabled"`
-	Tags      map[string]string `db:"tags"`
-	PlanIDs   []string          `db:"plan_ids"`
-	ExpiresAt *time.Time        `db:"expires_at"`
+	KeyHash        string            `db:"key_hash"`
+	ID             string            `db:"id"`
+	Enabled        bool              `db:"enabled"`
+	Tags           map[string]string `db:"tags"`
+	PlanIDs        []string          `db:"plan_ids"`
+	ExpiresAt      *time.Time        `db:"expires_at"`
+	ValueExpiresAt *time.Time        `db:"value_expires_at"`
 }
 
-const keyRecordSelect = `SELECT a.key_hash, a.id, a.enabled, a.tags, a.expires_at,
-	ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
-	FROM api_keys a`
+// keyRecordSelect reads the record of every value: each key's current
+// one, and the previous values of rotated keys (their value_expires_at
+// set), as rows of one relation r to filter and order by key_hash.
+const keyRecordSelect = `SELECT * FROM (
+	SELECT a.key_hash, a.id, a.enabled, a.tags, a.expires_at, NULL::timestamptz AS value_expires_at,
+		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
+	FROM api_keys a
+	UNION ALL
+	SELECT p.key_hash, a.id, a.enabled, a.tags, a.expires_at, p.expires_at,
+		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id)
+	FROM api_key_previous_values p JOIN api_keys a ON a.id = p.key_id) r`
 
 func (r keyRecordRow) record(version int64) *plans.KeyRecord {
 	ids := r.PlanIDs
@@ -105,6 +114,9 @@ func (r keyRecordRow) record(version int64) *plans.KeyRecord {
 		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version}
 	if r.ExpiresAt != nil {
 		rec.ExpiresAt = r.ExpiresAt.UTC()
+	}
+	if r.ValueExpiresAt != nil {
+		rec.ValueExpiresAt = r.ValueExpiresAt.UTC()
 	}
 	return rec
 }
@@ -120,7 +132,7 @@ func (db *DB) KeyRecords(ctx context.Context, hashes []string) (map[string]*plan
 		if err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, keyRecordSelect+` WHERE a.key_hash = ANY($1)`, hashes)
+		rows, _ := tx.Query(ctx, keyRecordSelect+` WHERE r.key_hash = ANY($1)`, hashes)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[keyRecordRow])
 		for _, r := range rs {
 			out[r.KeyHash] = r.record(v)
@@ -144,7 +156,7 @@ func (db *DB) AllKeyRecords(ctx context.Context, fn func(hash string, rec *plans
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, keyRecordSelect+` ORDER BY a.key_hash`)
+		rows, err := tx.Query(ctx, keyRecordSelect+` ORDER BY r.key_hash`)
 		if err != nil {
 			return err
 		}

@@ -22,8 +22,17 @@ func stageRef(apiID, stage string) string { return apiID + ":" + stage }
 
 // record increments config_version (the row lock orders commits, so
 // commit order equals version order) and inserts the config_changes row
-// of the new version. Lists are stored sorted and deduplicated.
+// of the new version. A change naming a key's hash names the hashes of
+// its previous values too (a rotation's overlap: their records carry the
+// key's state). Lists are stored sorted and deduplicated.
 func record(ctx context.Context, tx pgx.Tx, now time.Time, c *change) error {
+	if len(c.keys) > 0 {
+		prev, err := previousHashes(ctx, tx, `a.key_hash = ANY($1)`, c.keys)
+		if err != nil {
+			return err
+		}
+		c.keys = append(c.keys, prev...)
+	}
 	var v int64
 	if err := tx.QueryRow(ctx, `UPDATE config_version SET version = version + 1 RETURNING version`).Scan(&v); err != nil {
 		return err
@@ -122,4 +131,12 @@ func (db *DB) PruneChanges(ctx context.Context, keep int64, olderThan time.Durat
 		return err
 	})
 	return n, err
+}
+
+// previousHashes returns the hashes of the previous values of the keys
+// (api_keys a) that where selects, with its one argument arg.
+func previousHashes(ctx context.Context, tx pgx.Tx, where string, arg any) ([]string, error) {
+	rows, _ := tx.Query(ctx, `SELECT p.key_hash FROM api_key_previous_values p JOIN api_keys a ON a.id = p.key_id
+		WHERE `+where, arg)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
