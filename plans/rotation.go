@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
@@ -66,3 +67,54 @@ func RotationTokenHash(token string) string {
 	sum := sha256.Sum256([]byte("tollgate rotation token\x00" + token))
 	return hex.EncodeToString(sum[:])
 }
+
+// KeyRotator is the store's rotation (plans/postgres.DB.RotateApiKey).
+type KeyRotator interface {
+	RotateApiKey(ctx context.Context, rot KeyRotation) (KeyRotation, error)
+}
+
+// TokenSealer seals a value so that it opens only with a token (and the
+// node's secrets key): *seal.Key, nil included.
+type TokenSealer interface {
+	SealUnder(token string, plain []byte, context string) string
+	OpenUnder(token, v, context string) ([]byte, error)
+}
+
+// Rotator rotates API key values: the one procedure of the admin API and
+// the developer portal. Format makes the new value, Pepper hashes it,
+// Sealer seals it for repeats of a token.
+type Rotator struct {
+	Store  KeyRotator
+	Format KeyFormat
+	Pepper []byte
+	Sealer TokenSealer
+}
+
+// Rotate gives key keyID a new value whose previous one works for
+// overlapSeconds; with a token, a repeat within RotationReplayWindow
+// returns the first rotation's value and end and changes nothing
+// (rot.Replayed). Errors: ValidateRotation's, the store's, and
+// KindConflict when a repeat's stored value no longer opens (the secrets
+// key changed).
+func (r Rotator) Rotate(ctx context.Context, keyID string, overlapSeconds int64, token string) (value string, rot KeyRotation, err error) {
+	if err := ValidateRotation(overlapSeconds, token); err != nil {
+		return "", rot, err
+	}
+	value = r.Format.New()
+	rot = KeyRotation{KeyID: keyID, NewHash: HashKey(value, r.Pepper), Overlap: time.Duration(overlapSeconds) * time.Second}
+	if token != "" {
+		rot.TokenHash = RotationTokenHash(token)
+		rot.SealedValue = r.Sealer.SealUnder(token, []byte(value), rotationContext(keyID))
+	}
+	if rot, err = r.Store.RotateApiKey(ctx, rot); err != nil || !rot.Replayed {
+		return value, rot, err
+	}
+	plain, err := r.Sealer.OpenUnder(token, rot.SealedValue, rotationContext(keyID))
+	if err != nil {
+		return "", rot, Conflict("the rotation made with this idempotencyToken can no longer be answered (%v); rotate again with a new idempotencyToken", err)
+	}
+	return string(plain), rot, nil
+}
+
+// rotationContext binds a sealed rotation answer to its key.
+func rotationContext(keyID string) string { return "api key rotation " + keyID }

@@ -88,3 +88,35 @@ func FuzzOpenNeverPanics(f *testing.F) {
 		}
 	})
 }
+
+// A value sealed under a token opens only with that token and context,
+// and with the secret it was sealed under; it never shows the value or
+// the token.
+func TestSealUnderOpensOnlyWithItsToken(t *testing.T) {
+	const value, token, ctx = "tgAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd", "3f1c-token", "api key rotation key0000001"
+	a, b := mustKey(t, secretA), mustKey(t, secretB)
+	for _, k := range []*seal.Key{nil, a} {
+		stored := k.SealUnder(token, []byte(value), ctx)
+		if strings.Contains(stored, value) || strings.Contains(stored, token) || seal.IsSealed(stored) != (k != nil) {
+			t.Fatalf("key %q: stored form %q shows the value or the token, or is not sealed by the key", k.ID(), stored)
+		}
+		if got, err := k.OpenUnder(token, stored, ctx); err != nil || string(got) != value {
+			t.Fatalf("key %q: open got %q, %v; want the value", k.ID(), got, err)
+		}
+		bad := map[string]func() ([]byte, error){
+			"other token":   func() ([]byte, error) { return k.OpenUnder(token+"x", stored, ctx) },
+			"other context": func() ([]byte, error) { return k.OpenUnder(token, stored, ctx+"2") },
+			"damaged":       func() ([]byte, error) { return k.OpenUnder(token, stored[:len(stored)-4], ctx) },
+			"not a token":   func() ([]byte, error) { return k.OpenUnder(token, k.Seal([]byte(value), ctx), ctx) },
+		}
+		if k != nil {
+			bad["other secret"] = func() ([]byte, error) { return b.OpenUnder(token, stored, ctx) }
+			bad["no secret"] = func() ([]byte, error) { var none *seal.Key; return none.OpenUnder(token, stored, ctx) }
+		}
+		for name, open := range bad {
+			if got, err := open(); err == nil {
+				t.Errorf("key %q, %s: opened to %q, want an error", k.ID(), name, got)
+			}
+		}
+	}
+}
