@@ -62,3 +62,25 @@ func BenchmarkServeMock(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkServeMockCustomDomain is BenchmarkServeMock through a custom
+// domain name's base path mapping (Host lookup, base path tree, the stage
+// path rebuilt) instead of the execute-api host.
+func BenchmarkServeMockCustomDomain(b *testing.B) {
+	s := New(Options{Keys: newFakeKeys(), Engine: allowEngine{}, Logger: slog.New(slog.DiscardHandler)})
+	snap := benchSnapshot()
+	snap.Domains = map[string]*plans.DomainConfig{}
+	addDomain(snap, "api.example.test", nil, "=prod", "v1=prod", "v1/orders=prod")
+	if err := s.SetSnapshot(snap); err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "http://api.example.test/v1/c5/123/items/9", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
+}

@@ -68,10 +68,10 @@ func compileDomainRoute(d *plans.DomainConfig) *domainRoute {
 // base path (escaped, without its leading slash). ok is false when no
 // mapping matches or the path has an empty segment.
 func (dr *domainRoute) match(escaped string) (m *baseMapping, rest string, ok bool) {
-	p := strings.TrimPrefix(escaped, "/")
-	if strings.Contains(p, "//") {
+	if strings.Contains(escaped, "//") {
 		return nil, "", false
 	}
+	p := strings.TrimPrefix(escaped, "/")
 	m, rest = dr.root.m, p
 	n := &dr.root
 	for p != "" && n.children != nil {

@@ -103,6 +103,7 @@ func TestCustomDomainRoutesByLongestBasePath(t *testing.T) {
 		{testDomain, "/v1x/pets", 200, "/prod/v1x/pets"},    // whole segments only
 		{testDomain, "/any/beta/pets", 200, "/beta/pets"},   // no stage: the next segment is it
 		{testDomain, "/any/gamma/pets", 404, ""},
+		{testDomain, "//v1/pets", 403, ""}, // an empty segment matches no base path
 		{"API.Example.Test:8443", "/v1/pets", 200, "/beta/pets"},
 		{"a.wild.test", "/v2/pets", 200, "/beta/pets"},
 		{"a.wild.test", "/pets", 403, ""},
@@ -116,6 +117,17 @@ func TestCustomDomainRoutesByLongestBasePath(t *testing.T) {
 		}
 	}
 	wantError(t, tg.atHost(t, "a.wild.test", "/pets"), http.StatusForbidden, "Forbidden", "ForbiddenException")
+
+	// The partner usage endpoint sits under the base path (a POST is 405
+	// there; the API's ANY /{proxy+} would have proxied it).
+	req, err := http.NewRequest(http.MethodPost, tg.http.URL+"/v1"+UsagePath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = testDomain
+	if got, _ := send(t, tg.http.Client(), req); got.status != http.StatusMethodNotAllowed || got.header.Get("Allow") != "GET,HEAD" {
+		t.Errorf("POST /v1%s: got %d Allow %q, want 405 GET,HEAD", UsagePath, got.status, got.header.Get("Allow"))
+	}
 }
 
 // tlsGateway serves tg on a TLS listener with tg.TLSConfig(), as cmd does,
