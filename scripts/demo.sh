@@ -31,7 +31,7 @@ export TOLLGATE_ADMIN_ADDR=${TOLLGATE_ADMIN_ADDR:-127.0.0.1:8001} # well-known d
 
 # Refuse to start over something else (an earlier demo, another clone's).
 in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in 8000 8001 8080; do
+for port in 8000 8001 8080 8443; do
   for _ in $(seq 1 30); do in_use "$port" || break; sleep 0.1; done # our own stopped demo lets go
   if in_use "$port"; then
     echo "demo: port $port is in use (an earlier demo? run 'make stop' in its folder)" >&2

@@ -63,7 +63,7 @@ pids+=($!)
 TOLLGATE_DATABASE_URL="postgres://postgres@127.0.0.1:$pport/$db?sslmode=disable" \
   TOLLGATE_REDIS_URL="redis://127.0.0.1:$rport/0" TOLLGATE_ADMIN_TOKEN=$token \
   TOLLGATE_ADMIN_ADDR="127.0.0.1:$aport" TOLLGATE_GATEWAY_ADDR="127.0.0.1:$gport" \
-  TOLLGATE_METRICS_ADDR=127.0.0.1:0 TOLLGATE_LOG_LEVEL=warn \
+  TOLLGATE_METRICS_ADDR=127.0.0.1:0 TOLLGATE_GATEWAY_TLS_ADDR=127.0.0.1:0 TOLLGATE_LOG_LEVEL=warn \
   setsid bin/tollgate serve >"$work/tollgate.log" 2>&1 &
 node=$!
 pids+=("$node")

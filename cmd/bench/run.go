@@ -96,6 +96,7 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 		"TOLLGATE_ADMIN_SECRET_ACCESS_KEY=" + benchSecretKey, "TOLLGATE_ADMIN_TOKEN=",
 		"TOLLGATE_ACCOUNT_RATE_LIMIT=" + itoa(accountRate), "TOLLGATE_ACCOUNT_BURST_LIMIT=" + itoa(accountRate),
 		"TOLLGATE_METRICS_ADDR=127.0.0.1:0", "TOLLGATE_LOG_LEVEL=" + s.opts.logLevel, "TOLLGATE_LOG_FORMAT=json",
+		"TOLLGATE_GATEWAY_TLS_ADDR=127.0.0.1:0", // two gateways on one host: not both on :8443
 		// A decision that fails admits without limits (fail open) and so
 		// skips the work being measured; the report's fail-open column
 		// counts them. The default is production's 50 ms.

@@ -60,7 +60,7 @@ func TestServeLogsJSONOnlyAndItsShutdown(t *testing.T) {
 	logs := &logBuffer{}
 	cmd := startTollgate(t, logs, "serve", "--role=gateway", "--log-format=json",
 		fmt.Sprintf("--redis-url=redis://127.0.0.1:%d/0", freePort(t)),
-		"--gateway-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0", "--redis-timeout=100ms", "--shutdown-timeout=5s")
+		"--gateway-addr=127.0.0.1:0", "--gateway-tls-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0", "--redis-timeout=100ms", "--shutdown-timeout=5s")
 	waitFor(t, "the Redis client's dial failure in the log", 20*time.Second, func() bool {
 		return strings.Contains(logs.String(), "failed to dial")
 	})
