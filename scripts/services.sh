@@ -55,9 +55,11 @@ ensure_database() {
     || psql -h 127.0.0.1 -U postgres -qc "create database $db" >/dev/null
 }
 
-# The billing example's test runs docs/billing/sync.sh, which needs curl (and psql).
+# The billing example's test runs docs/billing/sync.sh, which needs curl (and psql);
+# go test -race and redistest.ClockEnv (a Redis whose clock is days away) need a C compiler.
 ensure_tools() {
   command -v curl >/dev/null || install_pkgs curl
+  command -v cc >/dev/null || install_pkgs gcc libc6-dev
 }
 
 # The store's error test runs PostgreSQL sessions with German messages

@@ -23,6 +23,7 @@ import (
 type redisProc struct {
 	port   int
 	dir    string
+	env    []string // added to the server's environment (redistest.ClockEnv)
 	cmd    *exec.Cmd
 	client *redis.Client
 }
@@ -31,7 +32,14 @@ type redisProc struct {
 // cleanup.
 func mustRedisServer(t *testing.T) *redisProc {
 	t.Helper()
-	r := &redisProc{port: freePort(t), dir: t.TempDir()}
+	return mustRedisServerWith(t, nil)
+}
+
+// mustRedisServerWith is mustRedisServer with env added to the server's
+// environment at every start.
+func mustRedisServerWith(t *testing.T, env []string) *redisProc {
+	t.Helper()
+	r := &redisProc{port: freePort(t), dir: t.TempDir(), env: env}
 	r.client = redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = r.client.Close(); r.stop(t) })
 	r.start(t)
@@ -50,6 +58,9 @@ func (r *redisProc) start(t *testing.T) {
 		"--dir", r.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
 		"--maxmemory-policy", "noeviction")
 	r.cmd.Stdout, r.cmd.Stderr = io.Discard, io.Discard
+	if r.env != nil {
+		r.cmd.Env = append(os.Environ(), r.env...)
+	}
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}

@@ -9,12 +9,17 @@ package redistest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,10 +123,26 @@ func (s *Server) Resume(tb testing.TB) {
 // that pause it.
 func MustServerProcess(tb testing.TB, args ...string) *Server {
 	tb.Helper()
+	return startServer(tb, nil, args)
+}
+
+// MustServerAhead is MustServerProcess with the server's wall clock moved
+// by offset (see ClockEnv): its TIME, its scripts' time and its key expiry
+// are offset away from the test's own clock.
+func MustServerAhead(tb testing.TB, offset time.Duration, args ...string) *Server {
+	tb.Helper()
+	return startServer(tb, ClockEnv(tb, offset), args)
+}
+
+func startServer(tb testing.TB, env, args []string) *Server {
+	tb.Helper()
 	port := FreePort(tb)
 	addr := net.JoinHostPort("127.0.0.1", port)
 	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", tb.TempDir()}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -320,4 +341,52 @@ func EachBackend(t *testing.T, test func(t *testing.T, b Backend)) {
 			test(t, b)
 		})
 	}
+}
+
+//go:embed testdata/clockshift.c
+var clockShiftSource []byte
+
+var clockShift struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// ClockEnv returns the environment that starts a redis-server with its wall
+// clock moved by offset: testdata/clockshift.c, preloaded (LD_PRELOAD).
+// It is compiled with the C compiler cgo uses, once per version of the
+// source, into the temporary directory (where later runs find it). Only the
+// server's process is moved; the test and the nodes keep the true time.
+func ClockEnv(tb testing.TB, offset time.Duration) []string {
+	tb.Helper()
+	clockShift.once.Do(func() { clockShift.path, clockShift.err = buildClockShift() })
+	if clockShift.err != nil {
+		tb.Fatalf("redistest: build the clock shift: %v", clockShift.err)
+	}
+	return []string{"LD_PRELOAD=" + clockShift.path, "REDISTEST_CLOCK_OFFSET_NS=" + strconv.FormatInt(offset.Nanoseconds(), 10)}
+}
+
+func buildClockShift() (string, error) {
+	sum := sha256.Sum256(clockShiftSource)
+	lib := filepath.Join(os.TempDir(), "redistest-clockshift-"+hex.EncodeToString(sum[:8])+".so")
+	if _, err := os.Stat(lib); err == nil {
+		return lib, nil
+	}
+	dir, err := os.MkdirTemp("", "redistest-clockshift-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	src, out := filepath.Join(dir, "clockshift.c"), filepath.Join(dir, "clockshift.so")
+	if err := os.WriteFile(src, clockShiftSource, 0o644); err != nil {
+		return "", err
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if msg, err := exec.Command(cc, "-shared", "-fPIC", "-O2", "-o", out, src).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s: %v: %s", cc, err, msg)
+	}
+	return lib, os.Rename(out, lib) // atomic: a concurrent test binary finds a whole file or none
 }
