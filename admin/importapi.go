@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -117,10 +116,7 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts.Stage, opts.Version = st.StageName, d.CreatedDate.Time.UTC().Format(time.RFC3339)
-	rs := slices.Clone(d.Resources)
-	slices.SortFunc(rs, func(a, b plans.Resource) int { return strings.Compare(a.Path, b.Path) })
-	def := &plans.ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource,
-		Resources: rs, GatewayResponses: d.GatewayResponses}
+	def := plans.StageDefinition(api, d)
 	if opts.Extensions {
 		if def.RateLimitRules, err = s.stageRules(r.Context(), apiID, st.StageName); err != nil {
 			return err

@@ -130,11 +130,16 @@ var routeRules = map[string]rule{
 	"GET /usageplans/{usagePlanId}/keys/{keyId}":    read("GetUsagePlanKey", areaKeys),
 	"DELETE /usageplans/{usagePlanId}/keys/{keyId}": write("DeleteUsagePlanKey", areaKeys),
 
-	"POST /apikeys":            {Op: "CreateApiKey", Area: areaKeys, Write: true, ImportOp: "ImportApiKeys", Created: "/apikeys/{id}"},
-	"GET /apikeys":             read("GetApiKeys", areaKeys),
-	"GET /apikeys/{apiKey}":    read("GetApiKey", areaKeys),
-	"PATCH /apikeys/{apiKey}":  write("UpdateApiKey", areaKeys),
-	"DELETE /apikeys/{apiKey}": write("DeleteApiKey", areaKeys),
+	"POST /apikeys":                   {Op: "CreateApiKey", Area: areaKeys, Write: true, ImportOp: "ImportApiKeys", Created: "/apikeys/{id}"},
+	"GET /apikeys":                    read("GetApiKeys", areaKeys),
+	"GET /apikeys/{apiKey}":           read("GetApiKey", areaKeys),
+	"PATCH /apikeys/{apiKey}":         write("UpdateApiKey", areaKeys),
+	"DELETE /apikeys/{apiKey}":        write("DeleteApiKey", areaKeys),
+	"POST /portal/invites":            write("CreatePortalInvite", areaKeys),
+	"DELETE /portal/accounts/{email}": write("DeletePortalAccount", areaKeys),
+	"* /portal":                       public(), // the developer portal's pages: its own accounts
+	"* /portal/*":                     public(),
+
 	"POST /apikeys/{apiKey}/rotate": {Op: "RotateApiKey", Area: areaKeys, Write: true, KeyValues: true,
 		Source: plans.SourceRotation},
 

@@ -42,7 +42,8 @@ func fullServer(t *testing.T) (*Server, *postgres.DB) {
 	db := postgrestest.MustDB(t)
 	s := New(Options{Store: db, CredentialStore: db, Audit: db, Config: db, Ledger: db, Usage: zeroUsage{}, Logger: testLogger(t),
 		Credentials: Credentials{BearerToken: bootstrapTestToken}, Metrics: http.NotFoundHandler(),
-		Web: fstest.MapFS{"index.html": {Data: []byte("console")}}})
+		Web: fstest.MapFS{"index.html": {Data: []byte("console")}},
+		Portal: http.NotFoundHandler(), PortalInvites: db, PortalURL: "http://portal.test"})
 	return s, db
 }
 
@@ -86,7 +87,7 @@ func TestEveryRouteHasARule(t *testing.T) {
 func allowedFor(role plans.Role, method, pattern, arnPath string) bool {
 	write := method != http.MethodGet && method != http.MethodHead && !postReads[pattern]
 	credentials := strings.HasPrefix(pattern, "/credentials")
-	keys := strings.HasPrefix(pattern, "/apikeys") || strings.HasPrefix(arnPath, "/apikeys") ||
+	keys := strings.HasPrefix(pattern, "/apikeys") || strings.HasPrefix(arnPath, "/apikeys") || strings.HasPrefix(pattern, "/portal/") ||
 		(strings.HasPrefix(pattern, "/usageplans/{usagePlanId}/keys") && !strings.HasSuffix(pattern, "/usage"))
 	planRead := !write && (pattern == "/usageplans" || pattern == "/usageplans/{usagePlanId}" || strings.HasPrefix(arnPath, "/usageplans"))
 	switch role {

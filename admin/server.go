@@ -115,6 +115,14 @@ type Options struct {
 	// before they are stored, and the answers of key rotations made with an
 	// idempotency token (TOLLGATE_SECRETS_KEY); nil stores them as given.
 	Secrets *seal.Key
+	// Portal, when set, is the developer portal, served at /portal/ on this
+	// port without admin authentication (it has its own accounts and
+	// sessions); nil when it runs on its own port or not at all.
+	Portal http.Handler
+	// PortalInvites and PortalURL (the portal's base URL, TOLLGATE_PORTAL_URL)
+	// serve POST /portal/invites; without both it is unsupported (400).
+	PortalInvites PortalInviter
+	PortalURL     string
 }
 
 // Server is the admin API, an http.Handler. Create it with New.
@@ -135,6 +143,9 @@ type Server struct {
 	creds   CredentialStore // nil: bootstrap credentials only
 	audit   AuditLog        // nil: no audit log
 	config  ConfigStore     // nil: no /config
+	invites PortalInviter   // nil: no portal invites
+	// portalURL is the base of invite links (Options.PortalURL).
+	portalURL string
 	// bodyLimits bound how long a request body may take (reqbody); zero
 	// means reqbody.DefaultLimits.
 	bodyLimits reqbody.Limits
@@ -161,6 +172,9 @@ func New(opts Options) *Server {
 		secrets: opts.Secrets,
 		audit:   opts.Audit,
 		config:  opts.Config,
+		invites: opts.PortalInvites,
+
+		portalURL: opts.PortalURL,
 
 		bodyLimits: opts.BodyLimits,
 	}
@@ -221,6 +235,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.credentialRoutes(r)
 	s.auditRoutes(r)
 	s.configRoutes(r)
+	s.portalRoutes(r, opts)
 	return r
 }
 
@@ -230,7 +245,7 @@ func publicPath(path string) bool {
 	case "/healthz", "/readyz", "/metrics", "/console":
 		return true
 	}
-	return strings.HasPrefix(path, "/console/")
+	return strings.HasPrefix(path, "/console/") || portalPath(path)
 }
 
 // readyTimeout bounds one /readyz check: a dependency that does not answer

@@ -94,7 +94,7 @@ func TestUpDownUp(t *testing.T) {
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
 		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses",
 		"rate_limit_rules", "domain_names", "base_path_mappings", "admin_credentials", "audit_log", "webhook_outbox",
-		"api_key_previous_values", "api_key_rotations"}
+		"api_key_previous_values", "api_key_rotations", "portal_accounts", "portal_invites", "portal_sessions"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)
@@ -120,7 +120,7 @@ func TestUpDownUp(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(12); got != want { // 000012_key_rotation
+	if got, want := migrations.Latest(), uint(13); got != want { // 000013_portal
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -1,5 +1,10 @@
 package plans
 
+import (
+	"slices"
+	"strings"
+)
+
 // ApiDefinition is a whole API as an OpenAPI document describes it: what
 // ImportRestApi and PutRestApi store and GetExport writes. Resources hold
 // every resource by path ("/" first, each parent before its children),
@@ -30,3 +35,13 @@ const (
 	PutModeOverwrite = "overwrite"
 	PutModeMerge     = "merge"
 )
+
+// StageDefinition is the definition a stage serves, as exports write it:
+// api's name, description and key source with deployment d's resources
+// (sorted by path) and gateway responses; no rate-limit rules.
+func StageDefinition(api *RestApi, d *Deployment) *ApiDefinition {
+	rs := slices.Clone(d.Resources)
+	slices.SortFunc(rs, func(a, b Resource) int { return strings.Compare(a.Path, b.Path) })
+	return &ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource,
+		Resources: rs, GatewayResponses: d.GatewayResponses}
+}

@@ -82,7 +82,8 @@ type TokenSealer interface {
 
 // Rotator rotates API key values: the one procedure of the admin API and
 // the developer portal. Format makes the new value, Pepper hashes it,
-// Sealer seals it for repeats of a token.
+// Sealer seals it for repeats of a token: a *seal.Key, which seals under
+// the token alone when it is nil (never a nil interface).
 type Rotator struct {
 	Store  KeyRotator
 	Format KeyFormat

@@ -62,6 +62,7 @@ var conflicts = map[string]string{
 	"admin_credentials_access_key_key": "Identifier collision, please retry",
 	"admin_credentials_token_hash_key": "Identifier collision, please retry",
 	"admin_credentials_pkey":           "Identifier collision, please retry",
+	"portal_accounts_email_key":        "An account with this email exists",
 	"api_key_rotations_pkey":           "A rotation with this idempotency token is in progress, please retry",
 }
 
