@@ -42,6 +42,7 @@ type stackOptions struct {
 	tlsCerts       string        // TOLLGATE_GATEWAY_TLS_CERTIFICATES of the gateways
 	webhookURL     string        // TOLLGATE_WEBHOOK_URL (secret testWebhookSecret); "" = none
 	keyScanEvery   time.Duration // the admin's expiry notice scan interval; 0 = the default
+	portalAddr     string        // TOLLGATE_PORTAL_ADDR; "" = the admin port
 }
 
 // testWebhookSecret is TOLLGATE_WEBHOOK_SECRET of stacks with a webhookURL.
@@ -90,7 +91,7 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 		LimiterFailureMode: o.failureMode, TrustedProxies: o.trustedProxies, DatabaseTimeout: o.dbTimeout,
 		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, UsageFlushInterval: o.flushInterval,
 		Secrets:    Secrets{AdminAccessKeyID: testAccessKey, AdminSecretAccessKey: testSecretKey, AdminToken: o.adminToken, SecretsKey: []byte(o.secretsKey)},
-		WebhookURL: o.webhookURL, KeyExpiryNotice: 168 * time.Hour,
+		WebhookURL: o.webhookURL, KeyExpiryNotice: 168 * time.Hour, PortalAddr: o.portalAddr,
 	}
 	if o.webhookURL != "" {
 		base.Secrets.WebhookSecret = testWebhookSecret

@@ -22,9 +22,9 @@ import (
 // expiry notice is due (Main.keyScanEvery overrides it in tests).
 const defaultKeyScanEvery = 5 * time.Second
 
-// startKeyUpkeep starts an admin node's key upkeep: hourly, forgetting
-// rotation answers after a day and previous values a day after their
-// overlap; with TOLLGATE_WEBHOOK_URL, the webhook dispatcher (every
+// startKeyUpkeep starts an admin node's key upkeep: at start and hourly,
+// forgetting rotation answers after a day, previous values a day after
+// their overlap and the portal's expired sessions and invites; with TOLLGATE_WEBHOOK_URL, the webhook dispatcher (every
 // second) and, unless TOLLGATE_KEY_EXPIRY_NOTICE is 0, the scan that
 // enqueues key.expiring notices.
 func (m *Main) startKeyUpkeep(ctx context.Context, db *postgres.DB) {
@@ -42,12 +42,18 @@ func (m *Main) startKeyUpkeep(ctx context.Context, db *postgres.DB) {
 }
 
 // pruneKeyRotations prunes rotation answers and ended previous values
-// (the reconciler publishes the change).
+// (the reconciler publishes the change), and the developer portal's
+// expired sessions and invites.
 func (m *Main) pruneKeyRotations(ctx context.Context, db *postgres.DB) {
 	if n, err := db.PruneKeyRotations(ctx); err != nil && ctx.Err() == nil {
 		m.Logger.Warn("pruning key rotations failed; retrying in an hour", "err", err)
 	} else if n > 0 {
 		m.Logger.Info("pruned key rotations and ended previous values", "deleted", n)
+	}
+	if n, err := db.PrunePortal(ctx); err != nil && ctx.Err() == nil {
+		m.Logger.Warn("pruning the portal's sessions and invites failed; retrying in an hour", "err", err)
+	} else if n > 0 {
+		m.Logger.Info("pruned the portal's expired sessions and invites", "deleted", n)
 	}
 }
 

@@ -54,6 +54,7 @@ type Main struct {
 	GatewayAddr    string
 	GatewayTLSAddr string // the HTTPS listener of custom domain names; empty when off
 	MetricsAddr    string
+	PortalAddr     string // the developer portal's own listener (TOLLGATE_PORTAL_ADDR); empty on the admin port
 
 	// UsageSource is where an admin node's flush worker takes usage from
 	// (docs/usage.md); nil means the limiter Redis's own (usage.Source).
@@ -193,6 +194,16 @@ func (m *Main) startAdmin(ctx context.Context) error {
 	m.goRun(func() { m.runRestore(ctx, db, limiter) })
 	m.startFlusher(ctx, db, limiter)
 	m.startKeyUpkeep(ctx, db)
+	late := &lateHandler{}
+	bound, err := m.listen("admin", addr, late, 0)
+	m.AdminAddr = bound
+	if err != nil {
+		return err
+	}
+	onAdmin, portalURL, portalUsage, err := m.startPortal(db, pub, bound)
+	if err != nil {
+		return fmt.Errorf("portal: %w", err)
+	}
 	handler := admin.New(admin.Options{
 		TrustedProxies:  m.adminProxies,
 		Store:           db,
@@ -216,10 +227,14 @@ func (m *Main) startAdmin(ctx context.Context) error {
 		Usage:      limiter,
 		Ledger:     db,
 		Secrets:    m.secrets,
+
+		Portal:        onAdmin,
+		PortalInvites: db,
+		PortalURL:     portalURL,
 	})
-	bound, err := m.listen("admin", addr, handler, 0)
-	m.AdminAddr = bound
-	return err
+	portalUsage.set(handler)
+	late.set(handler)
+	return nil
 }
 
 var errNoAdminCredentials = errors.New("admin: no admin credentials: set TOLLGATE_ADMIN_TOKEN or TOLLGATE_ADMIN_ACCESS_KEY_ID/TOLLGATE_ADMIN_SECRET_ACCESS_KEY, or pass --insecure-admin")

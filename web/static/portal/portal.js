@@ -1,0 +1,18 @@
+// The developer portal's one script: the usage chart, drawn with the
+// operator console's chart module (uPlot) from the data attributes of
+// #usage-chart; the page works without it (the same data is a table).
+import { plot, COLORS } from "../js/chart.js";
+
+const fig = document.getElementById("usage-chart");
+if (fig && fig.dataset.days) {
+  const numbers = (s) => (s ? s.split(",").map(Number) : []);
+  const xs = fig.dataset.days.split(",").map((d) => Date.parse(d + "T00:00:00Z") / 1000);
+  const series = [{ label: "Requests", color: COLORS.used, bars: true }];
+  const data = [xs, numbers(fig.dataset.used)];
+  const remaining = numbers(fig.dataset.remaining);
+  if (remaining.length) {
+    series.push({ label: "Quota left", color: COLORS.quota, dash: [6, 4] });
+    data.push(remaining);
+  }
+  plot(fig.querySelector(".chart"), series, data, { daily: true });
+}
