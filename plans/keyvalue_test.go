@@ -111,3 +111,14 @@ func flip(c byte) string {
 	}
 	return "a"
 }
+
+// BenchmarkBadChecksum times the gateway's checksum check of a generated
+// value (docs/behaviour.md, "Key lifecycle").
+func BenchmarkBadChecksum(b *testing.B) {
+	f, v := KeyFormat{}, NewKeyValue()
+	for b.Loop() {
+		if f.BadChecksum(v) {
+			b.Fatal("a generated value failed its checksum")
+		}
+	}
+}

@@ -45,3 +45,13 @@ func TestParsePHCOfANewHash(t *testing.T) {
 		t.Fatalf("parsePHC(hashPassword) = %+v, %t", p, ok)
 	}
 }
+
+// BenchmarkVerifyPassword times one sign-in's password check (docs/portal.md).
+func BenchmarkVerifyPassword(b *testing.B) {
+	h := hashPassword("correct horse battery staple")
+	for b.Loop() {
+		if !verifyPassword("correct horse battery staple", h) {
+			b.Fatal("no match")
+		}
+	}
+}
