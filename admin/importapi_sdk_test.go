@@ -13,6 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+
+	"tollgate/openapi/openapitest"
+	"tollgate/plans"
 )
 
 // apiShape is what must survive an export and a new import: every
@@ -197,4 +200,44 @@ func TestImportBasePathParameter(t *testing.T) {
 	}
 	_, err := e.c.ImportRestApi(e.ctx, &apigateway.ImportRestApiInput{Body: doc, Parameters: map[string]string{"basepath": "strip"}})
 	wantBadRequest(t, err, "basepath")
+}
+
+// A document as large as the admin's body cap allows imports: 16,000
+// paths (5.4 MiB) become 48,001 resources in one transaction, without
+// the statement timeout cutting it off as database unavailable.
+func TestLargeDocumentImportsWhole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	doc := openapitest.LargeDocument(16000)
+	status, errType, body := e.raw("POST", "/restapis?mode=import&failonwarnings=true", string(doc))
+	if status != 201 {
+		t.Fatalf("import of %d bytes: got %d %s %s, want 201", len(doc), status, errType, body)
+	}
+	var api plans.RestApi
+	if err := json.Unmarshal([]byte(body), &api); err != nil {
+		t.Fatal(err)
+	}
+	resources, last, position := 0, plans.Resource{}, ""
+	for {
+		var page struct {
+			Item     []plans.Resource
+			Position string
+		}
+		e.getJSON("/restapis/"+api.ID+"/resources?limit=500"+position, &page)
+		for _, r := range page.Item {
+			resources++
+			if r.Path == "/r15999/items/{id}" {
+				last = r
+			}
+		}
+		if page.Position == "" {
+			break
+		}
+		position = "&position=" + page.Position
+	}
+	var m plans.Method
+	e.getJSON("/restapis/"+api.ID+"/resources/"+last.ID+"/methods/GET", &m)
+	if resources != 48001 || m.MethodIntegration == nil || m.MethodIntegration.URI != "http://backend.example/r15999/items/{id}" {
+		t.Errorf("got %d resources and GET %+v on the last path, want 48001 and its integration", resources, m)
+	}
 }

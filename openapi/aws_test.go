@@ -139,6 +139,16 @@ func TestImportTakesWhatAPIGatewayTakes(t *testing.T) {
 				"paths./a.options.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json",
 				"paths./a.options.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json",
 				"x-amazon-apigateway-gateway-responses.DEFAULT_5XX.responseTemplates.application/json"}, nil},
+		{"a VPC link and a timeout over 29 s", oas3(`"paths":{"/a":{"get":{"x-amazon-apigateway-integration":{"type":"http_proxy","uri":"http://nlb.internal/a","connectionType":"VPC_LINK","connectionId":"abc"}},
+			"put":{"x-amazon-apigateway-integration":{"type":"http_proxy","uri":"http://up/a","timeoutInMillis":60000}}}}`),
+			[]string{"paths./a.get.x-amazon-apigateway-integration.connectionType", "paths./a.get.x-amazon-apigateway-integration.connectionId",
+				"paths./a.put.x-amazon-apigateway-integration.timeoutInMillis"},
+			func(def *plans.ApiDefinition) string {
+				if findMethod(def, "/a", "GET").MethodIntegration != nil || findMethod(def, "/a", "PUT").MethodIntegration.TimeoutInMillis != plans.MaxTimeoutMillis {
+					return "want GET without an integration and PUT's timeout at 29000"
+				}
+				return ""
+			}},
 		{"root-level security", oas3(`"security":[{"k":[]}],"paths":{"/a":{"get":{}},"/b":{"get":{"security":[{"k":[]}]}}},
 			"components":{"securitySchemes":{"k":{"type":"apiKey","name":"x-api-key","in":"header"}}}`),
 			[]string{"security"}, func(def *plans.ApiDefinition) string {

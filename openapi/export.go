@@ -148,9 +148,15 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 	if opts.Stage != "" {
 		doc.Servers = openapi3.Servers{{URL: "/" + opts.Stage}}
 	}
+	parents := map[string]bool{}
+	for _, r := range def.Resources {
+		if r.Path != "/" {
+			parents[r.Path[:max(strings.LastIndexByte(r.Path, '/'), 1)]] = true
+		}
+	}
 	for i := range def.Resources {
 		r := &def.Resources[i]
-		if item := exportPath(doc, def, r, opts); item != nil {
+		if item := exportPath(doc, r, parents[r.Path], opts); item != nil {
 			doc.Paths.Set(r.Path, item)
 		}
 	}
@@ -168,8 +174,8 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 
 // exportPath returns the path item of r, or nil for a resource that needs
 // none (the root or a resource with children, without methods).
-func exportPath(doc *openapi3.T, def *plans.ApiDefinition, r *plans.Resource, opts ExportOptions) *openapi3.PathItem {
-	if len(r.ResourceMethods) == 0 && (r.Path == "/" || hasChildren(def, r)) {
+func exportPath(doc *openapi3.T, r *plans.Resource, hasChildren bool, opts ExportOptions) *openapi3.PathItem {
+	if len(r.ResourceMethods) == 0 && (r.Path == "/" || hasChildren) {
 		return nil
 	}
 	item := &openapi3.PathItem{}
@@ -184,12 +190,6 @@ func exportPath(doc *openapi3.T, def *plans.ApiDefinition, r *plans.Resource, op
 		}
 	}
 	return item
-}
-
-func hasChildren(def *plans.ApiDefinition, r *plans.Resource) bool {
-	return slices.ContainsFunc(def.Resources, func(c plans.Resource) bool {
-		return c.Path != r.Path && strings.HasPrefix(c.Path, strings.TrimSuffix(r.Path, "/")+"/")
-	})
 }
 
 // exportOperation writes one method.

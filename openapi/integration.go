@@ -86,9 +86,17 @@ func (im *importer) integration(at loc, raw any) (*plans.Integration, error) {
 		im.warn(at.at("type"), "%s integrations are not supported by tollgate (http_proxy and mock are); the method is imported without an integration", ai.Type)
 		return nil, nil
 	}
+	if !strings.EqualFold(ai.ConnectionType, "") && !strings.EqualFold(ai.ConnectionType, "INTERNET") {
+		im.warn(at.at("connectionType"), "%s integrations are not supported by tollgate (INTERNET is); the method is imported without an integration", ai.ConnectionType)
+		return nil, nil
+	}
 	if ai.TimeoutInMillis != nil {
-		if in.TimeoutInMillis = *ai.TimeoutInMillis; in.TimeoutInMillis == 0 {
+		switch in.TimeoutInMillis = *ai.TimeoutInMillis; {
+		case in.TimeoutInMillis < plans.MinTimeoutMillis:
 			return nil, errorf(at.at("timeoutInMillis"), "must be between %d and %d", plans.MinTimeoutMillis, plans.MaxTimeoutMillis)
+		case in.TimeoutInMillis > plans.MaxTimeoutMillis:
+			im.warn(at.at("timeoutInMillis"), "%d is more than tollgate's longest integration timeout; %d is used", in.TimeoutInMillis, plans.MaxTimeoutMillis)
+			in.TimeoutInMillis = plans.MaxTimeoutMillis
 		}
 	}
 	in.RequestParameters = im.requestMappings(at.at("requestParameters"), ai.RequestParameters)

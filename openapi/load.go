@@ -19,7 +19,7 @@ import (
 // the next one (schemas S0 → S1 → … ) an import follows. Resolving such a
 // chain costs kin-openapi time quadratic in its length, so a longer one is
 // refused up front (docs/migrating-from-aws.md, "Limits").
-const MaxRefChain = 32
+const MaxRefChain = 16
 
 // source is a parsed document: doc as OpenAPI 3 (a Swagger 2.0 document
 // converted) and, for Swagger 2.0, the original.

@@ -88,7 +88,7 @@ func TestImportErrorsNameTheLocation(t *testing.T) {
 			"paths./pets.get.x-amazon-apigateway-integration.uri"},
 		{"uri of the wrong type", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"http_proxy","uri":5}}}}`,
 			"paths./pets.get.x-amazon-apigateway-integration.uri"},
-		{"timeout", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"mock","timeoutInMillis":40000}}}}`,
+		{"timeout", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"mock","timeoutInMillis":40}}}}`,
 			"paths./pets.get.x-amazon-apigateway-integration.timeoutInMillis"},
 		{"no type", `"paths":{"/pets":{"get":{"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"uri":"http://x"}}}}`,
 			"paths./pets.get.x-amazon-apigateway-integration.type"},

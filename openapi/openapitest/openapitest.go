@@ -290,3 +290,22 @@ func (g *gen) gatewayResponses() map[string]plans.GatewayResponse {
 	}
 	return out
 }
+
+// LargeDocument returns an OpenAPI 3 document in JSON of n paths
+// /r<i>/items/{id}, each with a GET declaring its path parameter and an
+// HTTP_PROXY integration mapping it: three resources, one method and one
+// integration per path, about 355 bytes (16,000 paths are 5.4 MiB).
+func LargeDocument(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.1","info":{"title":"large","version":"1"},"paths":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"/r%d/items/{id}":{"get":{"parameters":[{"name":"id","in":"path","required":true,"schema":{"type":"string"}}],`+
+			`"responses":{"200":{"description":"ok"}},"x-amazon-apigateway-integration":{"type":"http_proxy","httpMethod":"GET",`+
+			`"uri":"http://backend.example/r%d/items/{id}","requestParameters":{"integration.request.path.id":"method.request.path.id"}}}}`, i, i)
+	}
+	b.WriteString(`}}`)
+	return []byte(b.String())
+}

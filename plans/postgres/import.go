@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,15 +15,15 @@ import (
 // with its root resource, every resource, method, integration, gateway
 // response and rate-limit rule (kept for the stages they name, which a
 // deployment creates), all in one transaction (nothing is stored when any part is
-// refused), and records a snapshot change. Errors: KindInvalid naming the
-// field or the resource path.
+// refused) bounded by definitionBound, and records a snapshot change.
+// Errors: KindInvalid naming the field or the resource path.
 func (db *DB) ImportRestApi(ctx context.Context, def *plans.ApiDefinition) (*plans.RestApi, error) {
 	api := &plans.RestApi{Name: def.Name, Description: def.Description, ApiKeySource: def.ApiKeySource}
 	api.Normalize()
 	if err := api.Validate(); err != nil {
 		return nil, err
 	}
-	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	err := db.writeBulk(ctx, db.definitionBound(def), func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		if err := insertAPI(ctx, tx, now, api); err != nil {
 			return err
 		}
@@ -54,7 +55,7 @@ func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDef
 		return nil, plans.Invalid("mode", "mode %q must be overwrite or merge", mode)
 	}
 	var api plans.RestApi
-	err := db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	err := db.writeBulk(ctx, db.definitionBound(def), func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		var err error
 		if api, err = getAPI(ctx, tx, id, true); err != nil {
 			return err
@@ -81,6 +82,17 @@ func (db *DB) PutRestApi(ctx context.Context, id, mode string, def *plans.ApiDef
 	return &api, nil
 }
 
+// definitionBound is the time an import or put of def may take: the
+// statement timeout plus importRowBudget for each resource and method, as
+// an API key import gets for each row.
+func (db *DB) definitionBound(def *plans.ApiDefinition) time.Duration {
+	rows := len(def.Resources)
+	for _, r := range def.Resources {
+		rows += len(r.ResourceMethods)
+	}
+	return db.timeout + time.Duration(rows)*importRowBudget
+}
+
 // storeDefinition writes def's resources, methods, integrations, gateway
 // responses and rate-limit rules into the API apiID (whose row the caller
 // has locked or created): overwrite first clears what def does not keep.
@@ -94,7 +106,9 @@ func storeDefinition(ctx context.Context, tx pgx.Tx, now time.Time, apiID string
 }
 
 // storeResources writes def's resources, methods, integrations and
-// gateway responses (storeDefinition).
+// gateway responses (storeDefinition) in a handful of statements whatever
+// their number: the tree rules are checked in memory, then the new
+// resources, the methods and their integrations go in with one COPY each.
 func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.ApiDefinition, mode string) error {
 	if mode == plans.PutModeOverwrite {
 		if err := clearDefinition(ctx, tx, apiID, def); err != nil {
@@ -105,19 +119,23 @@ func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Api
 	if err != nil {
 		return err
 	}
-	ids := map[string]string{}
-	for id, r := range t {
-		ids[r.Path] = id
-	}
+	b := newTreeBuilder(t)
+	var rows definitionRows
 	for i := range def.Resources {
 		r := &def.Resources[i]
-		id, err := ensureResource(ctx, tx, apiID, t, ids, r.Path)
+		id, err := b.ensure(r.Path)
 		if err != nil {
 			return err
 		}
-		if err := storeMethods(ctx, tx, apiID, id, r); err != nil {
+		if err := rows.addMethods(apiID, id, r); err != nil {
 			return err
 		}
+	}
+	for _, r := range b.created {
+		rows.resources = append(rows.resources, []any{apiID, r.ID, r.ParentID, r.PathPart, r.Path})
+	}
+	if err := rows.store(ctx, tx, apiID, mode); err != nil {
+		return err
 	}
 	for _, t := range plans.GatewayResponseTypes {
 		if gr, ok := def.GatewayResponses[t]; ok {
@@ -136,8 +154,8 @@ func clearDefinition(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Ap
 	for _, r := range def.Resources {
 		keep = append(keep, r.Path)
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM resources WHERE api_id = $1 AND parent_id IS NOT NULL AND NOT (path = ANY($2))`,
-		apiID, keep); err != nil {
+	if _, err := tx.Exec(ctx, `DELETE FROM resources r WHERE r.api_id = $1 AND r.parent_id IS NOT NULL
+		AND NOT EXISTS (SELECT FROM unnest($2::text[]) AS k(path) WHERE k.path = r.path)`, apiID, keep); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM methods WHERE api_id = $1`, apiID); err != nil {
@@ -147,40 +165,88 @@ func clearDefinition(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Ap
 	return err
 }
 
-// ensureResource returns the id of the resource at path, creating it
-// (under its parent, which def lists first) with CreateResource's rules.
-func ensureResource(ctx context.Context, tx pgx.Tx, apiID string, t tree, ids map[string]string, path string) (string, error) {
-	if id, ok := ids[path]; ok {
+// treeBuilder adds the resources a definition's paths need to an API's
+// tree, with CreateResource's rules checked against an index by parent,
+// so that each path costs the same whatever the size of the tree.
+type treeBuilder struct {
+	t        tree
+	ids      map[string]string          // path → resource id
+	parts    map[string]map[string]bool // parent id → its children's path parts
+	varChild map[string]string          // parent id → its {variable} child's path part
+	created  []plans.Resource           // each parent before its children
+}
+
+func newTreeBuilder(t tree) *treeBuilder {
+	b := &treeBuilder{t: t, ids: map[string]string{}, parts: map[string]map[string]bool{}, varChild: map[string]string{}}
+	for _, r := range t {
+		b.index(r)
+	}
+	return b
+}
+
+func (b *treeBuilder) index(r plans.Resource) {
+	b.t[r.ID], b.ids[r.Path] = r, r.ID
+	if r.ParentID == "" {
+		return
+	}
+	if b.parts[r.ParentID] == nil {
+		b.parts[r.ParentID] = map[string]bool{}
+	}
+	b.parts[r.ParentID][r.PathPart] = true
+	if plans.IsParam(r.PathPart) {
+		b.varChild[r.ParentID] = r.PathPart
+	}
+}
+
+// ensure returns the id of the resource at path, adding it (under its
+// parent, which a definition lists first) with CreateResource's rules.
+func (b *treeBuilder) ensure(path string) (string, error) {
+	if id, ok := b.ids[path]; ok {
 		return id, nil
 	}
-	i := len(path) - 1
-	for i > 0 && path[i] != '/' {
-		i--
-	}
+	i := strings.LastIndexByte(path, '/')
 	parentPath, part := path[:max(i, 1)], path[i+1:]
-	parentID, ok := ids[parentPath]
+	parentID, ok := b.ids[parentPath]
 	if !ok {
 		return "", plans.Invalid("paths."+path, "paths.%s: its parent %s is missing", path, parentPath)
 	}
-	if err := plans.ValidatePathPart(part); err != nil {
+	if err := b.checkChild(parentID, part); err != nil {
 		return "", plans.Invalid("paths."+path, "paths.%s: %s", path, plans.ErrorMessage(err))
 	}
-	if err := t.checkChild(t[parentID], "", part); err != nil {
-		return "", plans.Invalid("paths."+path, "paths.%s: %s", path, plans.ErrorMessage(err))
-	}
-	r := plans.Resource{ID: plans.NewID(plans.ShortIDLen), ParentID: parentID, PathPart: part, Path: path}
-	if _, err := tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path) VALUES ($1, $2, $3, $4, $5)`,
-		apiID, r.ID, r.ParentID, r.PathPart, r.Path); err != nil {
-		return "", err
-	}
-	t[r.ID], ids[path] = r, r.ID
+	r := plans.Resource{ID: b.t.newID(), ParentID: parentID, PathPart: part, Path: path}
+	b.index(r)
+	b.created = append(b.created, r)
 	return r.ID, nil
 }
 
-// storeMethods replaces the methods of resource id that r names, with
-// their integrations (a missing cacheNamespace is the resource id, as
+// checkChild applies tree.checkChild's rules to a new part under parentID.
+func (b *treeBuilder) checkChild(parentID, part string) error {
+	if err := plans.ValidatePathPart(part); err != nil {
+		return err
+	}
+	if parent := b.t[parentID].PathPart; plans.IsGreedy(parent) {
+		return errGreedyParent(parent)
+	}
+	if b.parts[parentID][part] {
+		return errSameName(part)
+	}
+	if other, ok := b.varChild[parentID]; ok && plans.IsParam(part) {
+		return errVariableSibling(other)
+	}
+	return nil
+}
+
+// definitionRows are the rows storeResources copies in, and the methods
+// they replace.
+type definitionRows struct {
+	resources, methods, integrations [][]any
+	replacedIDs, replacedVerbs       []string
+}
+
+// addMethods validates the methods r names, on resource id, and adds
+// their rows (a missing cacheNamespace is the resource id, as
 // PutIntegration's).
-func storeMethods(ctx context.Context, tx pgx.Tx, apiID, id string, r *plans.Resource) error {
+func (rows *definitionRows) addMethods(apiID, id string, r *plans.Resource) error {
 	for _, verb := range sortedMethodKeys(r.ResourceMethods) {
 		m := *r.ResourceMethods[verb]
 		m.HTTPMethod = verb
@@ -188,12 +254,8 @@ func storeMethods(ctx context.Context, tx pgx.Tx, apiID, id string, r *plans.Res
 		if err := m.Validate(); err != nil {
 			return plans.Invalid("paths."+r.Path, "paths.%s %s: %s", r.Path, verb, plans.ErrorMessage(err))
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM methods WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`, apiID, id, verb); err != nil {
-			return err
-		}
-		if err := insertMethod(ctx, tx, apiID, id, &m); err != nil {
-			return err
-		}
+		rows.replacedIDs, rows.replacedVerbs = append(rows.replacedIDs, id), append(rows.replacedVerbs, verb)
+		rows.methods = append(rows.methods, methodValues(apiID, id, &m))
 		if m.MethodIntegration == nil {
 			continue
 		}
@@ -205,12 +267,42 @@ func storeMethods(ctx context.Context, tx pgx.Tx, apiID, id string, r *plans.Res
 		if err := in.Validate(); err != nil {
 			return plans.Invalid("paths."+r.Path, "paths.%s %s: %s", r.Path, verb, plans.ErrorMessage(err))
 		}
-		if err := storeIntegration(ctx, tx, apiID, id, verb, &in); err != nil {
+		rows.integrations = append(rows.integrations, integrationValues(apiID, id, verb, &in))
+	}
+	return nil
+}
+
+// store deletes the methods the rows replace (in merge mode: overwrite
+// deleted them all) and copies the rows in, parents first.
+func (rows *definitionRows) store(ctx context.Context, tx pgx.Tx, apiID, mode string) error {
+	if mode == plans.PutModeMerge && len(rows.replacedIDs) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM methods m USING unnest($2::text[], $3::text[]) AS d(resource_id, http_method)
+			WHERE m.api_id = $1 AND m.resource_id = d.resource_id AND m.http_method = d.http_method`,
+			apiID, rows.replacedIDs, rows.replacedVerbs); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		table string
+		cols  []string
+		rows  [][]any
+	}{
+		{"resources", resourceColumns, rows.resources},
+		{"methods", methodColumns, rows.methods},
+		{"integrations", integrationColumns, rows.integrations},
+	} {
+		if len(c.rows) == 0 {
+			continue
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, pgx.CopyFromRows(c.rows)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// resourceColumns are the columns of a resource row.
+var resourceColumns = []string{"api_id", "id", "parent_id", "path_part", "path"}
 
 func sortedMethodKeys(m map[string]*plans.Method) []string {
 	keys := make([]string, 0, len(m))

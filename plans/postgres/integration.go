@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,20 +28,27 @@ func (db *DB) PutIntegration(ctx context.Context, apiID, resourceID, httpMethod 
 	})
 }
 
-func storeIntegration(ctx context.Context, tx pgx.Tx, apiID, resourceID, httpMethod string, in *plans.Integration) error {
-	_, err := tx.Exec(ctx, `INSERT INTO integrations (api_id, resource_id, http_method, type, integration_method,
-			uri, timeout_ms, cache_key_parameters, cache_namespace, request_parameters, passthrough_behavior, connection_type,
-			integration_responses, request_templates)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		ON CONFLICT (api_id, resource_id, http_method) DO UPDATE SET type = excluded.type,
-			integration_method = excluded.integration_method, uri = excluded.uri, timeout_ms = excluded.timeout_ms,
-			cache_key_parameters = excluded.cache_key_parameters, cache_namespace = excluded.cache_namespace,
-			request_parameters = excluded.request_parameters, passthrough_behavior = excluded.passthrough_behavior,
-			connection_type = excluded.connection_type, integration_responses = excluded.integration_responses,
-			request_templates = excluded.request_templates`,
-		apiID, resourceID, httpMethod, in.Type, in.HTTPMethod, in.URI, in.TimeoutInMillis, in.CacheKeyParameters,
+// integrationColumns are the columns of an integration row, in
+// integrationValues's order.
+var integrationColumns = []string{"api_id", "resource_id", "http_method", "type", "integration_method", "uri", "timeout_ms",
+	"cache_key_parameters", "cache_namespace", "request_parameters", "passthrough_behavior", "connection_type",
+	"integration_responses", "request_templates"}
+
+// integrationValues is in's row, the integration of one method.
+func integrationValues(apiID, resourceID, httpMethod string, in *plans.Integration) []any {
+	return []any{apiID, resourceID, httpMethod, in.Type, in.HTTPMethod, in.URI, in.TimeoutInMillis, in.CacheKeyParameters,
 		in.CacheNamespace, emptyIfNil(in.RequestParameters), in.PassthroughBehavior, in.ConnectionType,
-		emptyIfNil(in.IntegrationResponses), emptyIfNil(in.RequestTemplates))
+		emptyIfNil(in.IntegrationResponses), emptyIfNil(in.RequestTemplates)}
+}
+
+// storeIntegration inserts or replaces a method's integration.
+func storeIntegration(ctx context.Context, tx pgx.Tx, apiID, resourceID, httpMethod string, in *plans.Integration) error {
+	set := make([]string, 0, len(integrationColumns))
+	for _, c := range integrationColumns[3:] {
+		set = append(set, c+" = excluded."+c)
+	}
+	_, err := tx.Exec(ctx, insertInto("integrations", integrationColumns)+` ON CONFLICT (api_id, resource_id, http_method) DO UPDATE SET `+
+		strings.Join(set, ", "), integrationValues(apiID, resourceID, httpMethod, in)...)
 	return err
 }
 

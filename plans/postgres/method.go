@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -130,14 +132,30 @@ func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.
 	})
 }
 
+// methodColumns are the columns of a method row, in methodValues's order.
+var methodColumns = []string{"api_id", "resource_id", "http_method", "authorization_type", "api_key_required",
+	"request_parameters", "method_responses"}
+
+// methodValues is m's row (without its integration).
+func methodValues(apiID, resourceID string, m *plans.Method) []any {
+	return []any{apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
+		emptyIfNil(m.MethodResponses)}
+}
+
 // insertMethod inserts m (without its integration); an existing method is
 // 409 by the methods_pkey constraint.
 func insertMethod(ctx context.Context, tx pgx.Tx, apiID, resourceID string, m *plans.Method) error {
-	_, err := tx.Exec(ctx, `INSERT INTO methods (api_id, resource_id, http_method, authorization_type,
-		api_key_required, request_parameters, method_responses) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
-		emptyIfNil(m.MethodResponses))
+	_, err := tx.Exec(ctx, insertInto("methods", methodColumns), methodValues(apiID, resourceID, m)...)
 	return err
+}
+
+// insertInto is "INSERT INTO table (cols) VALUES ($1, ...)".
+func insertInto(table string, cols []string) string {
+	params := make([]string, len(cols))
+	for i := range cols {
+		params[i] = "$" + strconv.Itoa(i+1)
+	}
+	return "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(params, ", ") + ")"
 }
 
 // GetMethod returns a method with its integration (MethodIntegration nil

@@ -130,20 +130,44 @@ func loadTree(ctx context.Context, tx pgx.Tx, apiID string) (tree, error) {
 // the same pathPart (409), and at most one sibling is a path parameter.
 func (t tree) checkChild(parent plans.Resource, self, pathPart string) error {
 	if plans.IsGreedy(parent.PathPart) {
-		return plans.Invalid("parentId", "Cannot create a child of a resource with a greedy path variable: %s", parent.PathPart)
+		return errGreedyParent(parent.PathPart)
 	}
 	for _, sib := range t {
 		if sib.ParentID != parent.ID || sib.ID == self {
 			continue
 		}
 		if sib.PathPart == pathPart {
-			return plans.Conflict("Another resource with the same parent already has this name: %s", pathPart)
+			return errSameName(pathPart)
 		}
 		if plans.IsParam(sib.PathPart) && plans.IsParam(pathPart) {
-			return plans.Invalid("pathPart", "A sibling (%s) of this resource already has a variable path part -- only one is allowed", sib.PathPart)
+			return errVariableSibling(sib.PathPart)
 		}
 	}
 	return nil
+}
+
+// The refusals of the tree rules, as AWS words them.
+func errGreedyParent(parentPart string) error {
+	return plans.Invalid("parentId", "Cannot create a child of a resource with a greedy path variable: %s", parentPart)
+}
+
+func errSameName(pathPart string) error {
+	return plans.Conflict("Another resource with the same parent already has this name: %s", pathPart)
+}
+
+func errVariableSibling(sibling string) error {
+	return plans.Invalid("pathPart", "A sibling (%s) of this resource already has a variable path part -- only one is allowed", sibling)
+}
+
+// newID draws a resource id (6 characters) no resource of t has: ids are
+// unique per API, and in an API of tens of thousands of resources a
+// random draw would repeat one often enough to matter.
+func (t tree) newID() string {
+	for {
+		if id := plans.NewID(plans.ShortIDLen); t[id].ID == "" {
+			return id
+		}
+	}
 }
 
 // isAncestor reports whether id is anc or lies below it.
@@ -193,7 +217,7 @@ func (db *DB) CreateResource(ctx context.Context, apiID, parentID, pathPart stri
 		if err := t.checkChild(parent, "", pathPart); err != nil {
 			return err
 		}
-		res = plans.Resource{ID: plans.NewID(plans.ShortIDLen), ParentID: parentID,
+		res = plans.Resource{ID: t.newID(), ParentID: parentID,
 			PathPart: pathPart, Path: plans.JoinPath(parent.Path, pathPart)}
 		_, err = tx.Exec(ctx, `INSERT INTO resources (api_id, id, parent_id, path_part, path) VALUES ($1, $2, $3, $4, $5)`,
 			apiID, res.ID, res.ParentID, res.PathPart, res.Path)
