@@ -10,10 +10,14 @@
 #   curl, and from a page in headless Chromium when /usr/bin/chromium exists),
 #   get-usage, tag-resource/get-tags (an API key's, a stage's stale answer
 #   tags), get-export and a re-import of it;
-#   and, in a section of its own at the end, a custom domain name
-#   (create-domain-name with a certificate from a CA made here with openssl,
-#   a multi-level base path mapping, HTTPS calls with a key through curl
-#   --resolve and --cacert, a renewed certificate through update-domain-name).
+#   then, in a section of its own, a custom domain name (create-domain-name
+#   with a certificate from a CA made here with openssl, a multi-level base
+#   path mapping, HTTPS calls with a key through curl --resolve and --cacert,
+#   a renewed certificate through update-domain-name);
+#   and, in the last section, the migration of a real-world-shaped API
+#   definition (scripts/testdata/shop-*): import with basepath=split and its
+#   warnings in document order, deploy, calls (templates, CORS on {proxy+},
+#   over the custom domain too), export in all four forms, re-import, diff.
 # Everything runs on loopback: its own database (dropped at the end), its
 # own Redis key prefix on the test Redis, free ports. PostgreSQL and Redis
 # must answer (scripts/services.sh).
@@ -333,5 +337,105 @@ done
 [ "$(served_serial)" = "$want_serial" ] || fail "renewed certificate not served: $(served_serial), want $want_serial"
 [ "$(https v1/pets-api/pets -o /dev/null -w '%{http_code}' -H "x-api-key: $domain_key")" = 200 ] || fail "HTTPS call after renewal"
 ok "update-domain-name with a renewed certificate: served from the next handshake, no restart"
+
+# ---------------------------------------------------------------------------
+# Migrating an API definition: a real-world-shaped API Gateway export with
+# every shape AWS imports (scripts/testdata/shop-openapi3.yaml says which)
+# imports with warnings naming what tollgate skips, in document order,
+# serves its templates, CORS and proxy methods, and comes back the same
+# from each export form. Sections after this one can use $shop (the API)
+# and shape (what must survive a round trip).
+# ---------------------------------------------------------------------------
+shop_doc=scripts/testdata/shop-openapi3.yaml
+apigw import-rest-api --fail-on-warnings --parameters basepath=split --body "fileb://$shop_doc" >/dev/null 2>"$run/refused.txt" \
+  && fail "import-rest-api --fail-on-warnings of $shop_doc succeeded"
+grep -q 'BadRequestException.*failonwarnings' "$run/refused.txt" || fail "--fail-on-warnings: $(cat "$run/refused.txt")"
+apigw import-rest-api --parameters basepath=split --body "fileb://$shop_doc" --output json >"$run/shop.json" || fail "import-rest-api $shop_doc"
+shop=$(jq -r .id "$run/shop.json")
+want='security
+x-amazon-apigateway-binary-media-types
+x-amazon-apigateway-gateway-responses.DEFAULT_4XX.responseParameters.gatewayresponse.header.Vary
+paths./products.get.x-amazon-apigateway-integration.credentials
+paths./products.get.x-amazon-apigateway-integration.requestParameters.integration.request.header.X-Debug
+paths./orders/{id}.get.parameters[0]
+paths./status.get.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json'
+got=$(jq -r '.warnings[] | split(": ")[0]' "$run/shop.json")
+[ "$got" = "$want" ] || fail "import warnings at:
+$got
+want:
+$want
+$(jq -r '.warnings[]' "$run/shop.json")"
+paths=$(apigw get-resources --rest-api-id "$shop" --query 'sort(items[].path)' --output text | tr '\t' ' ')
+[ "$paths" = "/ /v1 /v1/orders /v1/orders/{id} /v1/products /v1/products/{productId} /v1/status /v1/{proxy+}" ] \
+  || fail "basepath=split: resources $paths"
+ok "import-rest-api of a real-world-shaped export (basepath=split): under /v1, 7 warnings in document order, none refused"
+
+apigw create-deployment --rest-api-id "$shop" --stage-name prod --variables "upstream=127.0.0.1:$echo_port,colour=blue" >/dev/null \
+  || fail "create-deployment of $shop"
+shop_url="http://127.0.0.1:$gw_port/prod/v1"
+shop_host="Host: $shop.execute-api.localhost"
+for _ in $(seq 1 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "$shop_host" "$shop_url/status")" = 200 ] && break
+  sleep 0.05
+done
+status=$(curl -s -H "$shop_host" "$shop_url/status")
+[ "$status" = '{"stage":"prod","resource":"/v1/status","colour":"blue","user":"$context.authorizer.principalId"}' ] \
+  || fail "MOCK template: $status"
+preflight=$(curl -s -i -X OPTIONS -H "$shop_host" -H "Origin: $origin" "$shop_url/any/deep/path" | tr -d '\r')
+grep -q '^HTTP/1.1 200' <<<"$preflight" && grep -qi "^Access-Control-Allow-Origin: $origin\$" <<<"$preflight" \
+  || fail "OPTIONS on {proxy+}: $preflight"
+missing=$(curl -s -i -H "$shop_host" "$shop_url/products" | tr -d '\r')
+grep -q '^HTTP/1.1 403' <<<"$missing" && grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$missing" || fail "403 without a key: $missing"
+order=$(curl -s -H "$shop_host" "$shop_url/orders/7")
+grep -q '"path":"/orders/7"' <<<"$order" || fail "GET /v1/orders/7 through the proxy: $order"
+ok "deployed: \$context and \$stageVariables in a MOCK template, CORS MOCK on {proxy+} echoing Origin, DEFAULT_4XX, the proxied order"
+
+apigw create-base-path-mapping --domain-name "$domain" --base-path shop --rest-api-id "$shop" --stage prod >/dev/null \
+  || fail "create-base-path-mapping shop"
+for _ in $(seq 1 100); do
+  [ "$(https shop/v1/status -o /dev/null -w '%{http_code}')" = 200 ] && break
+  sleep 0.05
+done
+status=$(https shop/v1/status)
+[ "$status" = '{"stage":"prod","resource":"/v1/status","colour":"blue","user":"$context.authorizer.principalId"}' ] \
+  || fail "https://$domain/shop/v1/status: $status"
+ok "the migrated API over https://$domain/shop/v1/status"
+
+# shape API: what must survive an export and a new import, as JSON: every
+# resource by path with its methods (integrations and responses included;
+# ids and default cache namespaces left out), and the gateway responses put.
+shape() {
+  apigw get-resources --rest-api-id "$1" --embed methods --output json \
+    | jq -S '[.items[] | .id as $id | {path, methods: ((.resourceMethods // {}) | map_values(
+        if .methodIntegration.cacheNamespace == $id then del(.methodIntegration.cacheNamespace) else . end))}] | sort_by(.path)'
+  apigw get-gateway-responses --rest-api-id "$1" --output json | jq -S '[.items[] | select(.defaultResponse | not)] | sort_by(.responseType)'
+}
+# roundtrip API NAME: export API's prod stage in all four forms, import each
+# and diff its shape with API's.
+roundtrip() {
+  local want form again
+  want=$(shape "$1")
+  grep -q '"methodIntegration"' <<<"$want" || fail "$2: no methods in its shape: $want"
+  for form in oas30:application/json oas30:application/yaml swagger:application/json swagger:application/yaml; do
+    apigw get-export --rest-api-id "$1" --stage-name prod --export-type "${form%%:*}" --parameters extensions=apigateway \
+      --accepts "${form#*:}" "$run/$2-export" >/dev/null || fail "get-export $form of $2"
+    again=$(apigw import-rest-api --body "fileb://$run/$2-export" --query id --output text) || fail "re-import of the $form export of $2"
+    diff <(echo "$want") <(shape "$again") >"$run/$2.diff" || fail "$2: the $form export imports as another API:
+$(cat "$run/$2.diff")"
+  done
+}
+roundtrip "$shop" shop
+ok "get-export of the migrated API in all four forms: each imports as the same API (resources, methods, integrations, responses)"
+
+swagger_doc=scripts/testdata/shop-swagger2.json
+swagger=$(apigw import-rest-api --fail-on-warnings --body "fileb://$swagger_doc" --query id --output text) \
+  || fail "import-rest-api --fail-on-warnings $swagger_doc"
+models=$(apigw get-method --rest-api-id "$swagger" --resource-id "$(apigw get-resources --rest-api-id "$swagger" \
+  --query "items[?path=='/{proxy+}'].id" --output text)" --http-method ANY --output json | jq -c '[.methodResponses["200"].responseModels, .methodResponses["404"].responseParameters]')
+[ "$models" = '[{"application/json":"Empty"},{"method.response.header.X-Reason":false}]' ] || fail "Swagger 2.0 any-method \$refs: $models"
+apigw create-deployment --rest-api-id "$swagger" --stage-name prod --variables "upstream=127.0.0.1:$echo_port" >/dev/null \
+  || fail "create-deployment of $swagger"
+roundtrip "$swagger" swagger
+ok "a Swagger 2.0 export (\$refs in the any-method, OPTIONS on {proxy+}, no responses) imports without warnings and comes back the same"
 
 log "all $checks AWS CLI checks passed ($($AWS --version 2>&1))"
