@@ -41,6 +41,7 @@ type Config struct {
 	InsecureAdmin       bool          `help:"Run the admin without credentials, on 127.0.0.1 only." env:"TOLLGATE_INSECURE_ADMIN"`
 	NoMigrate           bool          `help:"Do not run database migrations on start." env:"TOLLGATE_NO_MIGRATE"`
 	ShutdownTimeout     time.Duration `help:"How long SIGTERM waits for in-flight requests, and then on an admin node for the last usage flush." default:"30s" env:"TOLLGATE_SHUTDOWN_TIMEOUT"`
+	IdleTimeout         time.Duration `help:"How long every listener keeps an idle keep-alive connection open before closing it (1s to 1h); put a load balancer's own idle timeout below it (docs/operations.md)." default:"120s" env:"TOLLGATE_IDLE_TIMEOUT"`
 	BodyTimeout         time.Duration `help:"How long a request body may take on either port before its rate counts; after that it must average --body-min-rate, else 408 and the connection is closed." default:"20s" env:"TOLLGATE_BODY_TIMEOUT"`
 	BodyMinRate         int64         `help:"Bytes per second a request body must average once --body-timeout has passed." default:"4096" env:"TOLLGATE_BODY_MIN_RATE"`
 	KeyPrefix           string        `help:"Prefix of generated API key values (1 to 20 letters and digits), followed by random characters and a checksum; set the same on every node: a gateway refuses a value of this shape whose checksum is wrong without a lookup (docs/behaviour.md, API keys)." default:"tg" env:"TOLLGATE_KEY_PREFIX"`
@@ -67,6 +68,31 @@ func (c Config) bodyLimits() reqbody.Limits {
 		l.MinRate = c.BodyMinRate
 	}
 	return l
+}
+
+// Bounds and default of Config.IdleTimeout.
+const (
+	defaultIdleTimeout = 120 * time.Second
+	minIdleTimeout     = time.Second
+	maxIdleTimeout     = time.Hour
+)
+
+// idleTimeout is IdleTimeout, or its default when unset (tests leave it 0).
+func (c Config) idleTimeout() time.Duration {
+	if c.IdleTimeout == 0 {
+		return defaultIdleTimeout
+	}
+	return c.IdleTimeout
+}
+
+// checkIdleTimeout refuses an idle timeout outside 1s..1h: a negative or
+// tiny one closes connections between a client's requests, and a huge one
+// holds file descriptors for clients long gone.
+func checkIdleTimeout(d time.Duration) error {
+	if d != 0 && (d < minIdleTimeout || d > maxIdleTimeout) {
+		return fmt.Errorf("TOLLGATE_IDLE_TIMEOUT %v must be between %v and %v", d, minIdleTimeout, maxIdleTimeout)
+	}
+	return nil
 }
 
 // Secrets are read only from the environment (NAME) or from the file named

@@ -1,13 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
+
+	"tollgate/internal/redistest"
 )
 
 func TestLoadSecrets(t *testing.T) {
@@ -68,18 +76,7 @@ func TestLoopbackOnly(t *testing.T) {
 // The gateway listens on every interface by default, the admin on loopback
 // only (docs/operations.md, "What listens where").
 func TestListenDefaults(t *testing.T) {
-	var c cli
-	parser, err := kong.New(&c, kong.Name("tollgate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TOLLGATE_ADMIN_ADDR", "")
-	t.Setenv("TOLLGATE_GATEWAY_ADDR", "")
-	os.Unsetenv("TOLLGATE_ADMIN_ADDR")
-	os.Unsetenv("TOLLGATE_GATEWAY_ADDR")
-	if _, err := parser.Parse([]string{"serve"}); err != nil {
-		t.Fatal(err)
-	}
+	c := parseServe(t, map[string]string{"TOLLGATE_ADMIN_ADDR": "", "TOLLGATE_GATEWAY_ADDR": ""})
 	if c.Serve.AdminAddr != "127.0.0.1:8001" || c.Serve.GatewayAddr != ":8000" {
 		t.Errorf("defaults: admin %q, gateway %q; want 127.0.0.1:8001 and :8000", c.Serve.AdminAddr, c.Serve.GatewayAddr)
 	}
@@ -103,5 +100,83 @@ func TestRunRefusesARedisPrefixWithABrace(t *testing.T) {
 	_ = m.Close()
 	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_REDIS_PREFIX") || !strings.Contains(err.Error(), "tg{eu}") {
 		t.Errorf("got %v, want an error naming TOLLGATE_REDIS_PREFIX and the prefix", err)
+	}
+}
+
+func TestRunRefusesAnIdleTimeoutOutOfRange(t *testing.T) {
+	for _, d := range []time.Duration{-time.Second, time.Millisecond, 2 * time.Hour} {
+		m := NewMain(Config{Role: "gateway", IdleTimeout: d})
+		err := m.Run(context.Background())
+		_ = m.Close()
+		if err == nil || !strings.Contains(err.Error(), "TOLLGATE_IDLE_TIMEOUT") {
+			t.Errorf("idle timeout %v: got %v, want an error naming TOLLGATE_IDLE_TIMEOUT", d, err)
+		}
+	}
+}
+
+func TestIdleTimeoutDefaultsTo120sFromTheEnvironment(t *testing.T) {
+	if c := parseServe(t, map[string]string{"TOLLGATE_IDLE_TIMEOUT": ""}); c.Serve.IdleTimeout != 120*time.Second {
+		t.Errorf("default idle timeout %v, want 120s", c.Serve.IdleTimeout)
+	}
+	if c := parseServe(t, map[string]string{"TOLLGATE_IDLE_TIMEOUT": "45s"}); c.Serve.IdleTimeout != 45*time.Second {
+		t.Errorf("TOLLGATE_IDLE_TIMEOUT=45s gave %v", c.Serve.IdleTimeout)
+	}
+}
+
+// parseServe parses `tollgate serve` with env set for the test ("" unsets
+// the variable).
+func parseServe(t *testing.T, env map[string]string) cli {
+	t.Helper()
+	var c cli
+	parser, err := kong.New(&c, kong.Name("tollgate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+		if v == "" {
+			os.Unsetenv(k)
+		}
+	}
+	if _, err := parser.Parse([]string{"serve"}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A keep-alive connection that stays idle for TOLLGATE_IDLE_TIMEOUT is
+// closed by the gateway (the default, 120 s, would outlast the read
+// deadline below).
+func TestGatewayClosesAConnectionIdleForTheIdleTimeout(t *testing.T) {
+	m := NewMain(Config{
+		Role: "gateway", RedisURL: redistest.URL(), RedisPrefix: redistest.MustPrefix(t),
+		GatewayAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", LimiterFailureMode: "open",
+		LogLevel: "warn", LogFormat: "text", ShutdownTimeout: 5 * time.Second, IdleTimeout: time.Second,
+	})
+	t.Cleanup(func() { _ = m.Close() })
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", m.GatewayAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: gateway.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	res, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.Close {
+		t.Fatal("the gateway closed the connection after its answer; want keep-alive")
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("reading the idle connection: %v, want EOF (closed by the gateway after its idle timeout)", err)
 	}
 }

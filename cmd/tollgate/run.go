@@ -119,6 +119,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := checkFlushInterval(m.Config.UsageFlushInterval); err != nil {
 		return err
 	}
+	if err := checkIdleTimeout(m.Config.IdleTimeout); err != nil {
+		return err
+	}
 	if err := engine.CheckPrefix(m.Config.RedisPrefix); err != nil {
 		return fmt.Errorf("TOLLGATE_REDIS_PREFIX: %w", err)
 	}
@@ -415,7 +418,7 @@ func (m *Main) listenTLS(server, addr string, h http.Handler, maxHeader int, tls
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: maxHeader,
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: m.Config.idleTimeout(), MaxHeaderBytes: maxHeader,
 		ErrorLog: slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn), TLSConfig: tlsCfg}
 	if tlsCfg != nil {
 		srv.ErrorLog = log.New(handshakeLog{m.Logger.With("server", server)}, "", 0)
