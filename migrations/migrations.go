@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -30,10 +32,88 @@ func Up(databaseURL string) error {
 	return run(databaseURL, func(m *migrate.Migrate) error { return m.Up() })
 }
 
-// Down reverts every applied migration, leaving an empty schema. Having
-// nothing to revert is not an error.
-func Down(databaseURL string) error {
-	return run(databaseURL, func(m *migrate.Migrate) error { return m.Down() })
+// Down reverts the newest steps applied migrations, or every applied one
+// when steps is 0 (an empty schema: configuration, key hashes, the usage
+// ledger and the audit log are gone). It refuses, changing nothing, when
+// fewer than steps are applied. Having nothing to revert is not an error.
+func Down(databaseURL string, steps int) error {
+	if _, err := DownPlan(databaseURL, steps); err != nil {
+		return err
+	}
+	return run(databaseURL, func(m *migrate.Migrate) error {
+		if steps == 0 {
+			return m.Down()
+		}
+		return m.Steps(-steps)
+	})
+}
+
+// Migration is one embedded migration and what reverting it destroys.
+type Migration struct {
+	Version uint
+	Name    string   // from the file name: usage_ledger
+	Drops   []string // tables ("usage_days") and columns ("api_keys.expires_at") its down file drops, with their data
+}
+
+var (
+	dropTable  = regexp.MustCompile(`(?i)\bDROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+	dropColumn = regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s+DROP\s+COLUMN\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+)
+
+// All returns the embedded migrations, oldest first.
+func All() []Migration {
+	names, _ := fs.Glob(FS, "*.down.sql")
+	var out []Migration
+	for _, n := range names {
+		v, err := strconv.ParseUint(n[:strings.IndexByte(n, '_')], 10, 32)
+		if err != nil {
+			continue
+		}
+		mg := Migration{Version: uint(v), Name: strings.TrimSuffix(n[strings.IndexByte(n, '_')+1:], ".down.sql")}
+		sql, _ := FS.ReadFile(n)
+		for _, m := range dropTable.FindAllSubmatch(sql, -1) {
+			mg.Drops = append(mg.Drops, string(m[1]))
+		}
+		for _, m := range dropColumn.FindAllSubmatch(sql, -1) {
+			mg.Drops = append(mg.Drops, string(m[1])+"."+string(m[2]))
+		}
+		out = append(out, mg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out
+}
+
+// DownPlan returns the migrations Down(databaseURL, steps) would revert,
+// newest first, without changing anything. It fails when the schema is
+// dirty or fewer than steps migrations are applied.
+func DownPlan(databaseURL string, steps int) ([]Migration, error) {
+	if steps < 0 {
+		return nil, fmt.Errorf("migrations: a negative step count (%d)", steps)
+	}
+	v, dirty, err := Version(databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if dirty {
+		return nil, fmt.Errorf("migrations: version %d is dirty (a migration failed half-way): fix the schema by hand first", v)
+	}
+	var applied []Migration
+	all := All()
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Version <= v {
+			applied = append(applied, all[i])
+		}
+	}
+	if v > 0 && (len(applied) == 0 || applied[0].Version != v) {
+		return nil, fmt.Errorf("migrations: the database is at version %d, which this build does not know (a newer tollgate migrated it): revert it with that version's binary", v)
+	}
+	if steps == 0 {
+		return applied, nil
+	}
+	if steps > len(applied) {
+		return nil, fmt.Errorf("migrations: %d steps asked, but only %d migrations are applied", steps, len(applied))
+	}
+	return applied[:steps], nil
 }
 
 // Version returns the version of the last applied migration (0 when none
@@ -85,13 +165,9 @@ func run(databaseURL string, fn func(*migrate.Migrate) error) error {
 // Latest returns the version of the newest embedded migration (the number
 // its file names start with), which Up brings a database to.
 func Latest() uint {
-	var latest uint
-	names, _ := fs.Glob(FS, "*.up.sql")
-	for _, n := range names {
-		v, err := strconv.ParseUint(n[:strings.IndexByte(n, '_')], 10, 32)
-		if err == nil {
-			latest = max(latest, uint(v))
-		}
+	all := All()
+	if len(all) == 0 {
+		return 0
 	}
-	return latest
+	return all[len(all)-1].Version
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,13 +113,83 @@ func TestUpDownUp(t *testing.T) {
 				t.Errorf("round %d: got tables %v, want %s", round, got, n)
 			}
 		}
-		if err := migrations.Down(u); err != nil {
+		if err := migrations.Down(u, 0); err != nil {
 			t.Fatalf("round %d: down: %v", round, err)
 		}
 		wantVersion(t, u, 0)
 		if got := tables(t, u); len(got) != 0 {
 			t.Errorf("round %d: got tables %v after down, want none", round, got)
 		}
+	}
+}
+
+func TestDownRevertsOnlyTheGivenSteps(t *testing.T) {
+	t.Parallel()
+	u := emptyDB(t)
+	if err := migrations.Up(u); err != nil {
+		t.Fatal(err)
+	}
+	all := migrations.All()
+	plan, err := migrations.DownPlan(u, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 2 || plan[0].Version != all[len(all)-1].Version || plan[1].Version != all[len(all)-2].Version {
+		t.Fatalf("plan of 2 steps: %+v, want the two newest of %+v, newest first", plan, all)
+	}
+	if err := migrations.Down(u, 2); err != nil {
+		t.Fatal(err)
+	}
+	wantVersion(t, u, all[len(all)-3].Version)
+	got := tables(t, u)
+	for _, mg := range plan {
+		for _, d := range mg.Drops {
+			if !strings.Contains(d, ".") && got[d] {
+				t.Errorf("table %s of reverted migration %d is still there", d, mg.Version)
+			}
+		}
+	}
+	for _, keep := range []string{"usage_days", "usage_quotas", "api_keys", "audit_log"} {
+		if !got[keep] {
+			t.Errorf("down 2 dropped %s, which an older migration made", keep)
+		}
+	}
+}
+
+func TestDownRefusesMoreStepsThanAppliedAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	u := emptyDB(t)
+	if err := migrations.Up(u); err != nil {
+		t.Fatal(err)
+	}
+	n := len(migrations.All())
+	if err := migrations.Down(u, n+1); err == nil || !strings.Contains(err.Error(), "only") {
+		t.Fatalf("down %d of %d applied: got %v, want a refusal", n+1, n, err)
+	}
+	wantVersion(t, u, migrations.Latest())
+	if _, err := migrations.DownPlan(u, -1); err == nil {
+		t.Fatal("a negative step count was accepted")
+	}
+}
+
+// Every table or column a down file drops is named in its Migration's
+// Drops, so `tollgate migrate down` never destroys something it did not list.
+func TestEveryDropOfADownFileIsListed(t *testing.T) {
+	for _, mg := range migrations.All() {
+		names, _ := fs.Glob(migrations.FS, fmt.Sprintf("%06d_*.down.sql", mg.Version))
+		if len(names) != 1 {
+			t.Fatalf("migration %d: down files %v", mg.Version, names)
+		}
+		sql, _ := migrations.FS.ReadFile(names[0])
+		upper := strings.ToUpper(string(sql))
+		want := strings.Count(upper, "DROP TABLE") + strings.Count(upper, "DROP COLUMN")
+		if len(mg.Drops) != want {
+			t.Errorf("%s: Drops %v, but the file has %d DROP TABLE or DROP COLUMN statements", names[0], mg.Drops, want)
+		}
+	}
+	ledger := migrations.All()[2]
+	if ledger.Name != "usage_ledger" || !slices.Contains(ledger.Drops, "usage_days") {
+		t.Errorf("the usage ledger's migration: %+v, want usage_ledger dropping usage_days", ledger)
 	}
 }
 

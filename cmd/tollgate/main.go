@@ -2,7 +2,7 @@
 // binary holding the admin API (control plane) and the gateway (data plane).
 //
 //	tollgate serve [--role=admin|gateway|all]   run the servers (migrates first)
-//	tollgate migrate up|down|version            manage the PostgreSQL schema
+//	tollgate migrate up|down N|version          manage the PostgreSQL schema (down asks first)
 //	tollgate usage export --plan=ID --start --end  a plan's usage from the ledger, CSV or JSON
 //	tollgate credentials create|list|rotate|revoke  admin credentials with roles (admin API)
 //	tollgate config dump|plan|apply                 the whole configuration as a file (admin API)
@@ -14,15 +14,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
 
 	"tollgate/migrations"
 )
@@ -45,7 +50,13 @@ type serveCmd struct {
 
 type migrateCmd struct {
 	Direction   string `arg:"" enum:"up,down,version" help:"up, down or version."`
+	Steps       int    `arg:"" optional:"" help:"down: how many of the newest migrations to revert."`
+	All         bool   `help:"down: revert every migration, dropping every table (configuration, key hashes, the usage ledger, the audit log)."`
+	Yes         bool   `help:"down: revert without asking (needed when standard input is not a terminal)."`
 	DatabaseURL string `help:"PostgreSQL URL." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+
+	in  io.Reader `kong:"-"` // answers to the confirmation (os.Stdin when nil)
+	out io.Writer `kong:"-"` // what it prints (os.Stdout when nil)
 }
 
 func main() {
@@ -105,13 +116,20 @@ func (e loggedError) Unwrap() error { return e.error }
 
 // Run applies the migration direction and prints the resulting version.
 func (m *migrateCmd) Run() error {
+	in, out := m.in, m.out
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
 	switch m.Direction {
 	case "up":
 		if err := migrations.Up(m.DatabaseURL); err != nil {
 			return err
 		}
 	case "down":
-		if err := migrations.Down(m.DatabaseURL); err != nil {
+		if err := m.down(in, out); err != nil {
 			return err
 		}
 	}
@@ -119,8 +137,75 @@ func (m *migrateCmd) Run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("version %d dirty %t\n", v, dirty)
+	fmt.Fprintf(out, "version %d dirty %t\n", v, dirty)
 	return nil
+}
+
+// errMigrateAborted is a confirmation answered with anything but yes.
+var errMigrateAborted = errors.New("migrate down: not confirmed; nothing was changed")
+
+// down reverts Steps migrations, or every one with All, after saying what
+// each drops and getting a yes (from --yes or typed on in).
+func (m *migrateCmd) down(in io.Reader, out io.Writer) error {
+	switch {
+	case m.Steps < 0:
+		return fmt.Errorf("migrate down: the step count must be positive, got %d", m.Steps)
+	case m.Steps == 0 && !m.All:
+		return errors.New("migrate down: give how many migrations to revert (tollgate migrate down 1), or --all to revert every one (see tollgate migrate --help)")
+	case m.Steps > 0 && m.All:
+		return errors.New("migrate down: give a step count or --all, not both")
+	}
+	plan, err := migrations.DownPlan(m.DatabaseURL, m.Steps)
+	if err != nil {
+		return err
+	}
+	if len(plan) == 0 {
+		fmt.Fprintln(out, "no migration is applied: nothing to revert")
+		return nil
+	}
+	fmt.Fprintf(out, "Reverting %d migration(s) of %s destroys:\n", len(plan), redactURL(m.DatabaseURL))
+	for _, mg := range plan {
+		what := "no data (indexes or functions only)"
+		if len(mg.Drops) > 0 {
+			what = strings.Join(mg.Drops, ", ") + ", with every row"
+		}
+		fmt.Fprintf(out, "  %06d %s: %s\n", mg.Version, mg.Name, what)
+	}
+	if !m.Yes {
+		if f, ok := in.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
+			return errors.New("migrate down: standard input is not a terminal: add --yes to revert without asking; nothing was changed")
+		}
+		fmt.Fprint(out, "Type yes to revert: ")
+		line, _ := bufio.NewReader(in).ReadString('\n')
+		if strings.TrimSpace(line) != "yes" {
+			return errMigrateAborted
+		}
+	}
+	return migrations.Down(m.DatabaseURL, m.Steps)
+}
+
+// redactURL is a database URL without its password, to print.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the database"
+	}
+	return u.Redacted()
+}
+
+// Help is the long help of `tollgate migrate`.
+func (m *migrateCmd) Help() string {
+	return `up applies every migration this build has (tollgate serve does it on start).
+
+down reverts migrations and DESTROYS DATA: each reverted migration drops the
+tables and columns it added, with every row in them. Give how many of the
+newest migrations to revert (tollgate migrate down 1), or --all to revert every
+one, which drops every table: configuration, API key hashes, the usage ledger
+(the basis of billing) and the audit log. down first prints what each step
+drops and asks you to type yes; --yes skips the question (needed when
+standard input is not a terminal). Back up PostgreSQL first (pg_dump).
+
+version prints the applied version and whether a migration failed half-way.`
 }
 
 // Help is the long help of `tollgate serve`: what the flags cannot say.
