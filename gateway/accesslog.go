@@ -124,7 +124,7 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 // record counts the request in the metrics (see Metrics for the labels).
 func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
 	api, stage, resource := ex.api, ex.stage, ex.resource
-	if stage == "" {
+	if ex.m == nil && stage == "" {
 		api, resource = "", "" // unknown APIs and stages are not metric labels
 	}
 	method := methodLabel(ex.method)

@@ -87,7 +87,7 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		return false
 	}
 	s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
-	if ex.lreq.Uncounted && ex.lreq.KeyID != "" && ex.stage != usageStage {
+	if ex.lreq.Uncounted && ex.lreq.KeyID != "" && !ex.m.partnerUsage() {
 		ex.unsettled = true
 		if d.Quota != nil {
 			ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)

@@ -9,22 +9,22 @@ import (
 	"tollgate/plans"
 )
 
-// Partner usage endpoint (docs/usage.md, "The partner usage endpoint").
-const (
-	// UsagePath is the path of the partner usage endpoint on every API's
-	// host. It takes precedence over the API's stages: ".well-known" is
-	// not a valid stage name.
-	UsagePath = "/.well-known/tollgate/usage"
-	// usageStage is the stage name the endpoint's requests carry in the
-	// access log and the metrics.
-	usageStage = ".well-known"
-)
+// UsagePath is the path of the partner usage endpoint (docs/usage.md, "The
+// partner usage endpoint") on every API's host.
+// It takes precedence over the API's stages (".well-known" is not a valid
+// stage name), and it is on no stage: its requests carry the API, an empty
+// stage and the resource UsagePath in the access log and the metrics.
+const UsagePath = "/.well-known/tollgate/usage"
+
+// partnerUsage reports whether m is the partner usage endpoint: the one
+// method on no stage.
+func (m *method) partnerUsage() bool { return m.stage.name == "" }
 
 // usageMethod builds the partner usage endpoint of API apiID: a GET that
-// requires a key, on a stage of its own that every plan covering one of
-// stages covers (the same *stagePlan values).
+// requires a key, on a stageConfig without a name that every plan covering
+// one of stages covers (the same *stagePlan values).
 func usageMethod(apiID string, stages map[string]*stageConfig) *method {
-	sc := &stageConfig{apiID: apiID, name: usageStage, plans: map[string]*stagePlan{}}
+	sc := &stageConfig{apiID: apiID, plans: map[string]*stagePlan{}}
 	for _, st := range stages {
 		for id, sp := range st.plans {
 			sc.plans[id] = sp
@@ -100,7 +100,7 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 		writeError(w, errNotFound)
 		return
 	}
-	ex.m, ex.stage, ex.resource = api.usage, usageStage, UsagePath
+	ex.m, ex.resource = api.usage, UsagePath
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		ex.errType, ex.reason = ErrorTypeMethod, "method not allowed"
 		w.Header()[headerAllow] = []string{"GET,HEAD"}
@@ -111,7 +111,7 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 		return
 	}
 	req := &ex.lreq
-	req.KeyID, req.PlanID, req.API, req.Stage, req.Uncounted = ex.keyID, ex.sp.id, ex.api, usageStage, true
+	req.KeyID, req.PlanID, req.API, req.Stage, req.Uncounted = ex.keyID, ex.sp.id, ex.api, "", true
 	req.Buckets = ex.buckets[:0]
 	if t := ex.sp.throttle; t != nil && !ex.sp.shadow {
 		req.Buckets = append(req.Buckets, limit.Bucket{Level: limit.LevelPlan, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit})

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -170,5 +172,67 @@ func TestPartnerUsageListsEveryPlanOfTheKeyOnTheAPI(t *testing.T) {
 		if (p.Quota != nil) != (p.Plan.ID == "plan01") {
 			t.Errorf("plan %s: quota %+v (plan02 has none)", p.Plan.ID, p.Quota)
 		}
+	}
+}
+
+// The partner usage endpoint is on no stage: its requests are counted with
+// the API, an empty stage and the resource UsagePath (so no dashboard or
+// console lists it as a stage), and its series go when the API does.
+func TestPartnerUsageIsCountedOnNoStage(t *testing.T) {
+	t.Parallel()
+	tg := usageGateway(t, plans.UsagePlan{Throttle: &plans.Throttle{RateLimit: 0.01, BurstLimit: 1}})
+	first := tg.do(t, "GET", UsagePath, "x-api-key", goodKey)
+	second := tg.do(t, "GET", UsagePath, "x-api-key", goodKey)
+	if first.status != 200 {
+		t.Fatalf("first ask: status %d", first.status)
+	}
+	wantError(t, second, 429, "Too Many Requests", "TooManyRequestsException")
+	for _, res := range []response{first, second} { // metrics are recorded before the access-log line
+		line := tg.logLine(t, res.header.Get("x-amzn-RequestId"))
+		if line["stage"] != "" || line["resource"] != UsagePath || line["api"] != testAPI {
+			t.Errorf("access log: api %v stage %v resource %v, want %s, none and %s", line["api"], line["stage"], line["resource"], testAPI, UsagePath)
+		}
+	}
+	if n := counterValue(t, tg.metrics.Requests.WithLabelValues(testAPI, "", "GET", UsagePath, "2xx")); n != 1 {
+		t.Errorf("requests of api %s, no stage, %s: %v, want 1", testAPI, UsagePath, n)
+	}
+	if n := counterValue(t, tg.metrics.Admitted.WithLabelValues(testAPI, "")); n != 1 {
+		t.Errorf("admitted of api %s, no stage: %v, want 1", testAPI, n)
+	}
+	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, "", "plan")); n != 1 {
+		t.Errorf("throttled of api %s, no stage: %v, want 1", testAPI, n)
+	}
+	stages := func() map[string]bool {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(tg.metrics.Collectors()...)
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "stage" {
+						out[l.GetValue()] = true
+					}
+				}
+			}
+		}
+		return out
+	}
+	if got := stages(); len(got) != 1 || !got[""] {
+		t.Errorf("stage labels after partner usage asks: %v, want only the empty one", got)
+	}
+
+	snap := limitSnapshot(plans.UsagePlan{}, plans.Stage{})
+	delete(snap.Apis, testAPI)
+	snap.Plans = nil
+	snap.Version = 1 << 40
+	if err := tg.SetSnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := stages(); len(got) != 0 {
+		t.Errorf("stage labels after the API left the config: %v, want none", got)
 	}
 }

@@ -210,6 +210,9 @@ func (s *Server) SetSnapshot(snap *plans.Snapshot) error {
 					s.metrics.forgetStage(apiID, name)
 				}
 			}
+			if cfg.apis[apiID] == nil {
+				s.metrics.forgetStage(apiID, "") // the partner usage endpoint's series
+			}
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 	"github.com/chromedp/chromedp/kb"
 
+	"tollgate/gateway"
 	"tollgate/internal/browsertest"
 	"tollgate/plans"
 )
@@ -227,6 +228,10 @@ func sendTraffic(t *testing.T, s *stack, apiID, value string) {
 			t.Fatalf("request %d: got %d, want %d", i+2, got, want)
 		}
 	}
+	// the partner usage endpoint is on no stage: the live view lists no row for it
+	if got := s.call(t, 0, apiID, gateway.UsagePath, value).StatusCode; got != http.StatusOK {
+		t.Fatalf("partner usage endpoint: got %d, want 200", got)
+	}
 }
 
 // checkUsage reads the key's usage chart (3 used today, 0 remaining) and
@@ -267,6 +272,11 @@ func checkUsage(t *testing.T, p *browsertest.Page) {
 		rows := p.Table("Requests per stage on this node")
 		if !rowWith(rows, "shop / prod", "3", "0", "2") {
 			return fmt.Errorf("live view %q, want shop / prod admitted 3, throttled 0, quota refused 2", rows)
+		}
+		for _, row := range rows {
+			if len(row) > 0 && (strings.Contains(row[0], "well-known") || strings.HasSuffix(strings.TrimSpace(row[0]), "/")) {
+				t.Errorf("live view lists the partner usage endpoint as a stage: %q", row)
+			}
 		}
 		return nil
 	})
