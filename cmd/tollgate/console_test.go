@@ -601,3 +601,63 @@ func rowWith(rows [][]string, cells ...string) bool {
 	}
 	return false
 }
+
+// After UpdateUsage sets /remaining of a key that made one request in a
+// 10000-a-month plan, the usage chart's line of the month's requests stays
+// at one request: the quota's count after the adjustment is a marker of
+// its own, and the table and the caption name the adjustment as one.
+func TestConsoleUsageShowsAQuotaAdjustmentApartFromRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test runs in make test, not in make test-short")
+	}
+	s := mustStackWith(t, stackOptions{allInOne: true, adminToken: consoleToken})
+	apiID := s.consoleAPI(t)
+	ctx, c := context.Background(), s.sdk
+	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("monthly"),
+		Quota:     &types.QuotaSettings{Limit: 10000, Period: types.QuotaPeriodTypeMonth},
+		ApiStages: []types.ApiStage{{ApiId: aws.String(apiID), Stage: aws.String("prod")}}})
+	must(t, "CreateUsagePlan", err)
+	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("partner-m"), Enabled: true})
+	must(t, "CreateApiKey", err)
+	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	deadline := time.Now().Add(browsertest.Wait)
+	for s.call(t, 0, apiID, "/prod/items/1", *key.Value).StatusCode != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("the key does not reach the gateway after %v", browsertest.Wait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err = c.UpdateUsage(ctx, &apigateway.UpdateUsageInput{UsagePlanId: plan.Id, KeyId: key.Id,
+		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/remaining"), Value: aws.String("500")}}})
+	must(t, "UpdateUsage", err)
+
+	p := browsertest.MustPage(t)
+	console := "http://" + s.admin.AdminAddr + "/console/"
+	p.Goto(console)
+	signIn(t, p)
+	p.Role("heading", "APIs")
+	p.Goto(console + "#/usage?plan=" + *plan.Id + "&key=" + *key.Id)
+	p.Role("heading", "Usage of monthly")
+	today := time.Now().UTC().Format("2006-01-02")
+	p.Eventually("today's row: 1 request this month, adjusted by +9499, 500 remaining", func() error {
+		rows := p.Table("Daily usage")
+		if !rowWith(rows, today, "1", "1", "+9499", "500") {
+			return fmt.Errorf("daily usage %q", rows)
+		}
+		return nil
+	})
+	if head := p.Table("Daily usage")[0]; !rowWith([][]string{head}, "Day (UTC)", "Used", "Requests this month", "Adjusted by UpdateUsage", "Remaining at the end of the day") {
+		t.Errorf("columns %q", head)
+	}
+	fig := p.Role("figure", "Daily usage chart").Text()
+	if !strings.Contains(fig, "UpdateUsage adjusted the quota period of "+today+" by +9499: the quota counts 9500 where the key made 1 request.") {
+		t.Errorf("chart caption %q does not name the adjustment", fig)
+	}
+	for _, label := range []string{"Requests this month", "Counted by the quota after UpdateUsage"} {
+		if !strings.Contains(fig, label) {
+			t.Errorf("chart legend %q has no series %q", fig, label)
+		}
+	}
+	p.Screenshot("console-usage-adjusted")
+}

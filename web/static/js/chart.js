@@ -7,12 +7,13 @@ const DAY_STEPS = [DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY];
 const isoDay = (ts) => new Date(ts * 1000).toISOString().slice(0, 10);
 const dayRange = (u, min, max) => [min - DAY / 2, max + DAY / 2];
 
-const COLORS = { used: "#0b5cad", quota: "#a4161a", period: "#e08e0b", admitted: "#1f6b35", throttled: "#e08e0b", refused: "#a4161a" };
+const COLORS = { used: "#0b5cad", quota: "#a4161a", period: "#e08e0b", adjusted: "#6a3d9a", admitted: "#1f6b35", throttled: "#e08e0b", refused: "#a4161a" };
 
 /**
  * plot(el, series, data, opts) draws a uPlot chart into el and returns
  * {update, destroy}. daily labels the x axis with UTC days (x values at
- * 00:00 UTC) and pads it by half a day for the bars. series: [{label, color, bars?, dash?}]; data: [xs (epoch
+ * 00:00 UTC) and pads it by half a day for the bars. series: [{label, color, bars?, dash?, pointsOnly?}]
+ * (pointsOnly: a marker at each non-null value, no line); data: [xs (epoch
  * seconds), ...one array per series].
  */
 export function plot(el, series, data, { height = 280, yLabel = "requests", daily = false } = {}) {
@@ -27,8 +28,8 @@ export function plot(el, series, data, { height = 280, yLabel = "requests", dail
       width: 2,
       dash: s.dash,
       fill: s.bars ? s.color + "55" : undefined,
-      paths: s.bars ? uPlot.paths.bars({ size: [0.6, 60] }) : undefined,
-      points: { show: !s.bars },
+      paths: s.bars ? uPlot.paths.bars({ size: [0.6, 60] }) : s.pointsOnly ? () => null : undefined,
+      points: s.pointsOnly ? { show: true, size: 10, fill: s.color } : { show: !s.bars },
     }))],
   };
   if (daily) opts.tzDate = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");

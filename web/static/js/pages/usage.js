@@ -58,6 +58,56 @@ function pickForm(plans, keys, sel, ctx) {
   return onSubmit(form, async (v) => ctx.navigate(links.usage(v), { keepMessages: false }));
 }
 
+/**
+ * periodStart(q, ts): the start (epoch seconds, 00:00 UTC) of quota q's
+ * period that holds the UTC day starting at ts, as the server's
+ * plans.Quota.Bounds decides it (WEEK from weekday offset, Sunday 0;
+ * MONTH from day 1 + offset).
+ */
+function periodStart(q, ts) {
+  const d = new Date(ts * 1000);
+  const offset = q.offset || 0;
+  if (q.period === "WEEK") return ts - ((d.getUTCDay() - offset + 7) % 7) * DAY;
+  if (q.period === "MONTH") {
+    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1 + offset) / 1000;
+    return start <= ts ? start : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1 + offset) / 1000;
+  }
+  return ts;
+}
+
+/**
+ * The key's quota period per day of xs: requests, its admitted requests
+ * from the period's start to the day's end (counted from the daily
+ * figures, with the days before the range read too), and adjusted, what
+ * the quota counts beyond them (UpdateUsage setting /remaining; negative
+ * when it gave requests back). GetUsage's remaining is the quota's own
+ * count, so the two differ only by adjustments.
+ */
+async function periodFigures(plan, keyId, xs, perKey) {
+  const q = plan.quota;
+  const first = periodStart(q, xs[0]);
+  const daily = new Map();
+  if (first < xs[0]) {
+    const before = await usage(plan.id, { from: isoDay(new Date(first * 1000)), to: isoDay(new Date((xs[0] - DAY) * 1000)), key: keyId });
+    (before.values[keyId] || []).forEach(([n], i) => daily.set(first + i * DAY, n));
+  }
+  perKey.forEach(([n], i) => daily.set(xs[i], n));
+  const requests = [];
+  const adjusted = [];
+  let start = null;
+  let sum = 0;
+  for (let ts = first; ts <= xs[xs.length - 1]; ts += DAY) {
+    const ps = periodStart(q, ts);
+    if (ps !== start) [start, sum] = [ps, 0];
+    sum += daily.get(ts) || 0;
+    const i = (ts - xs[0]) / DAY;
+    if (i < 0) continue;
+    requests.push(sum);
+    adjusted.push(q.limit - perKey[i][1] - Math.min(sum, q.limit));
+  }
+  return { requests, adjusted };
+}
+
 /** GetUsage for the selection, every page of keys. */
 async function usage(planId, sel) {
   const values = {};
@@ -81,19 +131,29 @@ async function usageSection(plan, keys, sel, cleanups) {
   const used = xs.map((_, i) => series.reduce((n, s) => n + s[i][0], 0));
   const key = sel.key ? keys.find((k) => k.id === sel.key) || { id: sel.key, name: sel.key } : null;
   const perKey = key && plan.quota && u.values[key.id];
+  const period = perKey ? await periodFigures(plan, key.id, xs, perKey) : null;
   const lines = [{ label: "Used", color: COLORS.used, bars: true }];
   const data = [xs, used];
   if (perKey) {
     lines.push({ label: "Quota limit", color: COLORS.quota, dash: [6, 4] });
     data.push(xs.map(() => plan.quota.limit));
     if (plan.quota.period !== "DAY") {
-      lines.push({ label: `Used this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
-      data.push(perKey.map(([, remaining]) => plan.quota.limit - remaining));
+      lines.push({ label: `Requests this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
+      data.push(period.requests);
+    }
+    if (period.adjusted.some((a) => a !== 0)) {
+      // the quota's count with the adjustments, as points apart from the requests
+      lines.push({ label: "Counted by the quota after UpdateUsage", color: COLORS.adjusted, pointsOnly: true });
+      data.push(period.adjusted.map((a, i) => (a !== 0 ? plan.quota.limit - perKey[i][1] : null)));
     }
   }
   const total = used.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
-  const caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
+  let caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
+  const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
+  if (adjustment !== 0) {
+    caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key made ${period.requests[period.requests.length - 1]} ${period.requests[period.requests.length - 1] === 1 ? "request" : "requests"}.`;
+  }
   const plotEl = h("div", { class: "plot", role: "img", "aria-label": `Daily requests chart. ${caption}` });
   const figure = h("figure", { class: "chart", "aria-label": "Daily usage chart" }, plotEl, h("figcaption", {}, caption));
   requestAnimationFrame(() => {
@@ -101,16 +161,19 @@ async function usageSection(plan, keys, sel, cleanups) {
     const c = plot(plotEl, lines, data, { daily: true });
     cleanups.push(c.destroy);
   });
-  return [h("h2", {}, `Usage of ${plan.name}`), figure, usageTable(xs, used, key && u.values[key.id], plan)];
+  return [h("h2", {}, `Usage of ${plan.name}`), figure, usageTable(xs, used, perKey, period, plan)];
 }
 
-function usageTable(xs, used, perKey, plan) {
+function usageTable(xs, used, perKey, period, plan) {
   const day = (x) => new Date(x * 1000).toISOString().slice(0, 10);
   const columns = [{ name: "Day (UTC)" }, { name: "Used", num: true }];
-  if (perKey && plan.quota) columns.push({ name: "Remaining at the end of the day", num: true });
+  const periodColumn = perKey && plan.quota.period !== "DAY";
+  if (periodColumn) columns.push({ name: `Requests this ${plan.quota.period.toLowerCase()}`, num: true });
+  if (perKey) columns.push({ name: "Adjusted by UpdateUsage", num: true }, { name: "Remaining at the end of the day", num: true });
   const rows = xs.map((x, i) => {
     const row = [day(x), String(used[i])];
-    if (perKey && plan.quota) row.push(String(perKey[i][1]));
+    if (periodColumn) row.push(String(period.requests[i]));
+    if (perKey) row.push(period.adjusted[i] > 0 ? `+${period.adjusted[i]}` : String(period.adjusted[i]), String(perKey[i][1]));
     return row;
   });
   return table({ caption: "Daily usage", columns, rows });
