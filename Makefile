@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      := bin
 
-.PHONY: all build test test-short services demo stop bench clean chromium web-vendor
+.PHONY: all build test test-short services demo stop bench clean chromium test-locale stop-cluster web-vendor
 
 all: build
 
@@ -17,7 +17,7 @@ build:
 ## starts them) and a local three-master Redis Cluster (scripts/cluster.sh starts it when it does not answer),
 ## then the AWS CLI conformance check (scripts/awscli.sh). vet builds with -race too, so the tests reuse its
 ## build: a first run compiles each package once, and vet lists them as it compiles (README "Tests").
-test: chromium
+test: chromium test-locale
 	@echo "== go vet -race: compiles every package (a first run lists them as they compile)"
 	$(GO) vet -race -v ./...
 	@echo "== go test -race: each package prints ok when its tests pass (cmd/tollgate takes longest)"
@@ -37,6 +37,14 @@ test-short:
 chromium:
 	scripts/chromium.sh
 
+## test-locale: generate the de_DE.UTF-8 locale two store tests run PostgreSQL's messages in (they skip without it)
+test-locale:
+	scripts/services.sh locale
+
+## stop-cluster: stop the test Redis Cluster make test starts (scripts/cluster.sh) and leaves running for the next run
+stop-cluster:
+	scripts/cluster.sh stop
+
 ## web-vendor: re-vendor the console's npm libraries (web/package.json) into web/static/vendor/ (needs Node; building tollgate does not)
 web-vendor:
 	cd web && npm ci --ignore-scripts --no-audit --no-fund
@@ -51,7 +59,7 @@ services:
 demo: services build
 	scripts/demo.sh
 
-## bench: tollgate against the tuned bare proxy and the naive one-EVALSHA peer on loopback, with wrk (about 3 minutes; README "Benchmarks")
+## bench: tollgate against the tuned bare proxy and the naive one-EVALSHA peer on loopback, with wrk (about 3 minutes; docs/benchmarks.md)
 bench:
 	GO=$(GO) scripts/bench.sh $(BENCHFLAGS)
 

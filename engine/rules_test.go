@@ -332,6 +332,39 @@ func TestLeakyBucketDelaysTheExcess(t *testing.T) {
 	})
 }
 
+// A leaky bucket admits a request whose wait is within both bounds:
+// burstLimit turns and maxDelay; the shorter binds. docs/rules.md's
+// example (2 a second, 4 waiting, 2 s) admits 5 of 8 at once (one now, 4
+// waiting); with 500 ms it admits 2 (one now, one waiting).
+func TestLeakyBucketTheShorterOfBurstAndMaxDelayBinds(t *testing.T) {
+	for _, tc := range []struct {
+		maxDelay time.Duration
+		want     []time.Duration
+	}{
+		{2 * time.Second, []time.Duration{0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second}},
+		{500 * time.Millisecond, []time.Duration{0, 500 * time.Millisecond}},
+	} {
+		t.Run(tc.maxDelay.String(), func(t *testing.T) {
+			l, _ := mustClockLimiter(t, at(t, "2026-06-15T12:00:00Z"))
+			r := limit.Rule{Name: "smooth", Counter: "lb", Algorithm: limit.LeakyBucket, RateLimit: 2, BurstLimit: 4, MaxDelay: tc.maxDelay, Private: true}
+			var delays []time.Duration
+			refused := 0
+			for range 8 {
+				d := decide(t, l, ruleRequest("v", r))
+				l.settle()
+				if d.Allowed {
+					delays = append(delays, d.Delay)
+				} else {
+					refused++
+				}
+			}
+			if fmt.Sprint(delays) != fmt.Sprint(tc.want) || refused != 8-len(tc.want) {
+				t.Errorf("8 at once: admitted with delays %v and %d refused, want %v and %d", delays, refused, tc.want, 8-len(tc.want))
+			}
+		})
+	}
+}
+
 // renewNow renews the leases of every request h holds, as the renewal
 // loop does on its tick.
 func (h *holds) renewNow() {

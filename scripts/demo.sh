@@ -80,6 +80,19 @@ echo
 echo "One call in full:"
 sleep 1
 curl -s -i -H "x-api-key: $key" "$url/42" | sed 's/^/  /'
+
+# The README's next steps use these variables: paste them, or source the file.
+{
+  grep '^  export API_ID=' "$run/demo.out" | sed 's/^  //'
+  echo "export AWS_ACCESS_KEY_ID=$TOLLGATE_ADMIN_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$TOLLGATE_ADMIN_SECRET_ACCESS_KEY AWS_DEFAULT_REGION=us-east-1"
+  echo "export TOKEN=$TOLLGATE_ADMIN_TOKEN TOLLGATE_ADMIN_TOKEN=$TOLLGATE_ADMIN_TOKEN"
+  echo "alias tg='aws apigateway --endpoint-url http://$TOLLGATE_ADMIN_ADDR'"
+} >"$run/env"
 echo
 echo "Operator console: http://$TOLLGATE_ADMIN_ADDR/console/ (sign in with the admin token $TOLLGATE_ADMIN_TOKEN)"
 echo "tollgate and the echo upstream keep running (logs in $run/); stop them with: make stop"
+echo
+echo "Next steps (README, from \"Managing tollgate with the AWS CLI\" on): paste these lines into your shell,"
+echo "or run: source $run/env"
+echo
+sed 's/^/  /' "$run/env"

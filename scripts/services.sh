@@ -3,6 +3,8 @@
 # answer, starting them from local Debian/Ubuntu packages when they do not
 # (installing the packages first if they are missing and we are root).
 # Used by `make demo`, `make services` and .ci/run.
+#   scripts/services.sh          PostgreSQL, Redis, curl and a C compiler
+#   scripts/services.sh locale   only the de_DE.UTF-8 locale two store tests use (make test)
 set -euo pipefail
 
 log() { printf 'services: %s\n' "$*" >&2; }
@@ -62,9 +64,11 @@ ensure_tools() {
   command -v cc >/dev/null || install_pkgs gcc libc6-dev
 }
 
-# The store's error test runs PostgreSQL sessions with German messages
+# Two store tests run PostgreSQL sessions with German messages
 # (lc_messages = de_DE.UTF-8): errors must be classified without their
-# text. The locale must exist on the host; PostgreSQL needs no restart.
+# text. The locale must exist on the host (PostgreSQL needs no restart);
+# make test asks for it (scripts/services.sh locale), make demo does not,
+# and the tests skip, saying so, where it is missing.
 ensure_locale() {
   locale -a 2>/dev/null | grep -qix 'de_DE.utf8' && return 0
   [ -d /usr/share/i18n/locales ] && [ -f /usr/share/i18n/locales/de_DE ] || install_pkgs locales
@@ -73,9 +77,9 @@ ensure_locale() {
   as_root localedef --no-archive -i de_DE -f UTF-8 de_DE.UTF-8
 }
 
+if [ "${1:-}" = locale ]; then ensure_locale; exit 0; fi
 ensure_postgres
 ensure_redis
 ensure_tools
-ensure_locale
 ensure_database "${TOLLGATE_DB_NAME:-tollgate}"
 log "PostgreSQL and Redis answer"

@@ -1,5 +1,5 @@
-// Command bareproxy is the benchmark's ceiling (make bench, README
-// "Benchmarks"): the fastest bare Go reverse proxy we could build, with
+// Command bareproxy is the benchmark's ceiling (make bench,
+// docs/benchmarks.md): the fastest bare Go reverse proxy we could build, with
 // pooled copy buffers and a tuned transport (package
 // internal/benchproxy), no access log. With -fixed it is instead the
 // bench's upstream: a fixed 200-byte answer to every request.

@@ -2,7 +2,7 @@
 // proxy we could build (the ceiling, cmd/bareproxy) and against the design
 // a Go team would build instead (the naive peer, cmd/naiveproxy: the same
 // proxy plus one EVALSHA per request), side by side in one run, on
-// loopback (make bench; see README.md "Benchmarks").
+// loopback (make bench; see docs/benchmarks.md).
 //
 // It starts its own redis-server on a free port (so Redis counters belong
 // to the bench alone), a fresh PostgreSQL database, the upstream (a fixed

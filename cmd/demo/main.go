@@ -2,8 +2,9 @@
 // API, with the AWS SDK for Go v2 (the same calls `aws apigateway` makes):
 // a RestApi with GET /pets and GET /pets/{petId} proxied to the echo
 // upstream, stage prod, a usage plan (throttle 2 requests/s, burst 5;
-// quota 1000 per DAY), an API key and its association. It prints the key
-// and a curl line that calls the gateway.
+// quota 1000 per DAY), an API key and its association. It prints the key,
+// a curl line that calls the gateway, and an export line of the shell
+// variables the README's next steps use (API_ID, KEY, KEY_ID, PLAN_ID).
 //
 //	demo -admin http://127.0.0.1:8001 -upstream http://127.0.0.1:8080 -gateway http://{id}.execute-api.localhost:8000
 //
@@ -48,6 +49,7 @@ func main() {
 	fmt.Printf("TOLLGATE_DEMO_KEY=%s\n", d.keyValue)
 	fmt.Printf("TOLLGATE_DEMO_URL=%s/prod/pets\n", base)
 	fmt.Printf("Try:\n  curl -i -H 'x-api-key: %s' %s/prod/pets/42\n", d.keyValue, base)
+	fmt.Printf("Shell variables of the README's next steps:\n  export API_ID=%s KEY=%s KEY_ID=%s PLAN_ID=%s\n", d.apiID, d.keyValue, d.keyID, d.planID)
 }
 
 type demo struct{ apiID, planID, keyID, keyValue string }

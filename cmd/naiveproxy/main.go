@@ -1,5 +1,5 @@
-// Command naiveproxy is the benchmark's peer (make bench, README
-// "Benchmarks"): the design a Go team would build instead of tollgate,
+// Command naiveproxy is the benchmark's peer (make bench,
+// docs/benchmarks.md): the design a Go team would build instead of tollgate,
 // the bare proxy of cmd/bareproxy behind one EVALSHA per request of a
 // small script deciding three token buckets and a monthly quota
 // (naive.go), with go-redis. Keys are given on the command

@@ -1,5 +1,5 @@
 // Package benchproxy holds the baselines of the benchmark (make bench,
-// README "Benchmarks"): the fastest bare Go reverse proxy we could build
+// docs/benchmarks.md): the fastest bare Go reverse proxy we could build
 // (the ceiling, cmd/bareproxy, which cmd/naiveproxy puts behind a naive
 // limiter: one EVALSHA of a three-bucket-plus-quota script per request,
 // the design a Go team would build instead), and the upstream they and
