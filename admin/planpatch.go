@@ -19,7 +19,8 @@ type planPatch struct {
 // patchUsagePlan applies ops to p, then validates the result as a whole.
 // Paths: /name, /description, /throttle/rateLimit, /throttle/burstLimit
 // (remove /throttle drops the throttle), /quota/limit, /quota/period,
-// /quota/offset (remove /quota drops the quota), add|remove /apiStages
+// /quota/offset, /quota/anchor, /quota/timeZone (remove /quota drops the
+// quota), /alerts ("80,90,100"; remove drops them), add|remove /apiStages
 // with value "apiId:stage", and
 // /apiStages/{apiId}:{stage}/throttle/{raw or ~1 path}/{METHOD}/rateLimit|burstLimit.
 func patchUsagePlan(p *plans.UsagePlan, ops []patchOp) error {
@@ -59,8 +60,22 @@ func (pp *planPatch) apply(op patchOp) error {
 		}
 		p.Quota, pp.newQuota, pp.limitSeen = nil, false, false
 		return nil
-	case "/quota/limit", "/quota/period", "/quota/offset":
+	case "/quota/limit", "/quota/period", "/quota/offset", "/quota/anchor", "/quota/timeZone":
 		return pp.quotaField(op)
+	case "/alerts":
+		if op.Op == opRemove {
+			p.Alerts = nil
+			return nil
+		}
+		if err := needOp(op, opReplace, opAdd); err != nil {
+			return err
+		}
+		a, err := plans.ParseAlerts(op.Value)
+		if err != nil {
+			return plans.Invalid("/alerts", "/alerts: %v", err)
+		}
+		p.Alerts = a
+		return nil
 	case "/apiStages":
 		return pp.apiStages(op)
 	}
@@ -109,6 +124,12 @@ func (pp *planPatch) quotaField(op patchOp) error {
 		return setInt32(op, &q.Limit)
 	case "/quota/offset":
 		return setInt32(op, &q.Offset)
+	case "/quota/anchor":
+		q.Anchor = op.Value
+		return nil
+	case "/quota/timeZone":
+		q.TimeZone = op.Value
+		return nil
 	}
 	q.Period = op.Value
 	return nil

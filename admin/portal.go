@@ -90,9 +90,9 @@ func (s *Server) KeyUsage(ctx context.Context, planID, keyID string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.Quota, from), to, today)
+	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), from), to, today)
 	if err != nil {
 		return nil, err
 	}
-	return s.keyUsage(ctx, planID, keyID, plan.Quota, from, to, today, counts[keyID])
+	return s.keyUsage(ctx, planID, keyID, plan.QuotaRule(), from, to, today, counts[keyID])
 }

@@ -155,6 +155,7 @@ var routeRules = map[string]rule{
 	"DELETE " + mappingPath + "/{basePath}": write("DeleteBasePathMapping", areaAPIs),
 
 	"GET /usageplans/{usagePlanId}/usage":                read("GetUsage", areaUsage),
+	"GET /alerts":                                        read("GetAlerts", areaUsage),
 	"PATCH /usageplans/{usagePlanId}/keys/{keyId}/usage": write("UpdateUsage", areaUsage),
 	"GET /usageplans/{usagePlanId}/usage/export":         read("ExportUsage", areaUsage),
 	"GET /usage/records":                                 read("GetUsageRecords", areaUsage),

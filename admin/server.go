@@ -234,6 +234,7 @@ func (s *Server) routes(opts Options) http.Handler {
 	s.tagRoutes(r)
 	s.credentialRoutes(r)
 	s.auditRoutes(r)
+	s.alertRoutes(r)
 	s.configRoutes(r)
 	s.portalRoutes(r, opts)
 	return r

@@ -75,6 +75,9 @@ type Store interface {
 	CreateUsagePlan(ctx context.Context, p *plans.UsagePlan) error // api stages must exist (400 naming apiStages)
 	GetUsagePlan(ctx context.Context, id string) (*plans.UsagePlan, error)
 	ListUsagePlans(ctx context.Context, keyID string, p Page) ([]plans.UsagePlan, string, error) // keyID "" for all
+	// Alerts lists the quota alert thresholds crossed, newest first, with
+	// their webhooks' state (GET /alerts).
+	Alerts(ctx context.Context, q plans.AlertQuery) ([]plans.QuotaAlert, string, error)
 	UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.UsagePlan) error) (*plans.UsagePlan, error)
 	DeleteUsagePlan(ctx context.Context, id string) error
 

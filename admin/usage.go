@@ -127,12 +127,12 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.Quota, from), to, today)
+	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.QuotaRule(), from), to, today)
 	if err != nil {
 		return err
 	}
 	for _, k := range keyIDs {
-		v, err := s.keyUsage(ctx, planID, k, plan.Quota, from, to, today, counts[k])
+		v, err := s.keyUsage(ctx, planID, k, plan.QuotaRule(), from, to, today, counts[k])
 		if err != nil {
 			return err
 		}
@@ -142,14 +142,16 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// periodStart is the start of q's period that contains day, or day
-// without a quota: GetUsage's remaining counts from there.
+// periodStart is the UTC date of the start of q's period that contains
+// day, or day without a quota: GetUsage's remaining counts from there.
+// Usage is counted per UTC day; a day counts in the period that holds its
+// first instant (an anchored or zoned period starts within a day).
 func periodStart(q *plans.Quota, day time.Time) time.Time {
 	if q == nil {
 		return day
 	}
 	start, _ := q.Bounds(day)
-	return start
+	return utcDate(start)
 }
 
 // keyUsage returns one [used, remaining] pair per day from from to to for
@@ -251,7 +253,7 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	if plan.Quota == nil {
 		return plans.Invalid("/remaining", "usage plan %s has no quota: there is no remaining count to set", planID)
 	}
-	if err := s.usage.SetRemaining(ctx, keyID, planID, *plan.Quota, remaining); err != nil {
+	if err := s.usage.SetRemaining(ctx, keyID, planID, *plan.QuotaRule(), remaining); err != nil {
 		return plans.Unavailable(err, "quota of key %s is unavailable", keyID)
 	}
 	if a, ok := s.pub.(UsageAnnouncer); ok {
@@ -264,11 +266,11 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.Quota, today), today, today)
+	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), today), today, today)
 	if err != nil {
 		return err
 	}
-	v, err := s.keyUsage(ctx, planID, keyID, plan.Quota, today, today, today, counts[keyID])
+	v, err := s.keyUsage(ctx, planID, keyID, plan.QuotaRule(), today, today, today, counts[keyID])
 	if err != nil {
 		return err
 	}

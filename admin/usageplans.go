@@ -21,9 +21,11 @@ func (s *Server) usagePlanRoutes(r chi.Router) {
 // quotaInput is a quota as sent: limit is required (a quota without one
 // is 400), offset defaults to 0.
 type quotaInput struct {
-	Limit  *int32 `json:"limit"`
-	Offset int32  `json:"offset"`
-	Period string `json:"period"`
+	Limit    *int32 `json:"limit"`
+	Offset   int32  `json:"offset"`
+	Period   string `json:"period"`
+	Anchor   string `json:"anchor"`
+	TimeZone string `json:"timeZone"`
 }
 
 // createUsagePlanInput is CreateUsagePlan's body. An absent throttle or
@@ -35,17 +37,20 @@ type createUsagePlanInput struct {
 	ApiStages   []plans.ApiStage  `json:"apiStages"`
 	Throttle    *plans.Throttle   `json:"throttle"`
 	Quota       *quotaInput       `json:"quota"`
+	Alerts      []int32           `json:"alerts"`
 	Tags        map[string]string `json:"tags"`
 }
 
 // plan builds the UsagePlan in, checking what JSON decoding cannot.
 func (in *createUsagePlanInput) plan() (*plans.UsagePlan, error) {
-	p := &plans.UsagePlan{Name: in.Name, Description: in.Description, ApiStages: in.ApiStages, Throttle: in.Throttle, Tags: in.Tags}
+	p := &plans.UsagePlan{Name: in.Name, Description: in.Description, ApiStages: in.ApiStages, Throttle: in.Throttle,
+		Alerts: in.Alerts, Tags: in.Tags}
 	if in.Quota != nil {
 		if in.Quota.Limit == nil {
 			return nil, plans.Invalid("quota.limit", "quota.limit is required when a quota is given")
 		}
-		p.Quota = &plans.Quota{Limit: *in.Quota.Limit, Offset: in.Quota.Offset, Period: in.Quota.Period}
+		p.Quota = &plans.Quota{Limit: *in.Quota.Limit, Offset: in.Quota.Offset, Period: in.Quota.Period,
+			Anchor: in.Quota.Anchor, TimeZone: in.Quota.TimeZone}
 	}
 	p.Normalize()
 	return p, p.Validate()

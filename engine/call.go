@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -41,6 +42,20 @@ type call struct {
 	own        keyedRequest
 	ownBuckets [4]keyedBucket
 	ownQuota   keyedQuota
+}
+
+// again returns a new call of c's request for a decision sent again after
+// its quota period table missed Redis's time: the table is made around
+// the time of c's reply. A cache read done along c is not done again.
+func (c *call) again() *call {
+	n := &call{ctx: c.ctx, req: c.req, done: make(chan struct{})}
+	if c.along != nil && !c.along.done {
+		n.along = c.along
+	}
+	if q := c.req.Quota; q != nil && q.tabled() {
+		q.Bounds = script.TableOf(q.Cal, time.UnixMicro(c.res.NowUS))
+	}
+	return n
 }
 
 // answer ends c with err, or with the reply already in c.res and c.rules

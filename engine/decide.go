@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,8 +32,25 @@ func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision
 	if al, ok := req.Along.(*lookupAlong); ok {
 		c.along = al
 	}
-	return e.wait(ctx, c)
+	for try := 1; ; try++ {
+		d, err := e.wait(ctx, c)
+		if !errors.Is(err, errPeriodMoved) || try == periodTries {
+			return d, err
+		}
+		c = c.again()
+	}
 }
+
+// errPeriodMoved is the error of a decision whose quota period table did
+// not hold Redis's time (script.RefusedPeriod): nothing was charged, and
+// Decide sends it again with a table around the time of the reply. Only a
+// node whose estimate of Redis time is a period off, or a jump of
+// Redis's clock, sees it; Decide returns it after periodTries.
+var errPeriodMoved = errors.New("the quota period table does not hold Redis time")
+
+// periodTries is how many times Decide sends a decision whose period
+// table missed.
+const periodTries = 3
 
 // wait queues c and waits for its decision (batch.go: a caller never
 // gives up because of the node's own queue, nor on a run in flight); it
@@ -63,6 +81,9 @@ func (e *Engine) result(c *call) (limit.Decision, error) {
 	}
 	if c.res.Refused == script.RefusedUnrestored {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", limit.ErrNotRestored)
+	}
+	if c.res.Refused == script.RefusedPeriod {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", errPeriodMoved)
 	}
 	d := parseDecision(&c.res, c.req)
 	e.holds.ruleDecision(&d, c)

@@ -17,7 +17,11 @@
 // together; otherwise nothing is charged and the first refusing limit is
 // reported. All time is Redis TIME (or the injected Options.Clock in
 // tests); quota periods are computed inside the script, so no key name
-// contains a time.
+// contains a time. A period anchored to a day or in a time zone (package
+// calendar) cannot be: the engine sends a table of three periods around
+// its estimate of Redis time (script.PeriodBounds, resolve.go), the script
+// picks the one holding its TIME, and a table that misses it charges
+// nothing and is sent again around the time of the reply (Decide).
 //
 // Concurrent decisions are batched (batch.go): on one primary (single.go)
 // one script run decides the whole batch atomically in one round trip. On

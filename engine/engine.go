@@ -116,7 +116,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	r := &runner{rdb: rdb, keys: keys, clock: opts.Clock, node: binary.LittleEndian.Uint32(b[:]),
 		changes0: keys.UsageChanges(0), awaitRestore: opts.AwaitRestore, leaseHoldUS: opts.LeaseHold.Microseconds()}
 	h := newHolds(r, opts.ConcurrencyLease)
-	e := &Engine{r: r, health: &health{timeout: opts.Timeout}, holds: h, res: &resolver{keys: keys, names: newNames(keys), holds: h}}
+	e := &Engine{r: r, health: &health{timeout: opts.Timeout}, holds: h, res: &resolver{keys: keys, names: newNames(keys), holds: h, now: r.estimate}}
 	var d decider = &single{r: r, concurrencyUS: h.leaseUS}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		r.cc = cc

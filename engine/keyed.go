@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"tollgate/calendar"
 	"tollgate/limit"
+	"tollgate/script"
 )
 
 // keyedBucket is a limit.Bucket with the Redis key of its state.
@@ -22,7 +24,15 @@ type keyedQuota struct {
 	Limit  int32
 	Period uint8
 	Offset uint8
+	// Cal is the rule of a period the script cannot compute (Period
+	// script.PeriodTable: anchored, or in a zone other than UTC), Bounds
+	// its table around the time the quota was resolved for.
+	Cal    calendar.Calendar
+	Bounds script.PeriodBounds
 }
+
+// tabled reports whether q's period comes as a table.
+func (q *keyedQuota) tabled() bool { return q.Period == script.PeriodTable }
 
 // keyedRequest is a limit.Request resolved to Redis key names: what op
 // "decide" decides. UsageKey "" means no usage count.

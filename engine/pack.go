@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"tollgate/limit"
 	"tollgate/script"
@@ -92,6 +93,9 @@ func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, co
 		a.quotaOnly = true
 	}
 	s := d.Append(a.decisions)
+	if q := req.Quota; q != nil && q.tabled() {
+		s = q.Bounds.Append(s)
+	}
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
 		a.bucket = script.BucketSpec{Rate: b.RateLimit, Burst: b.BurstLimit}
@@ -150,6 +154,11 @@ func (a *runArgs) addCharge(req *keyedRequest, units int32, atUS, run int64) {
 		c.Usage = index(&a.usages, a.usageIdx, req.UsageKey)
 	}
 	a.charges = c.Append(a.charges)
+	if q := req.Quota; q != nil && q.tabled() {
+		// the period of the admission, not of now
+		b := script.TableOf(q.Cal, time.UnixMicro(atUS))
+		a.charges = b.Append(a.charges)
+	}
 	a.nCharges++
 }
 

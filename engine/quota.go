@@ -34,18 +34,32 @@ func (e *Engine) Settle(ctx context.Context, keyID, planID string, periodStart t
 // wrapped.
 func (e *Engine) KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error) {
 	a := script.QuotaArgs{Today: 1}
+	var kq keyedQuota
 	if q != nil {
-		kq := e.res.keyedQuota(keyID, planID, q)
+		kq = e.res.keyedQuota(keyID, planID, q)
 		a.Limit, a.Period, a.Offset = kq.Limit, kq.Period, kq.Offset
 	}
 	keys := []string{e.r.keys.Quota(keyID, planID), e.r.keys.Usage(keyID, planID)}
-	reply, err := runOnce(ctx, e.r.rdb, keys, []any{script.OpQuota, e.r.clockArg(), a.Append(nil)}).Text()
 	var r script.QuotaReply
-	if err == nil {
-		_, err = r.Decode(reply)
-	}
-	if err != nil {
-		return limit.Usage{}, fmt.Errorf("engine: usage of key %s: %w", keyID, err)
+	for try := 1; ; try++ {
+		spec := a.Append(nil)
+		if kq.tabled() {
+			spec = kq.Bounds.Append(spec)
+		}
+		reply, err := runOnce(ctx, e.r.rdb, keys, []any{script.OpQuota, e.r.clockArg(), spec}).Text()
+		if err == nil {
+			_, err = r.Decode(reply)
+		}
+		if err != nil {
+			return limit.Usage{}, fmt.Errorf("engine: usage of key %s: %w", keyID, err)
+		}
+		if r.PeriodEndS != 0 || !kq.tabled() {
+			break
+		}
+		if try == periodTries {
+			return limit.Usage{}, fmt.Errorf("engine: usage of key %s: %w", keyID, errPeriodMoved)
+		}
+		kq.Bounds = script.TableOf(kq.Cal, time.UnixMicro(r.NowUS))
 	}
 	u := limit.Usage{Now: time.UnixMicro(r.NowUS).UTC(), Today: r.Today}
 	if q != nil {

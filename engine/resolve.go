@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"sync"
+	"time"
+
+	"tollgate/calendar"
 	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/script"
@@ -13,6 +17,13 @@ type resolver struct {
 	keys  keyspace.Space
 	names *names
 	holds *holds
+	// now estimates Redis time: the tables of anchored periods are made
+	// around it
+	now func() time.Time
+	// tables keeps the latest table of each calendar (calendar.Calendar →
+	// *script.PeriodBounds): one serves while the estimate is in its
+	// middle period
+	tables sync.Map
 }
 
 // resolve names the Redis state of req's limits into kr (reusing its
@@ -44,10 +55,30 @@ func (rs *resolver) resolve(req *limit.Request, kr *keyedRequest, buckets []keye
 // count in 16 bits).
 const maxWant = 1<<16 - 1
 
-// keyedQuota resolves the quota q of keyID in planID.
+// keyedQuota resolves the quota q of keyID in planID; the table of an
+// anchored or zoned period is made around the estimate of Redis time.
 func (rs *resolver) keyedQuota(keyID, planID string, q *limit.Quota) keyedQuota {
 	code, _ := script.PeriodCode(q.Period)
-	return keyedQuota{Key: rs.keys.Quota(keyID, planID), Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255))}
+	kq := keyedQuota{Key: rs.keys.Quota(keyID, planID), Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255))}
+	if c := q.Calendar(); !c.Plain() {
+		kq.Period, kq.Offset, kq.Cal = script.PeriodTable, 0, c
+		kq.Bounds = rs.table(c, rs.now())
+	}
+	return kq
+}
+
+// table returns the period table of c around t, the kept one when t is
+// in its middle period.
+func (rs *resolver) table(c calendar.Calendar, t time.Time) script.PeriodBounds {
+	s := t.Unix()
+	if v, ok := rs.tables.Load(c); ok {
+		if b := v.(*script.PeriodBounds); b.StartS <= s && s < b.EndS {
+			return *b
+		}
+	}
+	b := script.TableOf(c, t)
+	rs.tables.Store(c, &b)
+	return b
 }
 
 // bucketKey names the state of bucket b of req.

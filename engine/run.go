@@ -106,6 +106,17 @@ func (r *runner) observe(sent time.Time, redisUS int64) {
 	r.offset.Store(redisUS - sent.UnixMicro())
 }
 
+// estimate returns the time the scripts will run at: the injected
+// clock's, else the estimate of Redis time now.
+func (r *runner) estimate() time.Time {
+	if r.clock != nil {
+		if t := r.clock(); !t.IsZero() {
+			return t
+		}
+	}
+	return r.redisNow(time.Now())
+}
+
 // redisNow estimates Redis time at the node's time t.
 func (r *runner) redisNow(t time.Time) time.Time {
 	return t.Add(time.Duration(r.offset.Load()) * time.Microsecond)

@@ -151,10 +151,19 @@ func newStagePlan(p *plans.UsagePlan) *stagePlan {
 		t := *p.Throttle
 		sp.throttle = &t
 	}
-	if p.Quota != nil {
-		sp.quota = &limit.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
-	}
+	sp.quota = limitQuota(p)
 	return sp
+}
+
+// limitQuota returns the quota of p as the limiter decides it: its
+// period anchored and zoned as its fields and tags say (nil without one).
+func limitQuota(p *plans.UsagePlan) *limit.Quota {
+	q := p.QuotaRule()
+	if q == nil {
+		return nil
+	}
+	c := q.Calendar()
+	return &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset, Anchor: c.Anchor, Zone: c.Zone}
 }
 
 // compileMethod resolves one method's integration and buckets. The stage

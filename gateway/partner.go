@@ -160,15 +160,11 @@ func (s *Server) keyPlans(ex *exchange, st *stageConfig) []*stagePlan {
 // day.
 func (s *Server) planUsage(r *http.Request, keyID string, sp *stagePlan) (planUsage, error) {
 	p := sp.plan
-	pu := planUsage{Plan: usagePlanView{ID: p.ID, Name: p.Name, Throttle: p.Throttle, Quota: p.Quota, ApiStages: make([]apiStageView, 0, len(p.ApiStages))}}
+	pu := planUsage{Plan: usagePlanView{ID: p.ID, Name: p.Name, Throttle: p.Throttle, Quota: p.QuotaRule(), ApiStages: make([]apiStageView, 0, len(p.ApiStages))}}
 	for _, as := range p.ApiStages {
 		pu.Plan.ApiStages = append(pu.Plan.ApiStages, apiStageView{ApiID: as.ApiID, Stage: as.Stage})
 	}
-	var q *limit.Quota
-	if p.Quota != nil {
-		q = &limit.Quota{Limit: p.Quota.Limit, Period: p.Quota.Period, Offset: p.Quota.Offset}
-	}
-	u, err := s.engine.KeyUsage(r.Context(), keyID, p.ID, q)
+	u, err := s.engine.KeyUsage(r.Context(), keyID, p.ID, sp.quota)
 	if err != nil {
 		return pu, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"tollgate/calendar"
 )
 
 // ErrNotRestored is the error (wrapped) of a decision on a keyed request
@@ -37,17 +39,27 @@ type Bucket struct {
 	Method, Path string
 }
 
-// Quota is the usage plan quota of one API key: Limit requests per UTC
+// Quota is the usage plan quota of one API key: Limit requests per
 // calendar Period (plans.PeriodDay, PeriodWeek or PeriodMonth) shifted by
-// Offset days, as plans.Quota.Bounds.
+// Offset days in UTC, as AWS counts, or anchored to a day in a time zone
+// (package calendar, Quota.Calendar).
 type Quota struct {
 	// Limit is the number of requests per period, ≥ 0.
 	Limit int32
 	// Period is "DAY", "WEEK" or "MONTH"; anything else counts as DAY.
 	Period string
 	// Offset shifts the period start by days (WEEK 0..6 from Sunday,
-	// MONTH 0..27 from the 1st, DAY 0).
+	// MONTH 0..27 from the 1st, DAY 0) when there is no Anchor.
 	Offset int32
+	// Anchor is the day a WEEK or MONTH period starts on; 0 none.
+	Anchor calendar.Anchor
+	// Zone is where the period's days start; nil is UTC.
+	Zone *time.Location
+}
+
+// Calendar returns the period rule of q.
+func (q *Quota) Calendar() calendar.Calendar {
+	return calendar.Calendar{Period: q.Period, Offset: int(q.Offset), Anchor: q.Anchor, Zone: q.Zone}
 }
 
 // Request lists what applies to one request (docs/behaviour.md, "Throttles

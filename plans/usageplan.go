@@ -3,7 +3,12 @@ package plans
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"tollgate/calendar"
 )
 
 // Throttle is a token bucket: BurstLimit is its capacity in requests,
@@ -39,15 +44,61 @@ const (
 
 // Quota is the number of requests (Limit) a key may make per UTC calendar
 // period, shifted by Offset days: DAY (offset 0 only), WEEK (offset 0..6,
-// 0 = Sunday), MONTH (offset 0..27, 0 = the 1st).
+// 0 = Sunday), MONTH (offset 0..27, 0 = the 1st). Anchor and TimeZone,
+// tollgate's own fields (the plan tags QuotaAnchorTag and QuotaTimeZoneTag
+// say the same), start each period at local midnight of a day of the
+// month (1..28, "last") or of the week (MON..SUN) in an IANA time zone
+// (package calendar); an anchor takes the place of the offset.
 type Quota struct {
-	Limit  int32  `json:"limit"`
-	Offset int32  `json:"offset"`
-	Period string `json:"period"`
+	Limit    int32  `json:"limit"`
+	Offset   int32  `json:"offset"`
+	Period   string `json:"period"`
+	Anchor   string `json:"anchor,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
-// Validate checks limit (≥ 0), period and the offset range of the period.
+// Calendar returns q's period rule. Fields that do not parse (Validate
+// refuses them) count as none and UTC.
+func (q Quota) Calendar() calendar.Calendar {
+	c := calendar.Calendar{Period: q.Period, Offset: int(q.Offset)}
+	c.Anchor, _ = calendar.ParseAnchor(q.Period, q.Anchor)
+	if loc, err := calendar.LoadZone(q.TimeZone); err == nil && loc != time.UTC {
+		c.Zone = loc
+	}
+	return c
+}
+
+// Bounds returns the period of q that holds t: [start, end), in UTC.
+func (q Quota) Bounds(t time.Time) (start, end time.Time) { return q.Calendar().Bounds(t) }
+
+// Validate checks limit (≥ 0), period, the offset range of the period,
+// the anchor and the time zone.
 func (q Quota) Validate() error {
+	if err := q.validate(); err != nil {
+		return err
+	}
+	return q.validateCalendar("quota.anchor", "quota.timeZone")
+}
+
+// validateCalendar checks q's anchor against its period and its time
+// zone, naming the field each came from.
+func (q Quota) validateCalendar(anchorField, zoneField string) error {
+	if _, err := calendar.LoadZone(q.TimeZone); err != nil {
+		return Invalid(zoneField, "%s: %v", zoneField, err)
+	}
+	if q.Anchor == "" {
+		return nil
+	}
+	if _, err := calendar.ParseAnchor(q.Period, q.Anchor); err != nil {
+		return Invalid(anchorField, "%s: %v", anchorField, err)
+	}
+	if q.Offset != 0 {
+		return Invalid(anchorField, "%s: an anchored period takes no quota offset (offset is %d); set offset 0", anchorField, q.Offset)
+	}
+	return nil
+}
+
+func (q Quota) validate() error {
 	if q.Limit < 0 {
 		return Invalid("quota.limit", "quota limit must be at least 0")
 	}
@@ -87,6 +138,10 @@ type UsagePlan struct {
 	Throttle    *Throttle         `json:"throttle,omitempty"`
 	Quota       *Quota            `json:"quota,omitempty"`
 	Tags        map[string]string `json:"tags,omitempty"`
+	// Alerts are the shares of the quota, in percent, whose crossing
+	// sends a quota.threshold webhook once per key and period (tollgate's
+	// own field; the tag AlertsTag says the same, the field wins).
+	Alerts []int32 `json:"alerts,omitempty"`
 }
 
 // Validate checks name, description, throttle, quota, api stages and their
@@ -109,6 +164,9 @@ func (p *UsagePlan) Validate() error {
 		if err := p.Quota.Validate(); err != nil {
 			return err
 		}
+	}
+	if err := p.validateCalendarTags(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, as := range p.ApiStages {
@@ -133,6 +191,14 @@ func (p *UsagePlan) Validate() error {
 	}
 	if err := validateModeTag(p.Tags); err != nil {
 		return err
+	}
+	if err := validateAlerts("alerts", p.Alerts); err != nil {
+		return err
+	}
+	if v, ok := p.Tags[AlertsTag]; ok {
+		if _, err := ParseAlerts(v); err != nil {
+			return Invalid("tags."+AlertsTag, "tag %s=%q: %v", AlertsTag, v, err)
+		}
 	}
 	return validateQuotaCountsTag(p.Tags)
 }
@@ -161,6 +227,127 @@ func validateTagValue(tags map[string]string, tag, a, b string) error {
 		return nil
 	}
 	return Invalid("tags."+tag, "tag %s=%q must be %s or %s", tag, v, a, b)
+}
+
+// QuotaAnchorTag and QuotaTimeZoneTag are the usage plan tags of an
+// anchored quota period (docs/usage.md, "Anchored periods"): the day each
+// period starts on, 1..28 or "last" for MONTH, MON..SUN for WEEK, and the
+// IANA zone whose local midnight starts it (default UTC). They say what
+// the fields Quota.Anchor and Quota.TimeZone say, for the AWS CLI
+// (tag-resource); a field that is set wins over its tag.
+const (
+	QuotaAnchorTag   = "tollgate:quota-anchor"
+	QuotaTimeZoneTag = "tollgate:quota-timezone"
+)
+
+// QuotaRule returns the plan's quota with its anchor and time zone from
+// the tags where the fields are empty: the rule every period of the plan
+// is decided by (nil without a quota).
+func (p *UsagePlan) QuotaRule() *Quota {
+	if p.Quota == nil {
+		return nil
+	}
+	q := *p.Quota
+	if q.Anchor == "" {
+		q.Anchor = p.Tags[QuotaAnchorTag]
+	}
+	if q.TimeZone == "" {
+		q.TimeZone = p.Tags[QuotaTimeZoneTag]
+	}
+	return &q
+}
+
+// validateCalendarTags checks the anchor and time zone tags: the zone
+// always, the anchor against the quota's period (its form alone when the
+// plan has no quota).
+func (p *UsagePlan) validateCalendarTags() error {
+	anchor, zone := p.Tags[QuotaAnchorTag], p.Tags[QuotaTimeZoneTag]
+	if _, ok := p.Tags[QuotaTimeZoneTag]; ok {
+		if _, err := calendar.LoadZone(zone); err != nil || zone == "" {
+			return Invalid("tags."+QuotaTimeZoneTag, "tag %s=%q is not an IANA time zone name such as Asia/Tokyo", QuotaTimeZoneTag, zone)
+		}
+	}
+	if _, ok := p.Tags[QuotaAnchorTag]; !ok {
+		return nil
+	}
+	if p.Quota == nil {
+		_, e1 := calendar.ParseAnchor(calendar.Month, anchor)
+		_, e2 := calendar.ParseAnchor(calendar.Week, anchor)
+		if e1 != nil && e2 != nil || anchor == "" {
+			return Invalid("tags."+QuotaAnchorTag, "tag %s=%q must be a day 1..28 or last (MONTH), or MON..SUN (WEEK)", QuotaAnchorTag, anchor)
+		}
+		return nil
+	}
+	if p.Quota.Anchor != "" {
+		return nil // the field wins
+	}
+	q := *p.Quota
+	q.Anchor = anchor
+	if anchor == "" {
+		return Invalid("tags."+QuotaAnchorTag, "tag %s is empty: a day 1..28 or last (MONTH), or MON..SUN (WEEK)", QuotaAnchorTag)
+	}
+	return q.validateCalendar("tags."+QuotaAnchorTag, "tags."+QuotaTimeZoneTag)
+}
+
+// AlertsTag is the usage plan tag of quota alerts (docs/usage.md,
+// "Alerts"): a comma list of percentages of the quota, such as
+// "80,90,100"; the field UsagePlan.Alerts says the same.
+const AlertsTag = "tollgate:alerts"
+
+// maxAlert is the highest alert percentage: a settled cost may take a
+// quota past its limit, never past twice it.
+const maxAlert = 200
+
+// ParseAlerts reads a comma list of alert percentages (1..200, each
+// once), sorted.
+func ParseAlerts(s string) ([]int32, error) {
+	var out []int32
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "%"))
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole percentage such as 80", f)
+		}
+		out = append(out, int32(n))
+	}
+	if err := validateAlerts("", out); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// validateAlerts checks alert percentages: 1..maxAlert, each once. field
+// "" gives a plain error (ParseAlerts), else one naming field.
+func validateAlerts(field string, a []int32) error {
+	var err error
+	for i, n := range a {
+		switch {
+		case n < 1 || n > maxAlert:
+			err = fmt.Errorf("alert %d%% must be between 1 and %d", n, maxAlert)
+		case slices.Contains(a[:i], n):
+			err = fmt.Errorf("alert %d%% is listed twice", n)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil || field == "" {
+		return err
+	}
+	return Invalid(field, "%s: %v", field, err)
+}
+
+// AlertThresholds returns the plan's alert percentages, sorted: the field,
+// else the tag (nil for none).
+func (p *UsagePlan) AlertThresholds() []int32 {
+	if len(p.Alerts) > 0 {
+		a := slices.Clone(p.Alerts)
+		slices.Sort(a)
+		return a
+	}
+	a, _ := ParseAlerts(p.Tags[AlertsTag])
+	return a
 }
 
 // QuotaCountsTag is the usage plan tag choosing which requests its quota

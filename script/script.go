@@ -18,6 +18,9 @@ import (
 	"embed"
 	"fmt"
 	"strings"
+	"time"
+
+	"tollgate/calendar"
 )
 
 // Operations of the library (its ARGV[1]); the files that implement them
@@ -97,4 +100,11 @@ func PeriodCode(name string) (code uint8, ok bool) {
 		}
 	}
 	return PeriodDay, false
+}
+
+// TableOf returns the table (PeriodBounds) of calendar c around at: the
+// period holding at and its neighbours.
+func TableOf(c calendar.Calendar, at time.Time) PeriodBounds {
+	from, start, end, to := c.Table(at)
+	return PeriodBounds{FromS: from.Unix(), StartS: start.Unix(), EndS: end.Unix(), ToS: to.Unix()}
 }

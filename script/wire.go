@@ -28,6 +28,7 @@ const (
 	PeriodDay   = 0
 	PeriodWeek  = 1
 	PeriodMonth = 2
+	PeriodTable = 3 // an anchored or zoned period: a PeriodBounds follows
 
 	// DecisionSpec.RulesElsewhere
 	RulesHere     = 0 // decided in this run, from its RuleSpecs
@@ -45,6 +46,7 @@ const (
 	RefusedRules      = 2
 	RefusedQuota      = 3
 	RefusedUnrestored = 4 // the slot awaits its restore (DecideArgs.Await)
+	RefusedPeriod     = 5 // the PeriodBounds does not hold the run's time: nothing was charged
 
 	// WindowRuns is how many run numbers a RunWindow remembers.
 	WindowRuns = 256
@@ -75,7 +77,8 @@ type DecideArgs struct {
 
 // DecisionSpec is one decision of op "decide". Check order: its buckets,
 // then its rules, then the quota; admitted only when all admit, then all
-// are charged Want units (a capacity lease when more than 1).
+// are charged Want units (a capacity lease when more than 1). A Period of
+// PeriodTable has its PeriodBounds right after it, before its BucketSpecs.
 type DecisionSpec struct {
 	Buckets        uint8  // BucketSpecs that follow
 	Rules          uint8  // RuleSpecs after them
@@ -84,10 +87,25 @@ type DecisionSpec struct {
 	RulesRetryUS   int64  // RulesRefused: the refusing rule's retry (-1 never)
 	Quota          uint16 // index among the states of the quota state; 0 none
 	Limit          int32  // quota limit (units)
-	Period         uint8  // PeriodDay, PeriodWeek or PeriodMonth
+	Period         uint8  // PeriodDay, PeriodWeek, PeriodMonth or PeriodTable
 	Offset         uint8  // quota offset (days)
 	Usage          uint16 // index among the usage hashes; 0: no usage count
 	Want           uint16 // units to take when admitted; 0 counts as 1
+}
+
+// PeriodBounds is the bounds of a quota period the script cannot compute:
+// one anchored to a day or in a time zone other than UTC (package
+// calendar, which the node computes them with). It holds three periods,
+// [FromS, StartS), [StartS, EndS) and [EndS, ToS): the one holding the
+// node's estimate of Redis time and its neighbours. The script picks the
+// one holding its own time; when none does, it charges nothing and says
+// so (RefusedPeriod; op "quota": PeriodEndS 0), and the node sends a
+// table around the time the reply gave.
+type PeriodBounds struct {
+	FromS  int64
+	StartS int64
+	EndS   int64
+	ToS    int64
 }
 
 // BucketSpec is one token bucket of a decision.
@@ -119,7 +137,9 @@ type RuleSpec struct {
 
 // ChargeSpec is the quota and usage of requests a node admitted while
 // Redis did not answer (fail-open): counted on the day, and in the quota
-// period, of AtUS, unless Run proves they were decided already.
+// period, of AtUS, unless Run proves they were decided already. A Period
+// of PeriodTable has its PeriodBounds (around AtUS) right after it; a
+// table that does not hold AtUS charges no quota.
 type ChargeSpec struct {
 	Quota  uint16 // index among the states; 0 none
 	Period uint8
@@ -232,7 +252,8 @@ type SettleArgs struct {
 }
 
 // QuotaArgs is op "quota": KEYS 1 the quota state, 2 the usage hash
-// (with Today).
+// (with Today). A Period of PeriodTable has its PeriodBounds right after
+// it.
 type QuotaArgs struct {
 	Limit     int32
 	Period    uint8
@@ -246,7 +267,7 @@ type QuotaArgs struct {
 type QuotaReply struct {
 	Remaining    int64
 	PeriodStartS int64
-	PeriodEndS   int64
+	PeriodEndS   int64 // 0: the PeriodBounds does not hold NowUS (nothing was set)
 	NowUS        int64
 	Today        int64 // today's count (UTC day of NowUS); -1 not read
 }

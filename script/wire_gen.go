@@ -85,6 +85,31 @@ func (v *DecisionSpec) Decode(s string) (string, error) {
 	return s[DecisionSpecSize:], nil
 }
 
+// PeriodBoundsSize is the packed size of PeriodBounds.
+const PeriodBoundsSize = 32
+
+// Append appends v packed (format "<i8i8i8i8").
+func (v *PeriodBounds) Append(b []byte) []byte {
+	b = le.AppendUint64(b, uint64(v.FromS))
+	b = le.AppendUint64(b, uint64(v.StartS))
+	b = le.AppendUint64(b, uint64(v.EndS))
+	b = le.AppendUint64(b, uint64(v.ToS))
+	return b
+}
+
+// Decode reads v from the start of s and returns the rest; an error
+// when s is shorter than the layout.
+func (v *PeriodBounds) Decode(s string) (string, error) {
+	if len(s) < PeriodBoundsSize {
+		return s, shortError("PeriodBounds", len(s), PeriodBoundsSize)
+	}
+	v.FromS = int64(u64(s, 0, 8))
+	v.StartS = int64(u64(s, 8, 8))
+	v.EndS = int64(u64(s, 16, 8))
+	v.ToS = int64(u64(s, 24, 8))
+	return s[PeriodBoundsSize:], nil
+}
+
 // BucketSpecSize is the packed size of BucketSpec.
 const BucketSpecSize = 23
 
@@ -711,6 +736,7 @@ type layout interface {
 var layouts = map[string]func() layout{
 	"DecideArgs":      func() layout { return new(DecideArgs) },
 	"DecisionSpec":    func() layout { return new(DecisionSpec) },
+	"PeriodBounds":    func() layout { return new(PeriodBounds) },
 	"BucketSpec":      func() layout { return new(BucketSpec) },
 	"RuleSpec":        func() layout { return new(RuleSpec) },
 	"ChargeSpec":      func() layout { return new(ChargeSpec) },

@@ -154,19 +154,43 @@ func (l *Limiter) SetRemaining(ctx context.Context, keyID, planID string, q plan
 	return err
 }
 
+// quota runs op "quota" for keyID's quota q. An anchored or zoned period
+// goes as a table around the limiter's time (script.PeriodBounds): the
+// admin's clock first, then the time a reply that missed gave.
 func (l *Limiter) quota(ctx context.Context, keyID, planID string, q plans.Quota, set bool, remaining int64) (script.QuotaReply, error) {
 	code, _ := script.PeriodCode(q.Period)
 	a := script.QuotaArgs{Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255)), Remaining: remaining}
 	if set {
 		a.Set = 1
 	}
+	c := q.Calendar()
+	at := time.Now()
+	if l.clock != nil {
+		if t := l.clock(); !t.IsZero() {
+			at = t
+		}
+	}
+	if !c.Plain() {
+		a.Period, a.Offset = script.PeriodTable, 0
+	}
 	var r script.QuotaReply
-	reply, err := l.run(ctx, []string{l.keys.Quota(keyID, planID)}, script.OpQuota, a.Append(nil)).Text()
-	if err == nil {
-		_, err = r.Decode(reply)
+	for range 3 {
+		spec := a.Append(nil)
+		if !c.Plain() {
+			b := script.TableOf(c, at)
+			spec = b.Append(spec)
+		}
+		reply, err := l.run(ctx, []string{l.keys.Quota(keyID, planID)}, script.OpQuota, spec).Text()
+		if err == nil {
+			_, err = r.Decode(reply)
+		}
+		if err != nil {
+			return r, fmt.Errorf("quota of key %s: %w", keyID, err)
+		}
+		if r.PeriodEndS != 0 {
+			return r, nil
+		}
+		at = time.UnixMicro(r.NowUS)
 	}
-	if err != nil {
-		return r, fmt.Errorf("quota of key %s: %w", keyID, err)
-	}
-	return r, nil
+	return r, fmt.Errorf("quota of key %s: the period table did not hold the limiter's time", keyID)
 }

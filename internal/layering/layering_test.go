@@ -107,13 +107,15 @@ func TestGatewayDoesNotDependOnRedis(t *testing.T) {
 }
 
 // The domain and the vocabularies the adapters share are pure: standard
-// library only (and, for limit, cache and the limiter script's library,
-// nothing of Redis either).
+// library only, and one another (and, for limit, cache and the limiter
+// script's library, nothing of Redis either).
 func TestPurePackagesUseOnlyTheStandardLibrary(t *testing.T) {
 	g := loadGraph(t)
-	for _, p := range []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache", module + "/seal", module + "/script"} {
+	pure := []string{module + "/plans", module + "/keyspace", module + "/limit", module + "/cache", module + "/seal",
+		module + "/script", module + "/calendar"}
+	for _, p := range pure {
 		for d := range g.deps(p) {
-			if !g.standard[d] && d != "C" { // "C": cgo, which the standard library's net uses
+			if !g.standard[d] && d != "C" && !slices.Contains(pure, d) { // "C": cgo, which the standard library's net uses
 				t.Errorf("%s depends on %s, want the standard library only", p, d)
 			}
 		}
@@ -143,8 +145,8 @@ func TestLimiterLayersDependOnThePortAlone(t *testing.T) {
 	for _, layer := range []string{"refusal", "lease", "failopen"} {
 		p := module + "/engine/" + layer
 		for d := range g.deps(p) {
-			if strings.HasPrefix(d, module) && d != module+"/limit" && d != module+"/plans" {
-				t.Errorf("%s depends on %s, want only limit (and plans' change events)", p, d)
+			if strings.HasPrefix(d, module) && d != module+"/limit" && d != module+"/plans" && d != module+"/calendar" {
+				t.Errorf("%s depends on %s, want only limit (and plans' change events, and calendar, limit's periods)", p, d)
 			}
 			if d == goRedis {
 				t.Errorf("%s depends on %s", p, goRedis)

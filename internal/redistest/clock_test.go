@@ -33,3 +33,19 @@ func TestServerAheadMovesTimeAndScriptTimeNotTTLs(t *testing.T) {
 		}
 	}
 }
+
+// A stepped server's TIME follows each step while it runs, both ways.
+func TestSteppedServerFollowsEachStep(t *testing.T) {
+	s := MustServerStepped(t, 0)
+	ctx := t.Context()
+	for _, offset := range []time.Duration{40 * 24 * time.Hour, -3 * time.Hour, 400 * 24 * time.Hour} {
+		s.StepClock(t, offset)
+		at, err := s.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := at.Sub(time.Now()) - offset; d < -5*time.Second || d > 5*time.Second {
+			t.Errorf("offset %v: TIME is %v, want about %v", offset, at, time.Now().Add(offset))
+		}
+	}
+}

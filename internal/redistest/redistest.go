@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -100,6 +101,8 @@ type Server struct {
 	Addr   string
 	Client *redis.Client
 	cmd    *exec.Cmd
+	// clockFile holds the clock offset of a server of MustServerStepped
+	clockFile string
 }
 
 // Pause stops the server's process (SIGSTOP): connections stay open and
@@ -132,6 +135,56 @@ func MustServerProcess(tb testing.TB, args ...string) *Server {
 func MustServerAhead(tb testing.TB, offset time.Duration, args ...string) *Server {
 	tb.Helper()
 	return startServer(tb, ClockEnv(tb, offset), args)
+}
+
+// MustServerStepped is MustServerProcess with a wall clock the test moves
+// while the server runs: offset away from the test's clock at start, then
+// wherever StepClock sets it. Its TIME, script time and key expiry follow
+// (a step forward expires what a wait as long would).
+func MustServerStepped(tb testing.TB, offset time.Duration, args ...string) *Server {
+	tb.Helper()
+	f := filepath.Join(tb.TempDir(), "clock")
+	s := &Server{clockFile: f}
+	s.writeOffset(tb, offset)
+	srv := startServer(tb, append(ClockEnv(tb, offset), "REDISTEST_CLOCK_FILE="+f), args)
+	srv.clockFile = f
+	return srv
+}
+
+// StepClock moves the wall clock of a server of MustServerStepped to
+// offset away from the test's clock.
+func (s *Server) StepClock(tb testing.TB, offset time.Duration) {
+	tb.Helper()
+	if s.clockFile == "" {
+		tb.Fatal("redistest: StepClock needs a server of MustServerStepped")
+	}
+	s.writeOffset(tb, offset)
+}
+
+// ClockAt moves the wall clock of a server of MustServerStepped so that it
+// reads at now (approximately: the offset is taken from the test's clock
+// at the call) and returns the offset set.
+func (s *Server) ClockAt(tb testing.TB, at time.Time) time.Duration {
+	tb.Helper()
+	off := time.Until(at)
+	s.StepClock(tb, off)
+	return off
+}
+
+// writeOffset writes offset in place in the server's clock file (one
+// 8-byte write: the shim maps the file and reads it whole).
+func (s *Server) writeOffset(tb testing.TB, offset time.Duration) {
+	tb.Helper()
+	f, err := os.OpenFile(s.clockFile, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		tb.Fatalf("redistest: clock file: %v", err)
+	}
+	defer f.Close()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(offset.Nanoseconds()))
+	if _, err := f.WriteAt(b[:], 0); err != nil {
+		tb.Fatalf("redistest: clock file: %v", err)
+	}
 }
 
 func startServer(tb testing.TB, env, args []string) *Server {

@@ -1,6 +1,6 @@
 // Package limittest is the reference model of the limiter for tests: an
 // exact, in-memory limit.Decider (token buckets in rational arithmetic,
-// calendar quotas from plans.Quota.Bounds, capacity leases, usage per UTC
+// calendar quotas from package calendar, capacity leases, usage per UTC
 // day) that mirrors the documented rules of the limiter script
 // (docs/behaviour.md, "Throttles and quota"; docs/leases.md) but none of
 // its float arithmetic or calendar code. The engine's property tests hold
@@ -218,7 +218,7 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 	var qStart, qEnd, qStored time.Time
 	qName := names.Quota(req.KeyID, req.PlanID)
 	if q := req.Quota; keyed && q != nil {
-		qStart, qEnd = plans.Quota{Period: q.Period, Offset: q.Offset}.Bounds(d.Now)
+		qStart, qEnd = q.Calendar().Bounds(d.Now)
 		qStored = qStart
 		if s := m.quotas[qName]; s != nil && !s.start.Before(qStart) {
 			used, qStored = s.used, s.start
@@ -416,7 +416,7 @@ func (m *Model) Charge(_ context.Context, charges []limit.Charge) ([]limit.Charg
 			at = now
 		}
 		if q := req.Quota; q != nil {
-			start, end := plans.Quota{Period: q.Period, Offset: q.Offset}.Bounds(at)
+			start, end := q.Calendar().Bounds(at)
 			if end.After(now) {
 				name := names.Quota(req.KeyID, req.PlanID)
 				s := m.quotas[name]

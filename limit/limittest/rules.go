@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"tollgate/limit"
-	"tollgate/plans"
 )
 
 // The model of rate-limit rules (docs/rules.md): each algorithm's state in
@@ -247,11 +246,11 @@ func (m *Model) checkLB(r *limit.Rule, now int64) *ruleCheck {
 	return c
 }
 
-// checkQT counts as a plan quota: the period of now (plans.Quota.Bounds),
+// checkQT counts as a plan quota: the period of now (package calendar),
 // a later period resetting the count.
 func (m *Model) checkQT(r *limit.Rule, now int64) *ruleCheck {
 	name := ruleName(r)
-	start, end := plans.Quota{Period: r.Period, Offset: r.Offset}.Bounds(time.UnixMicro(now))
+	start, end := (&limit.Quota{Period: r.Period, Offset: r.Offset}).Calendar().Bounds(time.UnixMicro(now))
 	kept, used, lim := start.Unix(), int64(0), int64(r.Limit)
 	if s := m.rules.qt[name]; s != nil && s.start >= kept {
 		kept, used = s.start, s.curr

@@ -35,7 +35,8 @@ const UsageWriterLock int64 = 8463215221469897081
 // serialises flushes (but not readers): each draws its versions only after
 // the previous flush committed, so versions become visible in the order
 // they were drawn and the record feed (UsageRecords) never skips one.
-// Errors: KindUnavailable.
+// The quota states also record the alert thresholds they cross
+// (recordAlerts). Errors: KindUnavailable.
 func (db *DB) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error) {
 	days, quotas := b.Days(), b.Quotas()
 	if len(days) == 0 && len(quotas) == 0 {
@@ -50,7 +51,10 @@ func (db *DB) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error
 		if changed, err = upsertDays(ctx, tx, days, now); err != nil {
 			return err
 		}
-		return upsertQuotas(ctx, tx, quotas, now)
+		if err := upsertQuotas(ctx, tx, quotas, now); err != nil {
+			return err
+		}
+		return recordAlerts(ctx, tx, quotas, now)
 	})
 	return changed, err
 }

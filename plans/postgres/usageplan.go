@@ -20,32 +20,48 @@ type planRow struct {
 	QuotaLimit    *int32            `db:"quota_limit"`
 	QuotaOffset   *int32            `db:"quota_offset"`
 	QuotaPeriod   *string           `db:"quota_period"`
+	QuotaAnchor   string            `db:"quota_anchor"`
+	QuotaTimeZone string            `db:"quota_time_zone"`
+	Alerts        []int32           `db:"alerts"`
 	Tags          map[string]string `db:"tags"`
 }
 
-const planCols = `id, name, description, throttle_rate, throttle_burst, quota_limit, quota_offset, quota_period, tags`
+const planCols = `id, name, description, throttle_rate, throttle_burst, quota_limit, quota_offset, quota_period, quota_anchor, quota_time_zone, alerts, tags`
 
 func (r planRow) plan() plans.UsagePlan {
 	p := plans.UsagePlan{ID: r.ID, Name: r.Name, Description: r.Description,
 		ApiStages: []plans.ApiStage{}, Tags: nilIfEmptyMap(r.Tags)}
+	if len(r.Alerts) > 0 {
+		p.Alerts = r.Alerts
+	}
 	if r.ThrottleRate != nil && r.ThrottleBurst != nil {
 		p.Throttle = &plans.Throttle{RateLimit: *r.ThrottleRate, BurstLimit: *r.ThrottleBurst}
 	}
 	if r.QuotaLimit != nil && r.QuotaOffset != nil && r.QuotaPeriod != nil {
-		p.Quota = &plans.Quota{Limit: *r.QuotaLimit, Offset: *r.QuotaOffset, Period: *r.QuotaPeriod}
+		p.Quota = &plans.Quota{Limit: *r.QuotaLimit, Offset: *r.QuotaOffset, Period: *r.QuotaPeriod,
+			Anchor: r.QuotaAnchor, TimeZone: r.QuotaTimeZone}
 	}
 	return p
 }
 
-// planArgs returns the nullable throttle and quota columns of p.
-func planArgs(p *plans.UsagePlan) (rate *float64, burst, limit, offset *int32, period *string) {
+// planArgs returns the nullable throttle and quota columns of p, and its
+// quota's anchor and time zone ("" without).
+func planArgs(p *plans.UsagePlan) (rate *float64, burst, limit, offset *int32, period *string, anchor, zone string) {
 	if t := p.Throttle; t != nil {
 		rate, burst = &t.RateLimit, &t.BurstLimit
 	}
 	if q := p.Quota; q != nil {
-		limit, offset, period = &q.Limit, &q.Offset, &q.Period
+		limit, offset, period, anchor, zone = &q.Limit, &q.Offset, &q.Period, q.Anchor, q.TimeZone
 	}
-	return rate, burst, limit, offset, period
+	return rate, burst, limit, offset, period, anchor, zone
+}
+
+// alertsArg is the alerts column of a plan's alerts: never NULL.
+func alertsArg(a []int32) []int32 {
+	if a == nil {
+		return []int32{}
+	}
+	return a
 }
 
 type planStageRow struct {
@@ -147,10 +163,10 @@ func (db *DB) CreateUsagePlan(ctx context.Context, p *plans.UsagePlan) error {
 			return err
 		}
 		p.ID = plans.NewID(plans.ShortIDLen)
-		rate, burst, limit, offset, period := planArgs(p)
+		rate, burst, limit, offset, period, anchor, zone := planArgs(p)
 		if _, err := tx.Exec(ctx, `INSERT INTO usage_plans (`+planCols+`, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, p.ID, p.Name, p.Description,
-			rate, burst, limit, offset, period, emptyIfNil(p.Tags), now); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, p.ID, p.Name, p.Description,
+			rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), emptyIfNil(p.Tags), now); err != nil {
 			return err
 		}
 		if err := syncPlanStages(ctx, tx, p.ID, nil, p.ApiStages); err != nil {
@@ -251,10 +267,11 @@ func (db *DB) UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.Usa
 		if err := checkPlan(ctx, tx, p, before); err != nil {
 			return err
 		}
-		rate, burst, limit, offset, period := planArgs(p)
+		rate, burst, limit, offset, period, anchor, zone := planArgs(p)
 		if _, err := tx.Exec(ctx, `UPDATE usage_plans SET name = $2, description = $3, throttle_rate = $4,
-				throttle_burst = $5, quota_limit = $6, quota_offset = $7, quota_period = $8, tags = $9 WHERE id = $1`,
-			id, p.Name, p.Description, rate, burst, limit, offset, period, emptyIfNil(p.Tags)); err != nil {
+				throttle_burst = $5, quota_limit = $6, quota_offset = $7, quota_period = $8, quota_anchor = $9,
+				quota_time_zone = $10, alerts = $11, tags = $12 WHERE id = $1`,
+			id, p.Name, p.Description, rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), emptyIfNil(p.Tags)); err != nil {
 			return err
 		}
 		if err := syncPlanStages(ctx, tx, id, old, p.ApiStages); err != nil {

@@ -13,8 +13,14 @@ month). No key name holds a time. Civil dates use Howard Hinnant's
 days_from_civil / civil_from_days
 (http://howardhinnant.github.io/date_algorithms.html).
 
+A period anchored to a day or in a time zone other than UTC comes as a
+table of bounds the node computed (wire.period_bounds: three periods
+around its estimate of Redis time); the script picks the one that holds
+its own time, so Redis's clock still decides.
+
 Defines: US, DAY_US, EPS, SLACK_US, mmin, mmax, mfloor, mceil, now, days,
-day_of(us), date_string(day), period(day, code, offset), ceil_us(x).
+day_of(us), date_string(day), period(day, code, offset), period_in(p, us),
+ceil_us(x).
 ]]
 
 local US = 1000000
@@ -87,4 +93,14 @@ local function period(day, code, offset)
     return first * 86400, days_from_civil(y, m, 1 + offset) * 86400
   end
   return day * 86400, (day + 1) * 86400
+end
+
+-- [start, end) in Unix s of the period of table p (wire.period_bounds)
+-- that holds the time us; nil when none does
+local function period_in(p, us)
+  local s = mfloor(us / US)
+  if s < p.from_s or s >= p.to_s then return nil end
+  if s < p.start_s then return p.from_s, p.start_s end
+  if s < p.end_s then return p.start_s, p.end_s end
+  return p.end_s, p.to_s
 end

@@ -1,15 +1,17 @@
 --[[
 decide: op "decide", the decision of a batch of requests, all or nothing
 per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
-SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period
-(clock.lua), until_full, tokens_now, write_bucket (bucket.lua),
+SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period,
+period_in (clock.lua), until_full, tokens_now, write_bucket (bucket.lua),
 quota_used, write_quota, count_usage, restored (usage.lua), rule_run
 (rules.lua).
 
   KEYS  states (buckets and quotas), usage hashes, rule states, then the
         usage change set and the node's run window when named
-  ARGV  3 wire.decide_args, its charges (wire.charge_spec), then its
-          decisions (wire.decision_spec, its wire.bucket_specs, its
+  ARGV  3 wire.decide_args, its charges (wire.charge_spec, its
+          wire.period_bounds when its period is wire.PERIOD_TABLE), then its
+          decisions (wire.decision_spec, its wire.period_bounds when its
+          period is wire.PERIOD_TABLE, its wire.bucket_specs, its
           wire.rule_specs)
   Reply: wire.decide_reply, a wire.decision_reply per decision, then a
   wire.rule_reply per rule of every decision, in order.
@@ -165,9 +167,10 @@ local function decide()
 
   -- Charges of requests admitted without a decision.
   local reply = {status = wire.RUN_DONE, counted = 0, skipped = 0}
-  local c = {}
+  local c, pt = {}, {}
   for _ = 1, a.charges do
     pos = wire.read_charge_spec(spec, pos, c)
+    if c.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
     local ran = c.run ~= 0 and window_holds(win, c.run)
     if ran then
       reply.skipped = reply.skipped + 1
@@ -176,8 +179,13 @@ local function decide()
     else
       local at = mmin(c.at_us, now)
       if c.quota > 0 then
-        local start, stop = period(day_of(at), c.period, c.offset)
-        if stop * US > now then charge_quota(c.quota, start, stop, c.units, 0) end
+        local start, stop
+        if c.period == wire.PERIOD_TABLE then
+          start, stop = period_in(pt, at)
+        else
+          start, stop = period(day_of(at), c.period, c.offset)
+        end
+        if start and stop * US > now then charge_quota(c.quota, start, stop, c.units, 0) end
       end
       if c.usage > 0 then count(c.usage, day_of(at), c.units) end
       if c.run ~= 0 and win then window_enter(win, c.run) end
@@ -204,6 +212,7 @@ local function decide()
   local d, bk, rl, tokens, times, rebase = {}, {}, {}, {}, {}, {}
   for n = 1, a.decisions do
     pos = wire.read_decision_spec(spec, pos, d)
+    if d.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
     local nb, nr = d.buckets, d.rules
     local r = {allowed = 0, refused = wire.REFUSED_NONE, bucket = 0, now_us = now, retry_us = 0, plan_left = -1,
       plan_full_us = -1, quota_left = -1, quota_start = 0, quota_end = 0, granted = 0, lease_wait_us = 0}
@@ -243,12 +252,22 @@ local function decide()
     -- a keyed decision waits for the restore: refused, charging nothing
     if (d.usage > 0 or d.quota > 0) and not is_restored then r.refused = wire.REFUSED_UNRESTORED end
 
-    -- Quota: the units used in the current period.
+    -- Quota: the units used in the current period. A table that misses
+    -- the run's time refuses before any other limit: the node decides
+    -- again with a table around now_us.
     local used, kept, start, stop = 0, 0, 0, 0
     if d.quota > 0 then
-      start, stop = quota_bounds(d.period, d.offset)
-      used, kept = quota_used(quota_at(d.quota), start)
-      if r.refused == wire.REFUSED_NONE and used + 1 > d.limit then r.refused = wire.REFUSED_QUOTA end
+      if d.period == wire.PERIOD_TABLE then
+        start, stop = period_in(pt, now)
+      else
+        start, stop = quota_bounds(d.period, d.offset)
+      end
+      if not start then
+        r.refused, start, stop = wire.REFUSED_PERIOD, 0, 0
+      else
+        used, kept = quota_used(quota_at(d.quota), start)
+        if r.refused == wire.REFUSED_NONE and used + 1 > d.limit then r.refused = wire.REFUSED_QUOTA end
+      end
     end
 
     if r.refused == wire.REFUSED_NONE then

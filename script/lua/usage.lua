@@ -1,7 +1,8 @@
 --[[
 usage: quota states, usage counts, the usage change sets and the restore
 gate; ops "settle", "quota" and "hold". Takes wire, and US, SLACK_US, mmax,
-mfloor, mceil, now, days, day_of, date_string, period (clock.lua).
+mfloor, mceil, now, days, day_of, date_string, period, period_in
+(clock.lua).
 
 A quota state (wire.quota_state) holds the latest period start seen and the
 units used since; a period that starts after the stored start resets the
@@ -98,14 +99,26 @@ op "quota": read or set the remaining units of one key's quota in the
 current period (UpdateUsage, GetUsage, the partner usage endpoint), and
 read today's usage count.
   KEYS  1 the quota state  2 the usage hash (when wire.quota_args.today)
-  ARGV  3 wire.quota_args: a set makes the state (current period start,
+  ARGV  3 wire.quota_args, then its wire.period_bounds when its period is
+          wire.PERIOD_TABLE: a set makes the state (current period start,
           limit - remaining), its change sequence number one higher
-  Reply: wire.quota_reply.
+  Reply: wire.quota_reply; period_end_s 0 when the table does not hold
+  now (nothing set).
 ]]
 local function quota()
   local a = {}
-  wire.read_quota_args(ARGV[3], 1, a)
-  local start, stop = period(days, a.period, a.offset)
+  local pos = wire.read_quota_args(ARGV[3], 1, a)
+  local start, stop
+  if a.period == wire.PERIOD_TABLE then
+    local pt = {}
+    wire.read_period_bounds(ARGV[3], pos, pt)
+    start, stop = period_in(pt, now)
+    if not start then
+      return wire.pack_quota_reply({remaining = 0, period_start_s = 0, period_end_s = 0, now_us = now, today = -1})
+    end
+  else
+    start, stop = period(days, a.period, a.offset)
+  end
   local q = wire.quota_state(redis.call('GET', KEYS[1]))
   local used, kept = quota_used(q, start)
   if a.set == 1 then

@@ -15,6 +15,7 @@ local wire = {}
 wire.PERIOD_DAY = 0
 wire.PERIOD_WEEK = 1
 wire.PERIOD_MONTH = 2
+wire.PERIOD_TABLE = 3
 wire.RULES_HERE = 0
 wire.RULES_ADMITTED = 1
 wire.RULES_REFUSED = 2
@@ -26,6 +27,7 @@ wire.REFUSED_BUCKET = 1
 wire.REFUSED_RULES = 2
 wire.REFUSED_QUOTA = 3
 wire.REFUSED_UNRESTORED = 4
+wire.REFUSED_PERIOD = 5
 wire.WINDOW_RUNS = 256
 wire.RESTORE_MARK = "~r"
 
@@ -45,6 +47,15 @@ function wire.read_decision_spec(s, pos, t)
 end
 function wire.pack_decision_spec(t)
   return struct.pack('<BBBBi8Hi4BBHH', t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want)
+end
+
+-- PeriodBounds, 32 bytes
+function wire.read_period_bounds(s, pos, t)
+  t.from_s, t.start_s, t.end_s, t.to_s, pos = struct.unpack('<i8i8i8i8', s, pos)
+  return pos
+end
+function wire.pack_period_bounds(t)
+  return struct.pack('<i8i8i8i8', t.from_s, t.start_s, t.end_s, t.to_s)
 end
 
 -- BucketSpec, 23 bytes

@@ -10,21 +10,50 @@
  * allocates nothing.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+/*
+ * With REDISTEST_CLOCK_FILE, the offset is the little-endian int64 at the
+ * start of that file (8 bytes), mapped shared once and read on every call:
+ * a test moves the server's clock while it runs by writing it in place
+ * (redistest.StepClock).
+ */
+static volatile long long *mapped;
 
 static long long offset_ns(void) {
 	static int read;
 	static long long off;
 	if (!read) {
 		const char *s = getenv("REDISTEST_CLOCK_OFFSET_NS");
+		const char *f = getenv("REDISTEST_CLOCK_FILE");
 		off = s ? atoll(s) : 0;
+		if (f) {
+			int fd = (int)syscall(SYS_openat, AT_FDCWD, f, O_RDONLY);
+			if (fd >= 0) {
+				void *p = (void *)syscall(SYS_mmap, NULL, 8, PROT_READ, MAP_SHARED, fd, 0);
+				if (p != MAP_FAILED) {
+					mapped = p;
+				}
+				syscall(SYS_close, fd);
+			}
+		}
 		read = 1;
 	}
-	return off;
+	if (!mapped) {
+		return off;
+	}
+	for (;;) { /* twice the same: not torn by a write in between */
+		long long a = *mapped, b = *mapped;
+		if (a == b) {
+			return a;
+		}
+	}
 }
 
 static void shift(struct timespec *ts) {

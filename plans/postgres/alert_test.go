@@ -1,0 +1,118 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"tollgate/plans"
+	"tollgate/plans/postgres"
+)
+
+// quotaSeen is an observation of keyID's quota state in planID.
+func quotaSeen(planID, keyID string, start time.Time, count, seq int64) plans.UsageObservation {
+	return plans.UsageObservation{KeyID: keyID, PlanID: planID, Quota: &plans.QuotaCount{PeriodStart: start, Count: count, Seq: seq}}
+}
+
+// outbox returns the bodies of the quota.threshold webhooks enqueued.
+func thresholdWebhooks(t *testing.T, db *postgres.DB) []map[string]any {
+	t.Helper()
+	ws, err := db.ClaimWebhooks(ctx, 100, time.Minute)
+	must(t, err)
+	var out []map[string]any
+	for _, w := range ws {
+		if w.Type != plans.EventQuotaThreshold {
+			continue
+		}
+		var m map[string]any
+		must(t, json.Unmarshal(w.Body, &m))
+		if m["id"] != w.ID {
+			t.Fatalf("webhook %s has body id %v", w.ID, m["id"])
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// A flush whose quota states reach a plan's alert thresholds records each
+// crossing once per key, period and threshold, with its webhook, whatever
+// repeats it: the same flush again, higher counts, concurrent flushes. A
+// new period crosses them again.
+func TestFlushRecordsEachAlertOncePerKeyPeriodAndThreshold(t *testing.T) {
+	db := newDB(t)
+	p := &plans.UsagePlan{Name: "tokens", Quota: &plans.Quota{Limit: 300, Period: plans.PeriodMonth, Anchor: "15", TimeZone: "Asia/Tokyo"},
+		Tags: map[string]string{plans.AlertsTag: "80,90,100"}}
+	must(t, db.CreateUsagePlan(ctx, p))
+	quiet := newPlan(t, db, "no alerts")
+	k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: "acme"}
+	must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
+	start := time.Date(2026, 11, 14, 15, 0, 0, 0, time.UTC)
+	end := time.Date(2026, 12, 14, 15, 0, 0, 0, time.UTC)
+
+	flush(t, db, quotaSeen(p.ID, k.ID, start, 239, 1), quotaSeen(quiet.ID, k.ID, start, 1000, 1))
+	if ws := thresholdWebhooks(t, db); len(ws) != 0 {
+		t.Fatalf("239 of 300: webhooks %v, want none", ws)
+	}
+	flush(t, db, quotaSeen(p.ID, k.ID, start, 275, 2))
+	ws := thresholdWebhooks(t, db)
+	if len(ws) != 2 {
+		t.Fatalf("275 of 300: webhooks %v, want 80 and 90", ws)
+	}
+	for _, w := range ws {
+		if w["type"] != "quota.threshold" || w["planId"] != p.ID || w["keyId"] != k.ID || w["customerId"] != "acme" ||
+			w["used"] != 275.0 || w["limit"] != 300.0 || w["periodStart"] != "2026-11-14T15:00:00Z" || w["periodEnd"] != "2026-12-14T15:00:00Z" ||
+			(w["threshold"] != 80.0 && w["threshold"] != 90.0) {
+			t.Fatalf("webhook %v", w)
+		}
+		if _, err := time.Parse(time.RFC3339, w["time"].(string)); err != nil {
+			t.Fatalf("webhook time %v: %v", w["time"], err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if _, err := db.FlushUsage(ctx, batch(quotaSeen(p.ID, k.ID, start, 300+int64(i), 3+int64(i)))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	flush(t, db, quotaSeen(p.ID, k.ID, start, 275, 2))
+	if ws := thresholdWebhooks(t, db); len(ws) != 1 || ws[0]["threshold"] != 100.0 {
+		t.Fatalf("300 and more, four times at once: webhooks %v, want 100 once", ws)
+	}
+	flush(t, db, quotaSeen(p.ID, k.ID, end, 250, 10))
+	if ws := thresholdWebhooks(t, db); len(ws) != 1 || ws[0]["threshold"] != 80.0 || ws[0]["periodStart"] != "2026-12-14T15:00:00Z" ||
+		ws[0]["periodEnd"] != "2027-01-14T15:00:00Z" {
+		t.Fatalf("the next period: webhooks %v, want 80 once in it", ws)
+	}
+
+	alerts, next, err := db.Alerts(ctx, plans.AlertQuery{PlanID: p.ID, Limit: 2})
+	must(t, err)
+	if len(alerts) != 2 || next == "" || alerts[0].Threshold != 80 || !alerts[0].PeriodStart.Equal(end) {
+		t.Fatalf("first page of alerts %+v next %q", alerts, next)
+	}
+	rest, next2, err := db.Alerts(ctx, plans.AlertQuery{PlanID: p.ID, Limit: 10, Position: next})
+	must(t, err)
+	if len(rest) != 2 || next2 != "" {
+		t.Fatalf("second page of alerts %+v next %q, want the other 2", rest, next2)
+	}
+	for _, a := range append(alerts, rest...) {
+		if a.Delivery.State != plans.AlertPending || a.Delivery.Attempts != 1 || a.KeyID != k.ID || a.CustomerID != "acme" || a.Scope != plans.AlertScopeKey {
+			t.Fatalf("alert %+v: want one pending try of key %s", a, k.ID)
+		}
+	}
+	must(t, db.WebhookDelivered(ctx, alerts[0].ID))
+	got, _, err := db.Alerts(ctx, plans.AlertQuery{KeyID: k.ID, Limit: 1})
+	must(t, err)
+	if len(got) != 1 || got[0].Delivery.State != plans.AlertDelivered || got[0].Delivery.DeliveredAt == nil {
+		t.Fatalf("after delivery: %+v", got)
+	}
+	if none, _, err := db.Alerts(ctx, plans.AlertQuery{CustomerID: "other"}); err != nil || len(none) != 0 {
+		t.Fatalf("alerts of another customer: %+v %v", none, err)
+	}
+	if _, _, err := db.Alerts(ctx, plans.AlertQuery{Position: "nonsense"}); plans.ErrorKind(err) != plans.KindInvalid {
+		t.Fatalf("a bad position: %v", err)
+	}
+}
