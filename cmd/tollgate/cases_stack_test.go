@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,6 +97,14 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 	if o.webhookURL != "" {
 		base.Secrets.WebhookSecret = testWebhookSecret
 	}
+	if o.logs == nil {
+		o.logs = &logBuffer{}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the nodes' log lines other than 2xx, 3xx and 429 answers:\n%s", o.logs.failures())
+			}
+		})
+	}
 	if o.allInOne {
 		s.admin = s.startMain(t, base, "all", o.logs)
 		s.gateways = [2]*Main{s.admin, s.admin}
@@ -171,6 +180,20 @@ func (b *logBuffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
 	return len(p), nil
+}
+
+// failures returns the lines that are not an access log line of an
+// admitted, redirected or throttled request: errors, warnings and the
+// reasons of 4xx and 5xx answers, to tell why a test saw what it saw.
+func (b *logBuffer) failures() string {
+	var out strings.Builder
+	for line := range strings.Lines(b.String()) {
+		if strings.Contains(line, " msg=request ") && (strings.Contains(line, " status=2") || strings.Contains(line, " status=3") || strings.Contains(line, " status=429 ")) {
+			continue
+		}
+		out.WriteString(line)
+	}
+	return out.String()
 }
 
 func (b *logBuffer) String() string {
