@@ -26,6 +26,7 @@ test: chromium test-locale
 	@echo "== AWS CLI conformance check (scripts/awscli.sh)"
 	GO=$(GO) scripts/awscli.sh
 	@echo "console screenshots of the browser test: $(CURDIR)/.artifacts/"
+	@echo "the test Redis Cluster (scripts/cluster.sh) keeps running for the next make test; make stop-cluster stops it"
 
 ## test-short: the edit-test loop: go test -short without the race detector, results cached for packages
 ## that did not change; no vet, no browser test, no AWS CLI check (make test before you land)

@@ -7,7 +7,8 @@
 # start on the first free ports from TOLLGATE_TEST_CLUSTER_PORT (default
 # 7101), no persistence, and `redis-cli --cluster create` joins them with
 # no replicas. redis-server and redis-cli come from Debian packages when
-# missing. Stop it with: scripts/cluster.sh stop
+# missing. It keeps running after the tests, so the next make test starts
+# at once; stop it with: scripts/cluster.sh stop (make stop-cluster).
 set -euo pipefail
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
@@ -22,8 +23,13 @@ state_ok() { cli "$1" cluster info | tr -d '\r' | grep -q '^cluster_state:ok$'; 
 known() { cli "$1" cluster info | tr -d '\r' | sed -n 's/^cluster_known_nodes://p'; }
 url() { echo "redis-cluster://127.0.0.1:$1,127.0.0.1:$(($1 + 1)),127.0.0.1:$(($1 + 2))"; }
 
+# stop shuts down the nodes this script started (their first port is kept
+# in $DIR/base: a busy 7101 moves them) and removes their files.
 stop() {
-  for p in $(seq "$BASE" $((BASE + 2))); do cli "$p" shutdown nosave >/dev/null || true; done
+  [ -f "$DIR/base" ] && BASE=$(cat "$DIR/base")
+  for p in $(seq "$BASE" $((BASE + 2))); do
+    if answers "$p"; then cli "$p" shutdown nosave >/dev/null || true; log "stopped the node on 127.0.0.1:$p"; fi
+  done
   rm -rf "$DIR"
 }
 [ "${1:-}" = stop ] && { stop; exit 0; }
@@ -49,6 +55,7 @@ for _ in $(seq 1 20); do
 done
 
 mkdir -p "$DIR"
+echo "$BASE" >"$DIR/base"
 for p in $(seq "$BASE" $((BASE + 2))); do
   answers "$p" && continue
   log "starting a cluster node on 127.0.0.1:$p"
