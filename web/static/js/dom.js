@@ -205,8 +205,24 @@ export function throttleText(t) {
   return t ? `${t.rateLimit}/s, burst ${t.burstLimit}` : "none";
 }
 
-/** "1000 per DAY" (with its offset) for an AWS quota object, or "none". */
-export function quotaText(q) {
+/**
+ * "1000 per DAY" (with its offset, or its anchor and time zone) for an AWS
+ * quota object, or "none". tags, a plan's, supply the anchor and zone the
+ * quota's fields leave empty (tollgate:quota-anchor, tollgate:quota-timezone).
+ */
+export function quotaText(q, tags = {}) {
   if (!q) return "none";
-  return `${q.limit} per ${q.period}` + (q.offset ? ` (offset ${q.offset})` : "");
+  const anchor = q.anchor || tags["tollgate:quota-anchor"];
+  const zone = q.timeZone || tags["tollgate:quota-timezone"];
+  let s = `${q.limit} per ${q.period}`;
+  if (anchor) s += ` from ${/^\d+$/.test(anchor) ? "day " + anchor : anchor === "last" ? "the last day" : anchor}`;
+  else if (q.offset) s += ` (offset ${q.offset})`;
+  if (zone && zone !== "UTC") s += `, ${zone}`;
+  return s;
+}
+
+/** A plan's alert percentages ("80, 90, 100 %"), from its field or tag, or "none". */
+export function alertsText(p) {
+  const a = p.alerts && p.alerts.length ? p.alerts : (p.tags && p.tags["tollgate:alerts"] || "").split(",").map((x) => x.trim()).filter(Boolean);
+  return a.length ? a.join(", ") + " %" : "none";
 }

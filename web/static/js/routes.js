@@ -8,6 +8,7 @@ import * as plan from "./pages/plan.js";
 import * as keys from "./pages/keys.js";
 import * as usage from "./pages/usage.js";
 import * as audit from "./pages/audit.js";
+import * as alerts from "./pages/alerts.js";
 import * as domains from "./pages/domains.js";
 
 const seg = "([^/]+)";
@@ -29,6 +30,7 @@ export const routes = [
   { pattern: at("keys", "new"), section: "keys", title: "Create API key", page: keys.create },
   { pattern: at("keys", seg), section: "keys", title: "API key", page: keys.detail },
   { pattern: at("usage"), section: "usage", title: "Usage", page: usage.page },
+  { pattern: at("alerts"), section: "alerts", title: "Alerts", page: alerts.list },
   { pattern: at("domains"), section: "domains", title: "Domain names", page: domains.list },
   { pattern: at("audit"), section: "audit", title: "Audit", page: audit.list },
 ];

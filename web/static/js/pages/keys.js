@@ -144,7 +144,7 @@ function keyPlans(k, plans, allPlans, ctx) {
   const rows = plans.map((p) => [
     h("a", { href: links.plan(p.id) }, p.name),
     throttleText(p.throttle),
-    quotaText(p.quota),
+    quotaText(p.quota, p.tags),
     h("a", { href: links.usage({ plan: p.id, key: k.id }) }, "Usage chart"),
     confirmed("Remove", `Remove API key ${k.name} from usage plan ${p.name}?`, null, async () => {
       await del(path`/usageplans/${p.id}/keys/${k.id}`);

@@ -4,7 +4,7 @@
 import { all, get, patch, post, del, path } from "../api.js";
 import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText } from "../dom.js";
 import { apisWithStages, apiMethods, settingKey } from "../data.js";
-import { planFields, throttleOf, quotaOf } from "./plans.js";
+import { planFields, throttleOf, quotaOf, alertsOf } from "./plans.js";
 import { links } from "../links.js";
 
 /** #/plans/{id}. */
@@ -53,8 +53,13 @@ function planOps(p, v) {
   if (t && (!p.throttle || t.burstLimit !== p.throttle.burstLimit)) replace("/throttle/burstLimit", t.burstLimit);
   const q = quotaOf(v);
   if (!q && p.quota) ops.push({ op: "remove", path: "/quota" });
-  for (const f of q ? ["limit", "period", "offset"] : []) {
-    if (!p.quota || q[f] !== p.quota[f]) replace("/quota/" + f, q[f]);
+  for (const f of q ? ["limit", "period", "offset", "anchor", "timeZone"] : []) {
+    if (!p.quota || q[f] !== (p.quota[f] ?? "")) replace("/quota/" + f, q[f]);
+  }
+  const alerts = alertsOf(v).join(",");
+  if (alerts !== (p.alerts || []).join(",")) {
+    if (alerts) replace("/alerts", alerts);
+    else ops.push({ op: "remove", path: "/alerts" });
   }
   return ops;
 }

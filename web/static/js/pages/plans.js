@@ -1,6 +1,6 @@
 // Usage plans: the list (with each plan's keys) and "Create usage plan".
 import { all, post, path } from "../api.js";
-import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText } from "../dom.js";
+import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText, alertsText } from "../dom.js";
 import { apisWithStages } from "../data.js";
 import { links } from "../links.js";
 
@@ -13,7 +13,8 @@ export async function list() {
     h("a", { href: links.plan(p.id) }, p.name),
     h("code", {}, p.id),
     throttleText(p.throttle),
-    quotaText(p.quota),
+    quotaText(p.quota, p.tags),
+    alertsText(p),
     p.apiStages.length ? p.apiStages.map((s) => `${apiName.get(s.apiId) || s.apiId} / ${s.stage}`).join(", ") : "none",
     keys[i].length ? keys[i].map((k, j) => [j ? ", " : "", h("a", { href: links.key(k.id) }, k.name || k.id)]) : "none",
   ]);
@@ -21,7 +22,7 @@ export async function list() {
     title: "Usage plans",
     body: [
       h("div", { class: "actions" }, linkButton(links.newPlan(), "Create usage plan")),
-      table({ caption: "Usage plans", columns: ["Name", "ID", "Throttle", "Quota", "API stages", "API keys"], rows, empty: "No usage plans yet." }),
+      table({ caption: "Usage plans", columns: ["Name", "ID", "Throttle", "Quota", "Alerts", "API stages", "API keys"], rows, empty: "No usage plans yet." }),
     ],
   };
 }
@@ -49,8 +50,19 @@ export function planFields(p = {}) {
         field({ label: "Quota limit", name: "limit", type: "number", min: "0", step: "1", value: q.limit ?? "" }),
         field({ label: "Quota period", name: "period", options: [["DAY", "DAY"], ["WEEK", "WEEK"], ["MONTH", "MONTH"]], value: q.period || "DAY" }),
         field({ label: "Quota offset", name: "offset", type: "number", min: "0", step: "1", value: q.offset ?? 0,
-          hint: "The day each period starts: WEEK 0-6 (0 is Sunday), MONTH 0-27 (0 is the 1st), DAY 0." }))),
+          hint: "The day each period starts: WEEK 0-6 (0 is Sunday), MONTH 0-27 (0 is the 1st), DAY 0." }),
+        field({ label: "Quota anchor", name: "anchor", value: q.anchor || "",
+          hint: "Or start each period at local midnight of a day: 1-28 or last (MONTH), MON-SUN (WEEK); offset 0. Empty: the tag tollgate:quota-anchor, if any." }),
+        field({ label: "Quota time zone", name: "timeZone", value: q.timeZone || "",
+          hint: "An IANA zone such as Asia/Tokyo whose local midnight starts the periods. Empty: the tag tollgate:quota-timezone, else UTC." }),
+        field({ label: "Alerts", name: "alerts", value: (p.alerts || []).join(","),
+          hint: "Percentages of the quota that send a quota.threshold webhook once per key and period, e.g. 80,90,100. Empty: the tag tollgate:alerts, if any." }))),
   ];
+}
+
+/** The alert percentages of form values v, as numbers (empty for none). */
+export function alertsOf(v) {
+  return (v.alerts || "").split(",").map((x) => x.trim()).filter(Boolean).map(Number);
 }
 
 /** The throttle of form values v, or undefined for none. */
@@ -62,7 +74,7 @@ export function throttleOf(v) {
 /** The quota of form values v, or undefined for none. */
 export function quotaOf(v) {
   if (v.limit === "") return undefined;
-  return { limit: Number(v.limit), period: v.period, offset: Number(v.offset || 0) };
+  return { limit: Number(v.limit), period: v.period, offset: Number(v.offset || 0), anchor: v.anchor || "", timeZone: v.timeZone || "" };
 }
 
 /** #/plans/new: CreateUsagePlan, with API stages picked from every API. */
@@ -80,7 +92,7 @@ export async function create(ctx) {
       const [, apiId, stage] = k.split(":");
       return { apiId, stage };
     });
-    const p = await post("/usageplans", { name: v.name, description: v.description, throttle: throttleOf(v), quota: quotaOf(v), apiStages });
+    const p = await post("/usageplans", { name: v.name, description: v.description, throttle: throttleOf(v), quota: quotaOf(v), alerts: alertsOf(v), apiStages });
     showStatus(`Usage plan ${p.name} created (ID ${p.id}).`);
     ctx.navigate(links.plan(p.id));
   });

@@ -149,7 +149,7 @@ async function usageSection(plan, keys, sel, cleanups) {
   }
   const total = used.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
-  let caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota)}${key ? "" : " per key"}.`;
+  let caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, plan.tags)}${key ? "" : " per key"}.`;
   const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
   if (adjustment !== 0) {
     caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key made ${period.requests[period.requests.length - 1]} ${period.requests[period.requests.length - 1] === 1 ? "request" : "requests"}.`;

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+
+	"tollgate/calendar"
+	"tollgate/internal/browsertest"
+	"tollgate/plans"
+	"tollgate/webhook/webhooktest"
+)
+
+// A plan's anchor, zone and alerts set with the AWS CLI's tag-resource: a
+// bad zone is a 400 naming the tag; the key's quota then runs in periods
+// from the 15th in Tokyo on both gateways (the partner endpoint's resetAt),
+// and its 50 % and 100 % alerts arrive once each, signed, within 10 s,
+// never again while the key keeps knocking at its limit; GET /alerts lists
+// them delivered.
+func TestQuotaAlertsArriveOnceEachInAnchoredPeriods(t *testing.T) {
+	t.Parallel()
+	hooks := webhooktest.MustReceiver(t, testWebhookSecret, 0)
+	s := mustStackWith(t, stackOptions{webhookURL: hooks.URL, adminToken: testAdminToken, flushInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	api := s.mustCaseAPI(t)
+	plan := s.mustPlan(t, api.id, planSpec{Throttle: throttle(100, 100), Quota: &types.QuotaSettings{Limit: 6, Period: types.QuotaPeriodTypeMonth}})
+	arn := aws.String("arn:aws:apigateway:us-east-1::/usageplans/" + plan)
+
+	_, err := s.sdk.TagResource(ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{plans.QuotaTimeZoneTag: "Asia/Nowhere"}})
+	if err == nil || !strings.Contains(err.Error(), plans.QuotaTimeZoneTag) || !strings.Contains(err.Error(), "400") {
+		t.Fatalf("an unknown zone: %v, want 400 naming %s", err, plans.QuotaTimeZoneTag)
+	}
+	_, err = s.sdk.TagResource(ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{
+		plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo", plans.AlertsTag: "50,100"}})
+	must(t, "TagResource", err)
+	key, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("acme-1"), Enabled: true, CustomerId: aws.String("acme")})
+	must(t, "CreateApiKey", err)
+	_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: &plan, KeyId: key.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	s.sync(t)
+	s.waitStatus(t, api.id, "/prod/items", *key.Value, 200, 5*time.Second) // the first requests of 6
+
+	tokyo, _ := calendar.LoadZone("Asia/Tokyo")
+	start, end := calendar.Calendar{Period: calendar.Month, Anchor: 15, Zone: tokyo}.Bounds(time.Now())
+	var usage struct {
+		Quota struct {
+			Used    int
+			ResetAt string
+		} `json:"quota"`
+	}
+	res := s.partnerUsage(t, 1, api.id, *key.Value)
+	must(t, "partner usage", json.Unmarshal(res, &usage))
+	if usage.Quota.ResetAt != end.Format(time.RFC3339) {
+		t.Fatalf("partner endpoint resetAt %q, want %s (the 15th in Tokyo)", usage.Quota.ResetAt, end.Format(time.RFC3339))
+	}
+	for i := usage.Quota.Used; i < 6; i++ {
+		if res := s.call(t, i%2, api.id, "/prod/items", *key.Value); res.StatusCode != 200 {
+			t.Fatalf("request %d of 6: %d", i+1, res.StatusCode)
+		}
+	}
+	for i := range 2 {
+		if res := s.call(t, i, api.id, "/prod/items", *key.Value); res.StatusCode != 429 {
+			t.Fatalf("past the quota, gateway %d: %d, want 429", i, res.StatusCode)
+		}
+	}
+	match := map[string]any{"type": plans.EventQuotaThreshold, "keyId": *key.Id}
+	waitFor(t, "both alerts", 10*time.Second, func() bool { evs, _ := hooks.Events(match); return len(evs) >= 2 })
+	// knocking at the limit sends nothing more
+	for i := range 6 {
+		s.call(t, i%2, api.id, "/prod/items", *key.Value)
+	}
+	var alerts struct {
+		Item []plans.QuotaAlert `json:"item"`
+	}
+	waitFor(t, "GET /alerts shows both delivered", 5*time.Second, func() bool {
+		s.adminJSON(t, http.MethodGet, "/alerts?planId="+plan, nil, &alerts)
+		return len(alerts.Item) == 2 && alerts.Item[0].Delivery.State == plans.AlertDelivered && alerts.Item[1].Delivery.State == plans.AlertDelivered
+	})
+	evs, sigErr := hooks.Events(match)
+	if sigErr != nil || len(evs) != 2 {
+		t.Fatalf("webhooks %v (signature error %v), want 2", evs, sigErr)
+	}
+	for _, ev := range evs {
+		want := map[string]any{"planId": plan, "customerId": "acme", "limit": 6.0,
+			"periodStart": start.Format(time.RFC3339), "periodEnd": end.Format(time.RFC3339)}
+		for k, v := range want {
+			if ev[k] != v {
+				t.Fatalf("webhook %v: %s is %v, want %v", ev, k, ev[k], v)
+			}
+		}
+		if th := ev["threshold"]; !(th == 50.0 && ev["used"].(float64) >= 3) && !(th == 100.0 && ev["used"] == 6.0) {
+			t.Fatalf("webhook %v: threshold %v at used %v", ev, th, ev["used"])
+		}
+	}
+	if evs[0]["threshold"] == evs[1]["threshold"] || evs[0]["id"] == evs[1]["id"] {
+		t.Fatalf("webhooks %v: want one per threshold, each its own id", evs)
+	}
+}
+
+// partnerUsage reads the partner usage endpoint of apiID with key through
+// gateway i.
+func (s *stack) partnerUsage(t *testing.T, i int, apiID, key string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.gateways[i].GatewayAddr+"/.well-known/tollgate/usage", nil)
+	must(t, "new request", err)
+	req.Host = apiID + ".execute-api.localhost"
+	req.Header.Set("x-api-key", key)
+	res, err := http.DefaultClient.Do(req)
+	must(t, "partner usage", err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		t.Fatalf("partner usage via gateway %d: %d %s", i, res.StatusCode, b)
+	}
+	return b
+}
+
+// The console shows a plan's anchored period and alerts set by tags, and
+// on its Alerts page each alert the key crossed with its delivery.
+func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test runs in make test, not in make test-short")
+	}
+	hooks := webhooktest.MustReceiver(t, testWebhookSecret, 0)
+	s := mustStackWith(t, stackOptions{allInOne: true, adminToken: consoleToken, webhookURL: hooks.URL, flushInterval: 100 * time.Millisecond})
+	apiID := s.consoleAPI(t)
+	ctx, c := context.Background(), s.sdk
+	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("tokens"),
+		Quota:     &types.QuotaSettings{Limit: 4, Period: types.QuotaPeriodTypeMonth},
+		ApiStages: []types.ApiStage{{ApiId: aws.String(apiID), Stage: aws.String("prod")}},
+		Tags:      map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo", plans.AlertsTag: "50,100"}})
+	must(t, "CreateUsagePlan", err)
+	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("acme-1"), Enabled: true, CustomerId: aws.String("acme")})
+	must(t, "CreateApiKey", err)
+	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	waitFor(t, "the key's quota runs out", 10*time.Second, func() bool {
+		return s.call(t, 0, apiID, "/prod/items/1", *key.Value).StatusCode == http.StatusTooManyRequests
+	})
+	waitFor(t, "both alerts delivered", 10*time.Second, func() bool {
+		evs, _ := hooks.Events(map[string]any{"type": plans.EventQuotaThreshold})
+		return len(evs) == 2
+	})
+
+	p := browsertest.MustPage(t)
+	console := "http://" + s.admin.AdminAddr + "/console/"
+	p.Goto(console)
+	signIn(t, p)
+	p.Role("heading", "APIs")
+	p.Goto(console + "#/plans")
+	p.Role("heading", "Usage plans")
+	if rows := p.Table("Usage plans"); !rowWith(rows, "tokens", *plan.Id, "4 per MONTH from day 15, Asia/Tokyo", "50, 100 %") {
+		t.Errorf("usage plans %q: want tokens with its anchored quota and alerts", rows)
+	}
+	p.Goto(console + "#/alerts")
+	p.Role("heading", "Alerts")
+	p.Eventually("both alerts, delivered", func() error {
+		rows := p.Table("Quota alerts")
+		if !rowWith(rows, "tokens", *key.Id, "acme", "100 %", "4 of 4", "delivered") || !rowWith(rows, "tokens", *key.Id, "acme", "50 %", "delivered") {
+			return fmt.Errorf("alerts %q", rows)
+		}
+		return nil
+	})
+	p.Screenshot("console-alerts")
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(probs, "\n"))
+	}
+}
