@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,11 +107,17 @@ func TestAnchoredPeriodsTurnAtLocalMidnightOnRedisClock(t *testing.T) {
 	}
 }
 
-// Over two nodes with capacity leases on, an anchored quota admits
-// exactly its limit in the period before the edge and exactly its limit
-// in the period after, every admission counted in the period Redis's
-// clock put it in.
-func TestAnchoredQuotaIsExactOverTwoNodesWithLeases(t *testing.T) {
+// Over two and four nodes with capacity leases on, an anchored quota
+// admits exactly its limit in the period before the edge and exactly its
+// limit in the period after, every admission counted in the period
+// Redis's clock put it in.
+func TestAnchoredQuotaIsExactOverNodesWithLeases(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) { anchoredQuotaOverNodes(t, n) })
+	}
+}
+
+func anchoredQuotaOverNodes(t *testing.T, nodeCount int) {
 	srv := redistest.MustServerStepped(t, 0)
 	prefix := redistest.MustPrefix(t)
 	edge := time.Date(2026, 12, 14, 15, 0, 0, 0, time.UTC) // the 15th in Tokyo
@@ -122,7 +129,7 @@ func TestAnchoredQuotaIsExactOverTwoNodesWithLeases(t *testing.T) {
 		leases *lease.Table
 	}
 	var nodes []node
-	for range 2 {
+	for range nodeCount {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = c.Close() })
 		e := mustLoaded(t, New(c, Options{Prefix: prefix, Timeout: testTimeout}))
@@ -144,7 +151,7 @@ func TestAnchoredQuotaIsExactOverTwoNodesWithLeases(t *testing.T) {
 		var wg sync.WaitGroup
 		var failed atomic.Value
 		for _, n := range nodes {
-			for range 4 {
+			for range 8 / nodeCount {
 				wg.Go(func() {
 					for {
 						d, err := n.top.Decide(t.Context(), req())

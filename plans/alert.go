@@ -2,6 +2,7 @@ package plans
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -17,7 +18,8 @@ const (
 )
 
 // QuotaAlert is one threshold crossed: in plan PlanID, by key KeyID's
-// quota (scope key) or customer CustomerID's (scope customer), in the
+// quota (scope key) or customer CustomerID's (scope customer; a key
+// without a customer is its own, KeyID set and CustomerID empty), in the
 // period [PeriodStart, PeriodEnd), when Used of Limit units were used
 // (Used*100 ≥ Threshold*Limit). ID is its webhook's id. Delivery is the
 // state of that webhook (GET /alerts).
@@ -53,6 +55,21 @@ const (
 	AlertPending   = "pending"
 	AlertDropped   = "dropped"
 )
+
+// customerQuotaTag is the plan tag of a customer quota (N units per the
+// plan's quota period, shared by the keys of one customerId): alerts are
+// also sent of it.
+const customerQuotaTag = "tollgate:customer-quota"
+
+// CustomerQuotaLimit returns the plan's customer quota in units, 0 for
+// none (or a tag that is not a positive whole number).
+func (p *UsagePlan) CustomerQuotaLimit() int64 {
+	n, err := strconv.ParseInt(p.Tags[customerQuotaTag], 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
 
 // Crossed reports whether used units of limit reach threshold percent.
 func Crossed(used, limit int64, threshold int32) bool {

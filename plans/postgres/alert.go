@@ -14,11 +14,14 @@ import (
 
 // recordAlerts records, in a flush's transaction, the alert thresholds
 // the quota states of quotas cross (docs/usage.md, "Alerts"): for each
-// plan with alerts, each state whose count reaches a threshold of the
-// plan's quota limit in its period. A crossing already recorded for the
-// plan, key, period and threshold is left alone (the unique constraint
-// quota_alerts_once), so several admin nodes and repeated flushes record
-// it once; each new one enqueues its webhook in the same transaction.
+// plan with alerts, each key's state whose count reaches a threshold of
+// the plan's quota limit in its period, and, for a plan with a customer
+// quota (tollgate:customer-quota), each customer whose keys' counts in the
+// period, summed over the ledger, reach a threshold of it. A crossing
+// already recorded for the plan, key or customer, period and threshold is
+// left alone (the unique constraint quota_alerts_once), so several admin
+// nodes and repeated flushes record it once; each new one enqueues its
+// webhook in the same transaction.
 func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now time.Time) error {
 	if len(quotas) == 0 {
 		return nil
@@ -42,30 +45,11 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 		p := r.plan()
 		byPlan[p.ID] = &p
 	}
-	var cands []plans.QuotaAlert
 	var keyIDs []string
 	for _, q := range quotas {
-		p := byPlan[q.PlanID]
-		if p == nil {
-			continue
+		if byPlan[q.PlanID] != nil {
+			keyIDs = append(keyIDs, q.KeyID)
 		}
-		rule := p.QuotaRule()
-		var end time.Time
-		for _, t := range p.AlertThresholds() {
-			if !plans.Crossed(q.Count, int64(rule.Limit), t) {
-				continue
-			}
-			if end.IsZero() {
-				_, end = rule.Bounds(q.PeriodStart)
-				keyIDs = append(keyIDs, q.KeyID)
-			}
-			cands = append(cands, plans.QuotaAlert{ID: "ev" + plans.NewID(20), PlanID: q.PlanID, Scope: plans.AlertScopeKey,
-				KeyID: q.KeyID, Threshold: t, Used: q.Count, Limit: int64(rule.Limit), PeriodStart: q.PeriodStart.UTC(),
-				PeriodEnd: end, CrossedAt: now})
-		}
-	}
-	if len(cands) == 0 {
-		return nil
 	}
 	customers := map[string]string{}
 	rows, _ = tx.Query(ctx, `SELECT id, customer_id FROM api_keys WHERE id = ANY($1) AND customer_id <> ''`, keyIDs)
@@ -73,8 +57,53 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 	if _, err := pgx.ForEachRow(rows, []any{&id, &customer}, func() error { customers[id] = customer; return nil }); err != nil {
 		return err
 	}
-	for i := range cands {
-		cands[i].CustomerID = customers[cands[i].KeyID]
+	var cands []plans.QuotaAlert
+	type group struct{ planID, customerID, keyID string }
+	groups := map[group]time.Time{} // customers' periods to sum, by their latest start seen
+	for _, q := range quotas {
+		p := byPlan[q.PlanID]
+		if p == nil {
+			continue
+		}
+		rule := p.QuotaRule()
+		_, end := rule.Bounds(q.PeriodStart)
+		for _, t := range p.AlertThresholds() {
+			if plans.Crossed(q.Count, int64(rule.Limit), t) {
+				cands = append(cands, plans.QuotaAlert{ID: "ev" + plans.NewID(20), PlanID: q.PlanID, Scope: plans.AlertScopeKey,
+					KeyID: q.KeyID, CustomerID: customers[q.KeyID], Threshold: t, Used: q.Count, Limit: int64(rule.Limit),
+					PeriodStart: q.PeriodStart.UTC(), PeriodEnd: end, CrossedAt: now})
+			}
+		}
+		if p.CustomerQuotaLimit() > 0 {
+			g := group{planID: q.PlanID, customerID: customers[q.KeyID]}
+			if g.customerID == "" {
+				g.keyID = q.KeyID // a key without a customer is its own
+			}
+			if cur, ok := groups[g]; !ok || q.PeriodStart.After(cur) {
+				groups[g] = q.PeriodStart
+			}
+		}
+	}
+	for g, start := range groups {
+		p := byPlan[g.planID]
+		var used int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(sum(q.count), 0)::bigint FROM usage_quotas q JOIN api_keys a ON a.id = q.key_id
+			WHERE q.plan_id = $1 AND q.period_start = $2 AND (a.customer_id = $3 AND $3 <> '' OR a.id = $4)`,
+			g.planID, start, g.customerID, g.keyID).Scan(&used); err != nil {
+			return err
+		}
+		limit := p.CustomerQuotaLimit()
+		_, end := p.QuotaRule().Bounds(start)
+		for _, t := range p.AlertThresholds() {
+			if plans.Crossed(used, limit, t) {
+				cands = append(cands, plans.QuotaAlert{ID: "ev" + plans.NewID(20), PlanID: g.planID, Scope: plans.AlertScopeCustomer,
+					KeyID: g.keyID, CustomerID: g.customerID, Threshold: t, Used: used, Limit: limit,
+					PeriodStart: start.UTC(), PeriodEnd: end, CrossedAt: now})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
 	}
 	return insertAlerts(ctx, tx, cands, now)
 }
@@ -91,7 +120,7 @@ func insertAlerts(ctx context.Context, tx pgx.Tx, cands []plans.QuotaAlert, now 
 	for i := range cands {
 		a := &cands[i]
 		subject := a.KeyID
-		if a.Scope == plans.AlertScopeCustomer {
+		if a.Scope == plans.AlertScopeCustomer && a.CustomerID != "" {
 			subject = a.CustomerID
 		}
 		ids[i], planIDs[i], scopes[i], subjects[i], keyIDs[i], customerIDs[i] = a.ID, a.PlanID, a.Scope, subject, a.KeyID, a.CustomerID

@@ -116,3 +116,48 @@ func TestFlushRecordsEachAlertOncePerKeyPeriodAndThreshold(t *testing.T) {
 		t.Fatalf("a bad position: %v", err)
 	}
 }
+
+// A plan with a customer quota alerts of each customer's use too: its
+// keys' counts in the period summed, once per customer, period and
+// threshold; a key without a customer is its own customer.
+func TestFlushRecordsCustomerAlertsOverTheirKeys(t *testing.T) {
+	db := newDB(t)
+	p := &plans.UsagePlan{Name: "shared", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth},
+		Tags: map[string]string{plans.AlertsTag: "50,100", "tollgate:customer-quota": "10"}}
+	must(t, db.CreateUsagePlan(ctx, p))
+	key := func(customer string) string {
+		k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: customer}
+		must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
+		return k.ID
+	}
+	k1, k2, own := key("acme"), key("acme"), key("")
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+	flush(t, db, quotaSeen(p.ID, k1, start, 3, 1), quotaSeen(p.ID, k2, start, 1, 1))
+	if ws := thresholdWebhooks(t, db); len(ws) != 0 {
+		t.Fatalf("4 of acme's 10: webhooks %v, want none", ws)
+	}
+	flush(t, db, quotaSeen(p.ID, k2, start, 2, 2), quotaSeen(p.ID, own, start, 5, 1))
+	ws := thresholdWebhooks(t, db)
+	if len(ws) != 2 {
+		t.Fatalf("acme at 5 of 10 and a lone key at 5: webhooks %v, want 2", ws)
+	}
+	for _, w := range ws {
+		switch {
+		case w["customerId"] == "acme" && w["keyId"] == nil && w["used"] == 5.0 && w["limit"] == 10.0 && w["threshold"] == 50.0:
+		case w["customerId"] == nil && w["keyId"] == own && w["used"] == 5.0 && w["limit"] == 10.0 && w["threshold"] == 50.0:
+		default:
+			t.Fatalf("webhook %v", w)
+		}
+	}
+	flush(t, db, quotaSeen(p.ID, k1, start, 8, 2))
+	flush(t, db, quotaSeen(p.ID, k1, start, 8, 2))
+	if ws := thresholdWebhooks(t, db); len(ws) != 1 || ws[0]["customerId"] != "acme" || ws[0]["threshold"] != 100.0 || ws[0]["used"] != 10.0 {
+		t.Fatalf("acme at 10 of 10, flushed twice: webhooks %v, want 100 once", ws)
+	}
+	alerts, _, err := db.Alerts(ctx, plans.AlertQuery{CustomerID: "acme"})
+	must(t, err)
+	if len(alerts) != 2 || alerts[0].Scope != plans.AlertScopeCustomer || alerts[1].Scope != plans.AlertScopeCustomer {
+		t.Fatalf("acme's alerts %+v", alerts)
+	}
+}

@@ -24,7 +24,7 @@ export async function list(ctx) {
   const rows = items.map((a) => [
     utc(a.time),
     h("a", { href: links.plan(a.planId) }, planName.get(a.planId) || a.planId),
-    a.keyId ? h("a", { href: links.key(a.keyId) }, a.keyId) : "",
+    a.scope === "customer" && !a.keyId ? "all its keys" : h("a", { href: links.key(a.keyId) }, a.keyId),
     a.customerId || "",
     `${a.threshold} %`,
     `${a.used} of ${a.limit}`,
@@ -37,7 +37,7 @@ export async function list(ctx) {
   return {
     title: "Alerts",
     body: [
-      h("p", {}, "Each alert threshold a key's quota crossed, once per key and quota period (a plan's tollgate:alerts tag or alerts field), and its signed quota.threshold webhook to TOLLGATE_WEBHOOK_URL."),
+      h("p", {}, "Each alert threshold a key's quota (or a customer's, with tollgate:customer-quota) crossed, once per key or customer and quota period (a plan's tollgate:alerts tag or alerts field), and its signed quota.threshold webhook to TOLLGATE_WEBHOOK_URL."),
       filter,
       table({ caption: "Quota alerts", columns: ["Time", "Usage plan", "API key", "Customer", "Threshold", "Used", "Period", "Webhook", "Delivery"], rows,
         empty: any ? "No alert matches the filter." : "No alert yet." }),
