@@ -297,9 +297,6 @@ func (r *Reader) apply(ctx context.Context, msgs []redis.XMessage) error {
 			return r.reload(ctx)
 		}
 		r.lastID = m.ID
-		if e.ignore {
-			continue
-		}
 		if e.usage != "" {
 			if r.opts.OnUsage != nil {
 				r.opts.OnUsage(splitPair(e.usage))

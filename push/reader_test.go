@@ -160,8 +160,7 @@ func TestReaderWithoutSnapshotIsNotReadyUntilPublished(t *testing.T) {
 	}
 }
 
-// A reader follows config changes and usage updates, and passes over the
-// stage cache flush entries older publishers wrote.
+// A reader follows config changes and usage updates.
 func TestReaderFollowsSnapshotKeysAndUsageUpdates(t *testing.T) {
 	t.Parallel()
 	rdb, prefix, src, p := publisherWorld(t)
@@ -177,9 +176,6 @@ func TestReaderFollowsSnapshotKeysAndUsageUpdates(t *testing.T) {
 	src.putKey(h, false, "plan01") // v2
 	v := src.setAccountRate(500)   // v3
 	mustPublish(t, p)
-	if err := p.xadd(context.Background(), []any{fieldFlush, "a1b2c3d4e5:prod"}); err != nil {
-		t.Fatal(err)
-	}
 	if err := p.AnnounceUsageUpdate(context.Background(), "plan01", "k123456789"); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +258,7 @@ func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 	}
 	// The reader notices (its stream is gone) and reloads what is there:
 	// nothing. Keys it already knew keep their last good records until the
-	// admin has republished (tryout finding: they answered 503 instead).
+	// admin has republished, rather than answering 503.
 	waitFor(t, "reader notices the lost stream", 5*time.Second, func() bool { return rc.reloadCount() > reloads })
 	reloads = rc.reloadCount()
 	if got, err := r.Lookup(ctx, cached); err != nil || got == nil || !got.Enabled {

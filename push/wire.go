@@ -23,25 +23,20 @@ const (
 	fieldKeys     = "keys"
 	fieldPlans    = "plans"
 	fieldStages   = "stages"
-	fieldFlush    = "flush" // written by publishers before 2026-12: read and ignored
 	fieldUsage    = "usage"
 	fieldReload   = "reload"
 )
 
 // entry is one decoded stream entry: a config change, a usage update of one
-// key in one plan ("planId:keyId" in usage), a reload order, or an entry
-// this reader has no use for (ignore: a stage cache flush entry of an older
-// publisher; a flush reaches the gateway through the stage's cache
-// generation, which every caching decision reads).
+// key in one plan ("planId:keyId" in usage) or a reload order.
 type entry struct {
 	change plans.Change
 	usage  string
 	reload bool
-	ignore bool
 }
 
 // isChange reports whether e announces a config version.
-func (e entry) isChange() bool { return !e.ignore && e.usage == "" && e.change.Version > 0 }
+func (e entry) isChange() bool { return e.usage == "" && e.change.Version > 0 }
 
 // changeValues returns the XADD field/value list of a change entry.
 func changeValues(c plans.Change) []any {
@@ -77,10 +72,6 @@ func boolField(b bool) string {
 func decodeEntry(values map[string]any) (entry, error) {
 	str := func(name string) string { s, _ := values[name].(string); return s }
 	var e entry
-	if str(fieldFlush) != "" {
-		e.ignore = true
-		return e, nil
-	}
 	if u := str(fieldUsage); u != "" {
 		if !isPair(u) {
 			return e, fmt.Errorf("push: usage entry %q is not planId:keyId", u)

@@ -31,7 +31,6 @@ func TestEntryRoundTrip(t *testing.T) {
 				Plans: []string{"p1"}, Stages: []string{"api:prod", "api:dev"}}}},
 		{"key-only change", changeValues(plans.Change{Version: 8, KeyHashes: []string{"c"}}),
 			entry{change: plans.Change{Version: 8, KeyHashes: []string{"c"}}}},
-		{"an older publisher's flush", []any{fieldFlush, "a1b2c3d4e5:prod"}, entry{ignore: true}},
 		{"usage", usageValues("plan01", "k123456789"), entry{usage: "plan01:k123456789"}},
 		{"reload", reloadValues(12), entry{change: plans.Change{Version: 12, Snapshot: true}, reload: true}},
 	}
@@ -143,13 +142,13 @@ func TestLeadingVersion(t *testing.T) {
 // FuzzDecodeEntry feeds arbitrary field values: decoding never panics, and
 // a decoded change re-encodes to the same entry.
 func FuzzDecodeEntry(f *testing.F) {
-	f.Add("7", "1", "a,b", "p1", "api:prod", "", "")
-	f.Add("", "", "", "", "", "api:prod", "")
-	f.Add("3", "1", "", "", "", "", "1")
-	f.Fuzz(func(t *testing.T, version, snapshot, keys, plansF, stages, flush, reload string) {
+	f.Add("7", "1", "a,b", "p1", "api:prod", "")
+	f.Add("", "", "", "", "", "")
+	f.Add("3", "1", "", "", "", "1")
+	f.Fuzz(func(t *testing.T, version, snapshot, keys, plansF, stages, reload string) {
 		e, err := decodeEntry(map[string]any{fieldVersion: version, fieldSnapshot: snapshot, fieldKeys: keys,
-			fieldPlans: plansF, fieldStages: stages, fieldFlush: flush, fieldReload: reload})
-		if err != nil || e.ignore || e.reload {
+			fieldPlans: plansF, fieldStages: stages, fieldReload: reload})
+		if err != nil || e.reload {
 			return
 		}
 		if strings.Contains(keys+plansF+stages, ",,") || strings.HasSuffix(keys, ",") || strings.HasPrefix(keys, ",") {
