@@ -230,8 +230,8 @@ func TestFailedAttemptsAreLimitedPerAddress(t *testing.T) {
 	}
 	// Valid credentials always work: only failures are throttled, so
 	// nobody sharing the operator's address (a proxy without
-	// TOLLGATE_ADMIN_TRUSTED_PROXIES) can lock the operator out (tryout
-	// finding: after 20 bad tokens a valid one got 429).
+	// TOLLGATE_ADMIN_TRUSTED_PROXIES) can lock the operator out, however
+	// many bad tokens came first.
 	for _, c := range []struct {
 		auth   func(*http.Request)
 		status int

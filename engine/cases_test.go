@@ -125,23 +125,18 @@ func TestDecideCases(t *testing.T) {
 		q     *plans.Quota
 		steps []step
 	}{
-		// case BC-01
+		// A limit of N admits exactly N, never N-1 or N+1.
 		{"exactly burst", "2026-06-15T12:00:00Z", th(0.001, 5), nil, []step{
 			ok(0, 4), ok(20*ms, 3), ok(40*ms, 2), ok(60*ms, 1), ok(80*ms, 0), no(99*ms, limit.LevelPlan, 0, 0)}},
-		// case BC-01
 		{"exactly quota", "2026-06-15T12:00:00Z", never, day(5), []step{
 			ok(0, 4), ok(ms, 3), ok(2*ms, 2), ok(3*ms, 1), ok(4*ms, 0), no(5*ms, limit.LevelQuota, 0, 0)}},
-		// case BC-01
 		{"quota 1", "2026-06-15T12:00:00Z", never, day(1), []step{ok(0, 0), no(ms, limit.LevelQuota, 0, 0)}},
-		// case BC-01
 		{"burst 1", "2026-06-15T12:00:00Z", th(0.001, 1), nil, []step{ok(0, 0), no(ms, limit.LevelPlan, 0, 0)}},
-		// case BC-03
+		// Non-integral rates refill exactly: no floating-point shortfall.
 		{"rate 10/13", "2026-06-15T12:00:00Z", th(0.7692307692307693, 1), nil, []step{
 			ok(0, 0), ok(1300*ms, 0), ok(2600*ms, 0), no(3250*ms, limit.LevelPlan, 0, 1)}},
-		// case BC-03
 		{"rate 1/3", "2026-06-15T12:00:00Z", th(0.3333333333333333, 1), nil, []step{
 			ok(0, 0), ok(3000*ms, 0), no(5999*ms, limit.LevelPlan, 0, 1)}},
-		// case BC-03
 		{"10/13 over many tokens", "2026-06-15T12:00:00Z", th(0.7692307692307693, 1), nil, func() []step {
 			var s []step
 			for i := range 200 {
@@ -149,38 +144,31 @@ func TestDecideCases(t *testing.T) {
 			}
 			return s
 		}()},
-		// case BC-07
+		// Remaining counts down to 0 and never goes below.
 		{"remaining never negative", "2026-06-15T12:00:00Z", never, day(3), []step{
 			ok(0, 2), ok(ms, 1), ok(2*ms, 0), no(3*ms, limit.LevelQuota, 0, 0), no(4*ms, limit.LevelQuota, 0, 0)}},
-		// case BC-09
+		// Retry-After is the real wait, to the token or to the period end.
 		{"Retry-After is the real wait", "2026-06-15T12:00:00Z", th(0.5, 1), nil, []step{
 			ok(0, 0), no(100*ms, limit.LevelPlan, 0, 2), ok(2100*ms, 0)}},
-		// case BC-09
 		{"quota Retry-After to period end", "2026-06-15T23:59:00Z", never, day(1), []step{
 			ok(0, 0), no(0, limit.LevelQuota, 0, 60)}},
-		// case BC-15
+		// Quotas count UTC calendar periods, not rolling ones.
 		{"day boundary", "2026-06-15T23:59:50Z", never, day(3), []step{
 			ok(0, 2), ok(0, 1), ok(0, 0), no(0, limit.LevelQuota, 0, 10), ok(11*time.Second, 2)}},
-		// case BC-15
 		{"calendar day, not rolling", "2026-06-15T15:00:00Z", never, day(3), []step{
 			ok(0, 2), ok(0, 1), ok(0, 0), no(time.Hour, limit.LevelQuota, 0, 0), ok(9*time.Hour+5*time.Second, 2)}},
-		// case BC-15
 		{"month end", "2026-02-28T23:59:59Z", never, &plans.Quota{Limit: 2, Period: plans.PeriodMonth}, []step{
 			ok(0, 1), ok(0, 0), no(0, limit.LevelQuota, 0, 1), ok(time.Second, 1)}},
-		// case BC-15
 		{"month offset 27 in a leap February", "2024-02-28T00:00:00Z", never, &plans.Quota{Limit: 1, Period: plans.PeriodMonth, Offset: 27}, []step{
 			// Feb 28 → Mar 28 is 29 days in 2024: at Feb 29 28 days remain.
 			ok(0, 0), no(24*time.Hour, limit.LevelQuota, 0, 28*24*3600), no(29*24*time.Hour-time.Second, limit.LevelQuota, 0, 1), ok(29*24*time.Hour, 0)}},
-		// docs/behaviour.md wins over BC-15's Monday example: a WEEK starts on Sunday
-		// 00:00 UTC (offset 0), so Sunday 23:59 and Monday 00:00:01 share a
-		// week; Saturday 23:59 and Sunday 00:00:01 do not.
-		// case BC-15
+		// A WEEK starts on Sunday 00:00 UTC (offset 0; docs/behaviour.md), so
+		// Sunday 23:59 and Monday 00:00:01 share a week; Saturday 23:59 and
+		// Sunday 00:00:01 do not.
 		{"week from Sunday", "2026-06-14T23:59:00Z", never, &plans.Quota{Limit: 1, Period: plans.PeriodWeek}, []step{
 			ok(0, 0), no(61*time.Second, limit.LevelQuota, 0, 6*24*3600-1)}},
-		// case BC-15
 		{"week turns on Sunday", "2026-06-13T23:59:00Z", never, &plans.Quota{Limit: 1, Period: plans.PeriodWeek}, []step{
 			ok(0, 0), no(59*time.Second, limit.LevelQuota, 0, 1), ok(61*time.Second, 0)}},
-		// case BC-15
 		{"week offset 1 turns on Monday", "2026-06-14T23:59:00Z", never, &plans.Quota{Limit: 1, Period: plans.PeriodWeek, Offset: 1}, []step{
 			ok(0, 0), ok(61*time.Second, 0)}},
 		{"rate 0 burst 0 refuses every request", "2026-06-15T12:00:00Z", th(0, 0), nil, []step{
@@ -228,7 +216,7 @@ func TestPlanState(t *testing.T) {
 	})
 }
 
-// BC-05: a client that keeps sending faster than its rate still gets its
+// A client that keeps sending faster than its rate still gets its
 // share, because refused requests cost nothing.
 func TestRefusalsNotCharged(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
@@ -260,7 +248,7 @@ func TestRefusalsNotCharged(t *testing.T) {
 	})
 }
 
-// BC-07: concurrent successes each see their own remaining value.
+// Concurrent successes each see their own remaining value.
 func TestQuotaRemainingConcurrent(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))

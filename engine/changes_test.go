@@ -12,7 +12,7 @@ import (
 	"tollgate/usage"
 )
 
-// BC-16: lowering a quota mid-period clamps remaining at 0; raising it
+// Lowering a quota mid-period clamps remaining at 0; raising it
 // gives back limit − used, and refused requests were never counted.
 func TestQuotaLimitChange(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
@@ -37,7 +37,7 @@ func TestQuotaLimitChange(t *testing.T) {
 	})
 }
 
-// BC-17: throttle changes apply to the existing bucket at once:
+// Throttle changes apply to the existing bucket at once:
 // tokens = min(tokens under the old limits, new burst).
 func TestThrottleLimitChange(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
@@ -154,7 +154,7 @@ func TestAllOrNothing(t *testing.T) {
 	})
 }
 
-// BC-07: a throttle refusal does not lower the quota remaining.
+// A throttle refusal does not lower the quota remaining.
 func TestThrottleRefusalKeepsQuota(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l, c := mustClockEngineOn(t, b, at(t, "2026-06-10T08:00:00Z"))

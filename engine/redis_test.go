@@ -100,7 +100,7 @@ func TestConcurrentNodesAdmitExactly(t *testing.T) {
 	}
 }
 
-// BC-10: every key the script writes has a TTL in the right unit and range.
+// Every key the script writes has a TTL in the right unit and range.
 func TestTTLOnEveryKey(t *testing.T) {
 	t.Parallel()
 	a, b := twoLimiters(t)
@@ -236,9 +236,9 @@ func TestDecideUsesRedisTime(t *testing.T) {
 	}
 }
 
-// Rates reach Redis with full precision (BC-03: Lua's tostring keeps 14
-// digits, which would make 10/13 per second slightly slower): the float64
-// itself is packed, and stored packed.
+// Rates reach Redis with full precision (Lua's tostring keeps 14 digits,
+// which would make 10/13 per second slightly slower): the float64 itself
+// is packed, and stored packed.
 func TestRateKeepsFullPrecision(t *testing.T) {
 	t.Parallel()
 	l := mustLimiter(t)

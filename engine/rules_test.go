@@ -66,8 +66,7 @@ func allowedSeq(t *testing.T, l *Engine, n int, mk func() *limit.Request) []bool
 }
 
 // Each algorithm admits exactly its limit from a fresh state, on both
-// backends, and refuses with the rule named (BC-01's kind: off by one at
-// the limit).
+// backends (never one more or one less), and refuses with the rule named.
 func TestEachRuleAdmitsExactlyItsLimit(t *testing.T) {
 	rules := []limit.Rule{
 		{Name: "tb", Algorithm: limit.TokenBucket, RateLimit: 0.001, BurstLimit: 3},

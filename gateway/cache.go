@@ -49,7 +49,7 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 	mc := ex.m.cache
 	mode, warn := mc.mode(r, ex.rec)
 	switch mode {
-	case modeForbidden: // refused before anything is charged (A3)
+	case modeForbidden: // refused before anything is charged
 		ex.errType, ex.reason = ErrorTypeAccessDenied, "cache-control max-age=0 without cache invalidation permission"
 		writeError(w, errAccessDenied)
 		return

@@ -17,8 +17,8 @@ var rangeDoc = strings.Repeat("0123456789abcdefghijklmnopqrstuvwxyz", 4)[:135]
 
 // A Range request never fills the cache, and a partial answer is never
 // served to anyone else: a 206 stored under the plain GET's key would
-// truncate every client's response for the entry's TTL (tryout finding,
-// docs/behaviour.md "Response cache").
+// truncate every client's response for the entry's TTL (docs/behaviour.md,
+// "Response cache").
 func TestCacheRangeRequestsNeverStoredOrServedPartial(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int64

@@ -54,7 +54,10 @@ func TestCacheCredentialedRequests(t *testing.T) {
 	u.wantHits(t, "end", 5)
 }
 
-// TestCacheControlMaxAgeZero is BC-27 with each strategy.
+// TestCacheControlMaxAgeZero: a client's Cache-Control: max-age=0 refreshes
+// the entry only when the key may invalidate it; otherwise each
+// unauthorized-request strategy answers as it says, and never reaches the
+// upstream however often it is sent.
 func TestCacheControlMaxAgeZero(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -94,7 +97,7 @@ func TestCacheControlMaxAgeZero(t *testing.T) {
 			if !c.k1Refreshs {
 				n := 50
 				if c.strategy == plans.FailWith403 {
-					n = 1000 // BC-27's count
+					n = 1000
 				}
 				for range n { // unauthorized max-age=0 never reaches the upstream
 					tg.get(t, "/prod/items", "Cache-Control", "no-cache, max-age=0")
@@ -109,7 +112,7 @@ func TestCacheControlMaxAgeZero(t *testing.T) {
 	}
 }
 
-// TestCacheFlushTwoNodes is BC-25: a flush makes the next call a miss on
+// TestCacheFlushTwoNodes: a flush makes the next call a miss on
 // both nodes, for every Vary variant and key parameter value, and a fill
 // that was in flight during the flush is never served after it.
 func TestCacheFlushTwoNodes(t *testing.T) {
@@ -176,7 +179,7 @@ func waitHits(t *testing.T, u *upstream, n int64) {
 	t.Fatalf("upstream hits: got %d, want %d", u.hits.Load(), n)
 }
 
-// TestCacheHitsAreCharged is BC-19: the key check and the limits run
+// TestCacheHitsAreCharged: the key check and the limits run
 // before the cache, and hits are charged.
 func TestCacheHitsAreCharged(t *testing.T) {
 	u := newUpstream(t)
@@ -206,12 +209,12 @@ func TestCacheHitsAreCharged(t *testing.T) {
 	}
 	third := tg.getAs(t, cacheKey2, "/prod/items")
 	wantError(t, third, 429, "Too Many Requests", "TooManyRequestsException")
-	// BC-23: a gateway 429 of k2 is never served to k1 from the cache.
+	// A gateway 429 of k2 is never served to k1 from the cache.
 	want(t, "k1 after k2's 429", tg.get(t, "/prod/items"), 200, "Hit", "v1 GET /items")
 	u.wantHits(t, "end", 1)
 }
 
-// TestCacheUpstreamErrors is BC-23: upstream 503 and 429 are not stored,
+// TestCacheUpstreamErrors: upstream 503 and 429 are not stored,
 // the 200 after them is; a gateway-made 502 is not stored, and the next
 // call after the upstream is back goes to it.
 func TestCacheUpstreamErrors(t *testing.T) {

@@ -34,7 +34,7 @@ func TestCacheHitMissAndHead(t *testing.T) {
 	if got := second.header.Get("X-RateLimit-Limit"); got != "10000" {
 		t.Errorf("X-RateLimit-Limit on a hit: got %q, want 10000", got)
 	}
-	// BC-22: other methods never hit and leave the entry alone.
+	// Other methods never hit and leave the entry alone.
 	for _, verb := range []string{"POST", "PUT", "DELETE"} {
 		got := tg.doBody(t, verb, "/prod/items", strings.NewReader("{}"), "x-api-key", cacheKey1)
 		want(t, verb, got, 200, "", "v1 "+verb+" /items")
@@ -114,7 +114,9 @@ func TestCacheSettings(t *testing.T) {
 	}
 }
 
-// TestCacheKeying is BC-21 and its siblings.
+// TestCacheKeying: the cache key holds the stage, the path and the selected
+// key parameters (query string and header), in canonical form; unselected
+// parameters and headers do not split an entry.
 func TestCacheKeying(t *testing.T) {
 	u := newUpstream(t)
 	env := newCacheEnv(t)
@@ -155,7 +157,9 @@ func TestCacheKeying(t *testing.T) {
 	u.wantHits(t, "end", 9)
 }
 
-// TestCacheWhatIsStored is BC-23 and the other storage rules.
+// TestCacheWhatIsStored: only a 200 that is cacheable by its headers and at
+// most 1 MiB is stored; upstream errors, redirects, cookies, no-store,
+// private and Vary: * are not.
 func TestCacheWhatIsStored(t *testing.T) {
 	cases := []struct {
 		name   string

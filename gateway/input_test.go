@@ -32,8 +32,7 @@ func rawExchange(t *testing.T, tg *testGateway, raw string) response {
 
 // The header limit is exact: request headers, each counted as the
 // "Name: value" line with its CRLF (Host included), may total
-// MaxHeaderBytes; one byte more is 431 (tryout finding: the real limit was
-// 69,479 bytes against the 64 KiB documented).
+// MaxHeaderBytes, not net/http's looser count; one byte more is 431.
 func TestHeaderLimitIsExact(t *testing.T) {
 	t.Parallel()
 	tg := proxyGateway(t)
@@ -50,7 +49,7 @@ func TestHeaderLimitIsExact(t *testing.T) {
 }
 
 // An "Expect: 100-continue" upload is logged and counted with its final
-// status, not the interim 100 (tryout finding).
+// status, not the interim 100.
 func TestExpectContinueLoggedWithFinalStatus(t *testing.T) {
 	t.Parallel()
 	metrics := NewMetrics()

@@ -227,8 +227,8 @@ func TestFailedKeyAttemptsLimited(t *testing.T) {
 		}
 	}
 	// A key the node already holds (used before) still works: a blocked
-	// address shared with an attacker does not lock out partners (tryout
-	// finding, as on the admin). It costs no lookup either.
+	// address shared with an attacker does not lock out partners, as on
+	// the admin. It costs no lookup either.
 	if got := tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey); got.status != 200 {
 		t.Errorf("known good key from a blocked address: got %d, want 200", got.status)
 	}

@@ -361,7 +361,7 @@ func TestLimiterRecoveryLogged(t *testing.T) {
 
 // A decision that misses its deadline now and then, between successes (a
 // loaded node), is counted but is not an outage: no "limiter unavailable"
-// / "limiter recovered" pairs (tryout finding: 72 in 30 s with no fault).
+// / "limiter recovered" pairs.
 // Failures without a success for outageAfter are one.
 func TestLimiterIsolatedFailuresAreNotAnOutage(t *testing.T) {
 	t.Parallel()

@@ -183,7 +183,7 @@ func TestProxyRefusesEscapingPaths(t *testing.T) {
 		"/prod/pets/a%2F..%2Fb",
 		"/prod/files/a%5C..%5Cb",
 		// Path parameters (";...") that servlet containers strip, and
-		// encodings an upstream may decode once more (tryout finding).
+		// encodings an upstream may decode once more.
 		"/prod/files/..;/..;/admin",
 		"/prod/files/%2e%2e;/x",
 		"/prod/files/a/..;jsessionid=1/b",
@@ -323,7 +323,7 @@ func TestBodyChunkedCutOff(t *testing.T) {
 // caller (its own X-Tollgate-* namespace, X-Real-Ip, Forwarded,
 // X-Forwarded-*, X-Api-Key) with "_" for "-" or in any case is removed
 // before the upstream sees it: CGI and WSGI upstreams read X_Tollgate_Api_Key_Id
-// and X-Tollgate-Api-Key-Id as the same variable (tryout finding).
+// and X-Tollgate-Api-Key-Id as the same variable.
 // X-Real-Ip carries the client address the gateway determined.
 func TestProxyStripsSpoofedIdentityHeaders(t *testing.T) {
 	t.Parallel()

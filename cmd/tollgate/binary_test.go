@@ -52,9 +52,9 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 }
 
 // A gateway node whose Redis does not answer writes only JSON lines (the
-// Redis client's own complaints included, tryout finding: go-redis wrote
-// plain text into the JSON log), and SIGTERM is logged, as is the end of
-// the shutdown (tryout finding: SIGTERM wrote no line).
+// Redis client's own complaints included: go-redis writes plain text
+// unless given a logger), and SIGTERM is logged, as is the end of the
+// shutdown.
 func TestServeLogsJSONOnlyAndItsShutdown(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}

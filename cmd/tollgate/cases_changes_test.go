@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// TestLoweredQuotaClampsRemaining (case BC-16): lowering a quota below the used count clamps
+// TestLoweredQuotaClampsRemaining: lowering a quota below the used count clamps
 // Remaining to 0 at once (429, never negative, never the old remaining);
 // raising it again counts from the real usage, the refused call not
 // included. Sibling: lowering a burst clamps the plan bucket.
@@ -60,7 +60,7 @@ func TestLoweredQuotaClampsRemaining(t *testing.T) {
 	})
 }
 
-// TestPlanChangesApplyToLiveState (case BC-17): plan changes apply to live limiter state on both
+// TestPlanChangesApplyToLiveState: plan changes apply to live limiter state on both
 // nodes within the propagation bound, including a node restarted during the
 // change; moving a key to another plan starts that plan's own counters.
 func TestPlanChangesApplyToLiveState(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 // below name them): config through the admin API (AWS SDK), requests alternating the two
 // gateway nodes, statuses and headers as clients see them.
 
-// TestLimitOfNAdmitsExactlyN (case BC-01): a limit of N admits exactly N, through both nodes,
+// TestLimitOfNAdmitsExactlyN: a limit of N admits exactly N, through both nodes,
 // at every level that can refuse (plan bucket, plan-method bucket, stage
 // bucket, quota of every period), and each 200 reaches the upstream once;
 // with one Redis primary and with every node on the Redis Cluster
@@ -88,8 +88,8 @@ func exactlyN(t *testing.T, s *stack) {
 	})
 }
 
-// TestAccountBucketAdmitsExactlyItsBurst (case BC-01): the account bucket admits exactly its burst
-// over every key and both nodes, and its 429 carries Retry-After (BC-09).
+// TestAccountBucketAdmitsExactlyItsBurst: the account bucket admits exactly its burst
+// over every key and both nodes, and its 429 carries Retry-After.
 // It has its own stack: the account limit applies to all traffic.
 func TestAccountBucketAdmitsExactlyItsBurst(t *testing.T) {
 	t.Parallel()
@@ -108,10 +108,10 @@ func TestAccountBucketAdmitsExactlyItsBurst(t *testing.T) {
 	}
 }
 
-// TestRemainingHeaderCountsDownToZero (case BC-07): X-RateLimit-Remaining counts down to 0 and
+// TestRemainingHeaderCountsDownToZero: X-RateLimit-Remaining counts down to 0 and
 // stays there, X-RateLimit-Limit is on every answer (429s included),
 // concurrent successes each see their own count, and refusals charge
-// nothing (A3) at either level.
+// nothing at either level.
 func TestRemainingHeaderCountsDownToZero(t *testing.T) {
 	t.Parallel()
 	s := mustStack(t)
@@ -159,7 +159,7 @@ func containsNegative(v string) bool {
 	return false
 }
 
-// TestLimitsArePerKey (case BC-14): limits are per key, never per plan or per "no
+// TestLimitsArePerKey: limits are per key, never per plan or per "no
 // identity"; requests without a valid key touch no bucket; the failed
 // attempt limiter keeps distinct client addresses apart; per-method plan
 // buckets keep methods apart.

@@ -27,7 +27,7 @@ func (q quietDialLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // TestMain runs every test of the package with the process's local time
-// zone set to Asia/Tokyo (UTC+9; BC-15): a quota period, usage day or
+// zone set to Asia/Tokyo (UTC+9): a quota period, usage day or
 // rate-limit header computed from local time instead of UTC would be off by
 // nine hours and fail the cases. It is set before any test starts, so no
 // goroutine reads time.Local while it changes.

@@ -123,8 +123,8 @@ func startStack(t *testing.T, o stackOptions, prefix string) *stack {
 }
 
 // setTimeZone makes America/New_York the default TimeZone of every later session of the
-// database at dbURL (BC-15: a date computed in the database's local time
-// instead of UTC would then be off by four or five hours).
+// database at dbURL: a date computed in the database's local time instead
+// of UTC would then be off by four or five hours.
 func setTimeZone(t *testing.T, dbURL string) {
 	t.Helper()
 	ctx := context.Background()

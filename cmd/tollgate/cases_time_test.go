@@ -50,7 +50,7 @@ func (s *stack) runSteps(t *testing.T, c *clocktest.Clock, start time.Time, apiI
 	return out
 }
 
-// TestFractionalRatesAreExact (case BC-03): non-integral rates stored in PostgreSQL,
+// TestFractionalRatesAreExact: non-integral rates stored in PostgreSQL,
 // pushed through Redis and run in Lua give a token after exactly one
 // token's worth of time, at the plan, plan-method and stage levels.
 func TestFractionalRatesAreExact(t *testing.T) {
@@ -88,7 +88,7 @@ func TestFractionalRatesAreExact(t *testing.T) {
 	}
 }
 
-// TestFastClientIsNotLockedOut (case BC-05): a client sending twice its rate keeps getting its
+// TestFastClientIsNotLockedOut: a client sending twice its rate keeps getting its
 // share; refused requests charge nothing.
 func TestFastClientIsNotLockedOut(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
@@ -117,7 +117,7 @@ func TestFastClientIsNotLockedOut(t *testing.T) {
 	}
 }
 
-// TestThrottledRequestKeepsQuota (case BC-07): a throttle 429 leaves the quota's
+// TestThrottledRequestKeepsQuota: a throttle 429 leaves the quota's
 // Remaining as it was.
 func TestThrottledRequestKeepsQuota(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
@@ -127,7 +127,7 @@ func TestThrottledRequestKeepsQuota(t *testing.T) {
 	checkHeader(t, 2, res[1], "x-amzn-ErrorType", "TooManyRequestsException")
 }
 
-// TestRetryAfterIsTheRealWait (case BC-09): Retry-After only on 429s, equal to the real wait
+// TestRetryAfterIsTheRealWait: Retry-After only on 429s, equal to the real wait
 // rounded up, for the plan, plan-method and stage buckets and the quota.
 func TestRetryAfterIsTheRealWait(t *testing.T) {
 	s, api, c, start := mustClockStack(t)
@@ -170,7 +170,7 @@ func TestRetryAfterIsTheRealWait(t *testing.T) {
 	}
 }
 
-// TestLimitsFollowRedisClock (case BC-12): decisions and periods follow the limiter's
+// TestLimitsFollowRedisClock: decisions and periods follow the limiter's
 // one clock (Redis TIME, here the test clock), never a node's: both nodes
 // run with clocks months away from it and a Tokyo time zone (TestMain),
 // yet count in the right period and share one bucket.
@@ -211,7 +211,7 @@ func repeatStep(n int, st step) []step {
 	return out
 }
 
-// TestQuotaPeriodsAreUTCCalendarPeriods (case BC-15): quotas are UTC calendar periods (not
+// TestQuotaPeriodsAreUTCCalendarPeriods: quotas are UTC calendar periods (not
 // rolling windows, not local time) with the nodes in Asia/Tokyo (TestMain)
 // and PostgreSQL sessions in America/New_York (startStack).
 func TestQuotaPeriodsAreUTCCalendarPeriods(t *testing.T) {

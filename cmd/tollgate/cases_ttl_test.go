@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 )
 
-// TestEveryStateKeyExpires (case BC-10): after concurrent load over both nodes,
+// TestEveryStateKeyExpires: after concurrent load over both nodes,
 // every per-request state key (buckets, quota, usage) has a TTL of the
 // right size and unit, and only config state persists. Buckets then expire
 // by themselves, and a day later every key is admitted again.

@@ -76,7 +76,7 @@ func TestFaultPostgresDown(t *testing.T) {
 // TestFaultPostgresStalled: PostgreSQL accepts connections but never
 // answers (a stopped process behind a proxy). The admin answers reads and
 // writes 503 with Retry-After within its database timeout, and /readyz
-// 503 within its own deadline (tryout finding: no answer for 170 s); the
+// 503 within its own deadline; the
 // gateways keep serving; when the database answers again the admin
 // recovers by itself.
 func TestFaultPostgresStalled(t *testing.T) {

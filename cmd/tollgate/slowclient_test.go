@@ -82,8 +82,7 @@ func rawRequest(t *testing.T, addr, head string, chunks []string, gap time.Durat
 
 // Both ports answer a client that announces a body and stops sending it,
 // and close its connection, within the configured bounds; an upload that
-// keeps to the minimum rate goes through however long it takes (tryout
-// finding: such connections were held for minutes on both ports).
+// keeps to the minimum rate goes through however long it takes.
 func TestSlowBodiesBoundedOnBothPorts(t *testing.T) {
 	t.Parallel()
 	m := mustNode(t, func(c *Config) { c.BodyTimeout, c.BodyMinRate = 300*time.Millisecond, 100 })

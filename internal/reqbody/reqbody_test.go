@@ -73,7 +73,7 @@ func readAll(w http.ResponseWriter, r *http.Request) {
 
 // A body that stops arriving fails its read with ErrTimeout once the
 // deadline (Grace, plus the 4 bytes' credit) passes, and the connection is
-// closed after the response: the tryout's held connection.
+// closed after the response, so a stalled client holds no connection.
 func TestTrickledBodyTimesOut(t *testing.T) {
 	t.Parallel()
 	conn := dial(t, serve(t, readAll))
