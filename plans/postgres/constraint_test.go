@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -47,7 +48,7 @@ func TestClaimConstraintInSQL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := conn.Exec(ctx, tc.sql, tc.args...)
 			var pg *pgconn.PgError
-			if !errors.As(err, &pg) || pg.Code != "23505" || pg.ConstraintName != "key_stage_claims_pkey" {
+			if !errors.As(err, &pg) || pg.Code != pgerrcode.UniqueViolation || pg.ConstraintName != "key_stage_claims_pkey" {
 				t.Fatalf("got %v, want 23505 on key_stage_claims_pkey", err)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -237,7 +238,13 @@ func (db *DB) Consistently(ctx context.Context, bound time.Duration, fn func(ctx
 
 func retryable(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && (pg.Code == "40001" || pg.Code == "40P01")
+	return errors.As(err, &pg) && retryableCode(pg.Code)
+}
+
+// retryableCode reports whether a transaction that failed with SQLSTATE
+// code may succeed when run again.
+func retryableCode(code string) bool {
+	return code == pgerrcode.SerializationFailure || code == pgerrcode.DeadlockDetected
 }
 
 // seedAccount inserts the account row unless it exists, as config change

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -132,13 +132,13 @@ func translate(err error) error {
 
 func translatePg(pg *pgconn.PgError, inDelete bool, err error) error {
 	switch {
-	case pg.Code == "23505":
+	case pg.Code == pgerrcode.UniqueViolation:
 		msg, ok := conflicts[pg.ConstraintName]
 		if !ok {
 			msg = "Conflict"
 		}
 		return &plans.Error{Kind: plans.KindConflict, Message: msg, Err: err}
-	case pg.Code == "23503":
+	case pg.Code == pgerrcode.ForeignKeyViolation:
 		ref, ok := references[pg.ConstraintName]
 		if !ok {
 			ref = reference{pg.ConstraintName, "Invalid reference", "The resource is still referenced"}
@@ -148,15 +148,14 @@ func translatePg(pg *pgconn.PgError, inDelete bool, err error) error {
 			msg = ref.inUse
 		}
 		return &plans.Error{Kind: plans.KindInvalid, Field: ref.field, Message: msg, Err: err}
-	case pg.Code == "54000":
-		// program_limit_exceeded: e.g. a 1024-character name of 4-byte
-		// characters is past a btree index row's 2704 bytes. Bad input, not
-		// a server fault.
+	case pg.Code == pgerrcode.ProgramLimitExceeded:
+		// A 1024-character name of 4-byte characters is past a btree index
+		// row's 2704 bytes: bad input, not a server fault.
 		return &plans.Error{Kind: plans.KindInvalid, Field: "name", Message: msgNameTooLong, Err: err}
-	case pg.Code == "23514", strings.HasPrefix(pg.Code, "22"):
+	case pg.Code == pgerrcode.CheckViolation, pgerrcode.IsDataException(pg.Code):
 		return &plans.Error{Kind: plans.KindInvalid, Field: pg.ConstraintName, Message: "Invalid value", Err: err}
-	case strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "53"),
-		strings.HasPrefix(pg.Code, "57"), pg.Code == "40001", pg.Code == "40P01":
+	case pgerrcode.IsConnectionException(pg.Code), pgerrcode.IsInsufficientResources(pg.Code),
+		pgerrcode.IsOperatorIntervention(pg.Code), retryableCode(pg.Code):
 		return plans.Unavailable(err, "database unavailable")
 	}
 	return fmt.Errorf("postgres: %w", err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -25,28 +26,28 @@ func TestTranslate(t *testing.T) {
 	}{
 		{"domain error passes", plans.Invalid("name", "bad"), plans.KindInvalid, "name", "bad"},
 		{"no rows", fmt.Errorf("q: %w", pgx.ErrNoRows), plans.KindNotFound, "", "Not found"},
-		{"claim conflict", &pgconn.PgError{Code: "23505", ConstraintName: "key_stage_claims_pkey",
+		{"claim conflict", &pgconn.PgError{Code: pgerrcode.UniqueViolation, ConstraintName: "key_stage_claims_pkey",
 			Detail: "Key (key_id, api_id, stage)=(k1, a1, prod) already exists."}, plans.KindConflict, "",
 			"An API key can be in only one usage plan per API stage"},
-		{"duplicate hash", &pgconn.PgError{Code: "23505", ConstraintName: "api_keys_key_hash_key"}, plans.KindConflict, "", "API Key already exists"},
-		{"unknown unique", &pgconn.PgError{Code: "23505", ConstraintName: "x"}, plans.KindConflict, "", "Conflict"},
-		{"missing deployment", &pgconn.PgError{Code: "23503", ConstraintName: "stages_deployment_fkey",
+		{"duplicate hash", &pgconn.PgError{Code: pgerrcode.UniqueViolation, ConstraintName: "api_keys_key_hash_key"}, plans.KindConflict, "", "API Key already exists"},
+		{"unknown unique", &pgconn.PgError{Code: pgerrcode.UniqueViolation, ConstraintName: "x"}, plans.KindConflict, "", "Conflict"},
+		{"missing deployment", &pgconn.PgError{Code: pgerrcode.ForeignKeyViolation, ConstraintName: "stages_deployment_fkey",
 			Detail: `Key (api_id, deployment_id)=(a, d) is not present in table "deployments".`},
 			plans.KindInvalid, "deploymentId", "Invalid Deployment identifier specified"},
-		{"deployment in use", deleting(&pgconn.PgError{Code: "23503", ConstraintName: "stages_deployment_fkey",
+		{"deployment in use", deleting(&pgconn.PgError{Code: pgerrcode.ForeignKeyViolation, ConstraintName: "stages_deployment_fkey",
 			Detail: `Key (api_id, id)=(a, d) is still referenced from table "stages".`}),
 			plans.KindInvalid, "deploymentId", "Active stages pointing to this deployment must be moved or deleted"},
-		{"stage in plan", deleting(&pgconn.PgError{Code: "23503", ConstraintName: "usage_plan_stages_stage_fkey",
+		{"stage in plan", deleting(&pgconn.PgError{Code: pgerrcode.ForeignKeyViolation, ConstraintName: "usage_plan_stages_stage_fkey",
 			Detail: `Key (api_id, name)=(a, prod) is still referenced from table "usage_plan_stages".`}),
 			plans.KindInvalid, "apiStages", "The stage is included in a usage plan; remove it from the plan first"},
-		{"check", &pgconn.PgError{Code: "23514", ConstraintName: "usage_plans_quota_check"}, plans.KindInvalid, "usage_plans_quota_check", "Invalid value"},
-		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, plans.KindUnavailable, "", "database unavailable"},
-		{"connection failure", &pgconn.PgError{Code: "08006"}, plans.KindUnavailable, "", "database unavailable"},
+		{"check", &pgconn.PgError{Code: pgerrcode.CheckViolation, ConstraintName: "usage_plans_quota_check"}, plans.KindInvalid, "usage_plans_quota_check", "Invalid value"},
+		{"admin shutdown", &pgconn.PgError{Code: pgerrcode.AdminShutdown}, plans.KindUnavailable, "", "database unavailable"},
+		{"connection failure", &pgconn.PgError{Code: pgerrcode.ConnectionFailure}, plans.KindUnavailable, "", "database unavailable"},
 		{"pooled connection dropped", fmt.Errorf("begin: %w", pgconn.ErrConnClosed), plans.KindUnavailable, "", "database unavailable"},
 		{"net error", &net.OpError{Op: "dial", Err: errors.New("refused")}, plans.KindUnavailable, "", "database unavailable"},
 		{"deadline", context.DeadlineExceeded, plans.KindUnavailable, "", "database unavailable"},
 		{"other", errors.New("boom"), plans.KindInternal, "", "Internal server error"},
-		{"syntax error is a bug", &pgconn.PgError{Code: "42601"}, plans.KindInternal, "", "Internal server error"},
+		{"syntax error is a bug", &pgconn.PgError{Code: pgerrcode.SyntaxError}, plans.KindInternal, "", "Internal server error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

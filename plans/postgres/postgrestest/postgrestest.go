@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -160,14 +161,14 @@ func build(ctx context.Context, conn *pgx.Conn, name string) error {
 	})
 }
 
-// retryInUse runs fn until it does not fail with SQLSTATE 55006
+// retryInUse runs fn until it does not fail with object_in_use
 // (object_in_use: another session is connected to a database that must
 // have none) or ctx ends.
 func retryInUse(ctx context.Context, fn func() error) error {
 	for {
 		err := fn()
 		var pg *pgconn.PgError
-		if !errors.As(err, &pg) || pg.Code != "55006" {
+		if !errors.As(err, &pg) || pg.Code != pgerrcode.ObjectInUse {
 			return err
 		}
 		select {
