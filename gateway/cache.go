@@ -26,7 +26,7 @@ const (
 // Values the cache writes.
 var (
 	warningUnauthorized = []string{`199 - "cache-control ignored: caller not authorized to invalidate"`}
-	errAccessDenied     = errorType{http.StatusForbidden, "Forbidden", "AccessDeniedException"}
+	respAccessDenied    = errorResponse{http.StatusForbidden, "Forbidden", "AccessDeniedException"}
 )
 
 // ErrorTypeAccessDenied is logged for a max-age=0 refused under
@@ -51,7 +51,7 @@ func (s *Server) serveCached(w *statusWriter, r *http.Request, ex *exchange) {
 	switch mode {
 	case modeForbidden: // refused before anything is charged
 		ex.errType, ex.reason = ErrorTypeAccessDenied, "cache-control max-age=0 without cache invalidation permission"
-		writeError(w, errAccessDenied)
+		writeError(w, respAccessDenied)
 		return
 	case modeBypass:
 		if s.limit(w, r, ex) {

@@ -129,13 +129,13 @@ func hostName(host string) string {
 func (s *Server) mapBasePath(w *statusWriter, r *http.Request, ex *exchange) bool {
 	if r.TLS != nil && ex.cfg.domainFor(r.TLS.ServerName) != ex.domain {
 		ex.errType, ex.reason = ErrorTypeMisdirected, "the Host names another domain than the TLS server name"
-		writeError(w, errMisdirected)
+		writeError(w, respMisdirected)
 		return false
 	}
 	m, rest, ok := ex.domain.match(r.URL.EscapedPath())
 	if !ok {
 		ex.errType, ex.reason = ErrorTypeForbidden, "no base path mapping of "+ex.domain.name+" matches"
-		writeError(w, errForbidden)
+		writeError(w, respForbidden)
 		return false
 	}
 	ex.api = m.api

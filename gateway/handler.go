@@ -139,18 +139,18 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 func (s *Server) checkInput(w *statusWriter, r *http.Request, ex *exchange) bool {
 	if len(r.RequestURI) > MaxURLBytes || len(r.URL.RawQuery)+len(r.URL.EscapedPath()) > MaxURLBytes {
 		ex.errType = ErrorTypeBadRequest
-		writeError(w, errURITooLong)
+		writeError(w, respURITooLong)
 		return false
 	}
 	if headerBytes(r) > MaxHeaderBytes {
 		ex.errType = ErrorTypeBadRequest
-		writeError(w, errHeaderTooLarge)
+		writeError(w, respHeaderTooLarge)
 		return false
 	}
 	if r.ContentLength > MaxBodyBytes {
 		ex.errType = ErrorTypeTooLarge
 		w.Header()["Connection"] = []string{"close"}
-		writeError(w, errTooLarge)
+		writeError(w, respTooLarge)
 		return false
 	}
 	return true
@@ -193,7 +193,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *me
 	}
 	if st == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "unknown api or stage"
-		writeError(w, errNotFound)
+		writeError(w, respNotFound)
 		return nil
 	}
 	ex.stage = stageName
@@ -204,7 +204,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *me
 	rt := st.root.match(rest, ps)
 	if rt == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "no resource"
-		writeError(w, errNotFound)
+		writeError(w, respNotFound)
 		return nil
 	}
 	ex.resource = rt.path
@@ -212,7 +212,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, ex *exchange) *me
 	if m == nil {
 		ex.errType, ex.reason = ErrorTypeMethod, "method not allowed"
 		w.Header()[headerAllow] = []string{rt.allow}
-		writeError(w, errMethodNotAllow)
+		writeError(w, respMethodNotAllow)
 		return nil
 	}
 	return m
@@ -241,7 +241,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
 	default:
-		writeError(w, errNotFound)
+		writeError(w, respNotFound)
 	}
 }
 

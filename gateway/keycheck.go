@@ -65,7 +65,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		ex.errType, ex.reason = ErrorTypeThrottled, levelKeyAttempts
 		s.metrics.Throttled.WithLabelValues(st.apiID, st.name, levelKeyAttempts).Inc()
 		setRetryAfter(w.Header(), wait)
-		writeError(w, errThrottled)
+		writeError(w, respThrottled)
 		return false
 	}
 	if reason != "" {
@@ -130,7 +130,7 @@ func (s *Server) admitCached(ex *exchange, hash string) bool {
 func (s *Server) refuseKey(w http.ResponseWriter, ex *exchange, reason string) {
 	s.attempts.Fail(ex.client)
 	ex.errType, ex.reason = ErrorTypeInvalidKey, reason
-	writeError(w, errForbidden)
+	writeError(w, respForbidden)
 }
 
 // apiKeyValue returns the x-api-key value (the header name is matched

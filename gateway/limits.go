@@ -154,11 +154,11 @@ func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d limit.D
 // with its Retry-After and counts it; the rate-limit headers are already
 // set. A rule's refusal is logged with the rule's name.
 func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
-	e := errThrottled
+	e := respThrottled
 	ex.errType, ex.reason = ErrorTypeThrottled, d.Refused.String()
 	switch d.Refused {
 	case limit.LevelQuota:
-		e, ex.errType = errQuota, ErrorTypeQuota
+		e, ex.errType = respQuota, ErrorTypeQuota
 	case limit.LevelRule:
 		if i := d.RefusedRule; i >= 0 && i < len(ex.lreq.Rules) {
 			ex.reason = "rule " + ex.lreq.Rules[i].Name

@@ -97,14 +97,14 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 	api := cfg.apis[ex.api]
 	if api == nil {
 		ex.errType, ex.reason = ErrorTypeNotFound, "unknown api or stage"
-		writeError(w, errNotFound)
+		writeError(w, respNotFound)
 		return
 	}
 	ex.m, ex.resource = api.usage, UsagePath
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		ex.errType, ex.reason = ErrorTypeMethod, "method not allowed"
 		w.Header()[headerAllow] = []string{"GET,HEAD"}
-		writeError(w, errMethodNotAllow)
+		writeError(w, respMethodNotAllow)
 		return
 	}
 	if !s.checkKey(w, r, ex) {
@@ -136,7 +136,7 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 	body, err := json.Marshal(&rep)
 	if err != nil {
 		ex.errType, ex.reason = ErrorTypeInternal, "usage: "+err.Error()
-		writeError(w, errInternal)
+		writeError(w, respInternal)
 		return
 	}
 	w.Header()["Cache-Control"] = []string{"no-store"}

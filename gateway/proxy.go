@@ -73,7 +73,7 @@ func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *ex
 	switch {
 	case ig.err != nil:
 		ex.errType, ex.reason = ErrorTypeInternal, ig.err.Error()
-		writeError(w, errInternal)
+		writeError(w, respInternal)
 	case ig.kind == "MOCK":
 		ig.mock.write(w, &templateScope{r: r, ex: ex, vars: ex.m.stage.vars})
 	default:
@@ -89,7 +89,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange
 	target, err := ig.target(r, ps, m.stage.vars)
 	if err != nil {
 		ex.errType, ex.reason = ErrorTypeBadRequest, err.Error()
-		writeError(w, errBadRequest)
+		writeError(w, respBadRequest)
 		return
 	}
 	ob := &outbound{ex: ex, m: m, ps: ps, target: target, verb: upstreamVerb(ig.verb, r.Method), proto: s.forwardedProto(r, ex)}
@@ -208,25 +208,25 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &tooLarge) || errors.As(bodyErr, &tooLarge):
 		ex.errType = ErrorTypeTooLarge
 		w.Header()["Connection"] = []string{"close"}
-		writeError(w, errTooLarge)
+		writeError(w, respTooLarge)
 	case errors.Is(bodyErr, reqbody.ErrTimeout):
 		ex.errType, ex.reason = ErrorTypeRequestTimeout, bodyErr.Error()
 		w.Header()["Connection"] = []string{"close"}
-		writeError(w, errRequestTimeout)
+		writeError(w, respRequestTimeout)
 	case errors.Is(bodyErr, io.ErrUnexpectedEOF) || r.Context().Err() != nil && bodyErr != nil:
 		s.clientClosed(w, ex)
 	case bodyErr != nil:
 		ex.errType, ex.reason = ErrorTypeBadRequest, "request body: "+bodyErr.Error()
 		w.Header()["Connection"] = []string{"close"}
-		writeError(w, errBadRequest)
+		writeError(w, respBadRequest)
 	case errors.Is(context.Cause(r.Context()), context.DeadlineExceeded) || isTimeout(err):
 		ex.errType = ErrorTypeTimeout
-		writeError(w, errTimeout)
+		writeError(w, respTimeout)
 	case r.Context().Err() != nil:
 		s.clientClosed(w, ex)
 	default:
 		ex.errType = ErrorTypeIntegration
-		writeError(w, errBadGateway)
+		writeError(w, respBadGateway)
 	}
 }
 

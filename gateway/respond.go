@@ -8,9 +8,9 @@ import (
 	"tollgate/plans"
 )
 
-// errorType names the error responses the gateway writes itself: status,
+// errorResponse is an error response the gateway writes itself: status,
 // message and the x-amzn-ErrorType value, as AWS's gateway responses.
-type errorType struct {
+type errorResponse struct {
 	status  int
 	message string
 	amzn    string
@@ -18,21 +18,21 @@ type errorType struct {
 
 // The gateway's own error responses, one table (STYLE.md habit 6).
 var (
-	errNotFound       = errorType{http.StatusNotFound, "Not Found", "NotFoundException"}
-	errMethodNotAllow = errorType{http.StatusMethodNotAllowed, "Method Not Allowed", "MethodNotAllowedException"}
-	errForbidden      = errorType{http.StatusForbidden, "Forbidden", "ForbiddenException"}
-	errMisdirected    = errorType{http.StatusMisdirectedRequest, "Misdirected Request", "MisdirectedRequestException"}
-	errThrottled      = errorType{http.StatusTooManyRequests, "Too Many Requests", "TooManyRequestsException"}
-	errQuota          = errorType{http.StatusTooManyRequests, "Limit Exceeded", "LimitExceededException"}
-	errUnavailable    = errorType{http.StatusServiceUnavailable, "Service Unavailable", "ServiceUnavailableException"}
-	errBadRequest     = errorType{http.StatusBadRequest, "Bad Request", "BadRequestException"}
-	errTooLarge       = errorType{http.StatusRequestEntityTooLarge, "Request Too Long", "RequestTooLargeException"}
-	errURITooLong     = errorType{http.StatusRequestURITooLong, "Request-URI Too Long", "UriTooLongException"}
-	errRequestTimeout = errorType{http.StatusRequestTimeout, "Request Timeout", "RequestTimeoutException"}
-	errHeaderTooLarge = errorType{http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "RequestHeaderFieldsTooLargeException"}
-	errBadGateway     = errorType{http.StatusBadGateway, "Bad Gateway", "BadGatewayException"}
-	errTimeout        = errorType{http.StatusGatewayTimeout, "Endpoint request timed out", "IntegrationTimeoutException"}
-	errInternal       = errorType{http.StatusInternalServerError, "Internal server error", "InternalServerErrorException"}
+	respNotFound       = errorResponse{http.StatusNotFound, "Not Found", "NotFoundException"}
+	respMethodNotAllow = errorResponse{http.StatusMethodNotAllowed, "Method Not Allowed", "MethodNotAllowedException"}
+	respForbidden      = errorResponse{http.StatusForbidden, "Forbidden", "ForbiddenException"}
+	respMisdirected    = errorResponse{http.StatusMisdirectedRequest, "Misdirected Request", "MisdirectedRequestException"}
+	respThrottled      = errorResponse{http.StatusTooManyRequests, "Too Many Requests", "TooManyRequestsException"}
+	respQuota          = errorResponse{http.StatusTooManyRequests, "Limit Exceeded", "LimitExceededException"}
+	respUnavailable    = errorResponse{http.StatusServiceUnavailable, "Service Unavailable", "ServiceUnavailableException"}
+	respBadRequest     = errorResponse{http.StatusBadRequest, "Bad Request", "BadRequestException"}
+	respTooLarge       = errorResponse{http.StatusRequestEntityTooLarge, "Request Too Long", "RequestTooLargeException"}
+	respURITooLong     = errorResponse{http.StatusRequestURITooLong, "Request-URI Too Long", "UriTooLongException"}
+	respRequestTimeout = errorResponse{http.StatusRequestTimeout, "Request Timeout", "RequestTimeoutException"}
+	respHeaderTooLarge = errorResponse{http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "RequestHeaderFieldsTooLargeException"}
+	respBadGateway     = errorResponse{http.StatusBadGateway, "Bad Gateway", "BadGatewayException"}
+	respTimeout        = errorResponse{http.StatusGatewayTimeout, "Endpoint request timed out", "IntegrationTimeoutException"}
+	respInternal       = errorResponse{http.StatusInternalServerError, "Internal server error", "InternalServerErrorException"}
 )
 
 // Header names the gateway writes; the x-amzn-* ones are set verbatim in
@@ -55,7 +55,7 @@ var (
 // the stage's gateway response for e when one was put (see
 // gatewayResponses). Header names are set verbatim (not canonicalised) to
 // match AWS's spelling.
-func writeError(w http.ResponseWriter, e errorType) {
+func writeError(w http.ResponseWriter, e errorResponse) {
 	if ec := errorContextOf(w); ec != nil {
 		if gr := ec.responses.find(e); gr != nil {
 			gr.write(w, e, ec)
@@ -77,7 +77,7 @@ func writeError(w http.ResponseWriter, e errorType) {
 // gateway probes its dependencies more often than that.
 func writeUnavailable(w http.ResponseWriter) {
 	w.Header()[HeaderRetryAfter] = []string{"1"}
-	writeError(w, errUnavailable)
+	writeError(w, respUnavailable)
 }
 
 // responseTypes maps each error the gateway writes (by its
@@ -158,7 +158,7 @@ func compileGatewayResponses(in map[string]plans.GatewayResponse) gatewayRespons
 
 // find returns the response put for e's type, else DEFAULT_4XX or
 // DEFAULT_5XX by e's status, else nil.
-func (gs gatewayResponses) find(e errorType) *gatewayResponse {
+func (gs gatewayResponses) find(e errorResponse) *gatewayResponse {
 	if gs == nil {
 		return nil
 	}
@@ -174,7 +174,7 @@ func (gs gatewayResponses) find(e errorType) *gatewayResponse {
 // write answers e as gr: gr's status (or e's), the gateway's usual error
 // headers plus gr's header mappings (none of them the gateway's own), and
 // gr's rendered template (or e's message) as the body.
-func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorContext) {
+func (gr *gatewayResponse) write(w http.ResponseWriter, e errorResponse, ec *errorContext) {
 	h := w.Header()
 	body := `{"message":"` + e.message + `"}`
 	if gr.hasBody {
@@ -182,7 +182,7 @@ func (gr *gatewayResponse) write(w http.ResponseWriter, e errorType, ec *errorCo
 		if responseType == "" {
 			responseType = gr.responseType
 		}
-		body = gr.body.render(&templateScope{r: ec.r, ex: ec.ex, vars: ec.vars, err: &e, responseType: responseType})
+		body = gr.body.render(&templateScope{r: ec.r, ex: ec.ex, vars: ec.vars, resp: &e, responseType: responseType})
 	}
 	h[headerContentType] = jsonContentType
 	h[headerErrorType] = []string{e.amzn}

@@ -28,13 +28,13 @@ func (t template) render(sc *templateScope) string {
 }
 
 // templateScope is what a template's variables are read from: the
-// request, its exchange (once routed) and the stage's variables; err is
+// request, its exchange (once routed) and the stage's variables; resp is
 // set for a gateway response.
 type templateScope struct {
 	r    *http.Request
 	ex   *exchange
 	vars map[string]string
-	err  *errorType
+	resp *errorResponse
 	// responseType is the gateway response's type (for an error the
 	// gateway maps to none, the type of the response put for it).
 	responseType string
@@ -47,12 +47,12 @@ func (sc *templateScope) value(name string) (string, bool) {
 	if v, ok := strings.CutPrefix(name, "stageVariables."); ok {
 		return sc.vars[v], plans.KnownTemplateVariable(name, false)
 	}
-	if sc.err != nil {
+	if sc.resp != nil {
 		switch name {
 		case "context.error.message":
-			return sc.err.message, true
+			return sc.resp.message, true
 		case "context.error.messageString":
-			quoted, _ := json.Marshal(sc.err.message)
+			quoted, _ := json.Marshal(sc.resp.message)
 			return string(quoted), true
 		case "context.error.responseType":
 			return sc.responseType, true
