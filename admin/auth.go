@@ -18,9 +18,9 @@ import (
 
 // Authentication refusal types (x-amzn-ErrorType), as AWS.
 const (
-	errMissingToken     = "MissingAuthenticationTokenException"
-	errUnrecognized     = "UnrecognizedClientException"
-	errInvalidSignature = "InvalidSignatureException"
+	typeMissingToken       = "MissingAuthenticationTokenException"
+	typeUnrecognizedClient = "UnrecognizedClientException"
+	typeInvalidSignature   = "InvalidSignatureException"
 )
 
 // authError is a refused credential: 403 with Type in x-amzn-ErrorType.
@@ -32,8 +32,8 @@ type authError struct {
 func (e *authError) Error() string { return e.Type + ": " + e.Message }
 
 var (
-	errNoCredentials = &authError{errMissingToken, "Missing Authentication Token"}
-	errBadToken      = &authError{errUnrecognized, "The security token included in the request is invalid."}
+	errNoCredentials = &authError{typeMissingToken, "Missing Authentication Token"}
+	errBadToken      = &authError{typeUnrecognizedClient, "The security token included in the request is invalid."}
 )
 
 // authenticator checks bearer tokens and SigV4 signatures (the bootstrap

@@ -112,10 +112,10 @@ func TestSigV4Refusals(t *testing.T) {
 		secret string
 		want   string
 	}{
-		{"wrong secret", 0, testAKID, "not-the-secret", errInvalidSignature},
-		{"unknown access key id", 0, "AKIDUNKNOWN", testSecret, errUnrecognized},
-		{"date 6 minutes old", 6 * time.Minute, testAKID, testSecret, errInvalidSignature},
-		{"date 6 minutes ahead", -6 * time.Minute, testAKID, testSecret, errInvalidSignature},
+		{"wrong secret", 0, testAKID, "not-the-secret", typeInvalidSignature},
+		{"unknown access key id", 0, "AKIDUNKNOWN", testSecret, typeUnrecognizedClient},
+		{"date 6 minutes old", 6 * time.Minute, testAKID, testSecret, typeInvalidSignature},
+		{"date 6 minutes ahead", -6 * time.Minute, testAKID, testSecret, typeInvalidSignature},
 		{"date 4 minutes old is fine", 4 * time.Minute, testAKID, testSecret, ""},
 	}
 	for _, tc := range cases {
@@ -169,24 +169,24 @@ func TestSigV4RawRequests(t *testing.T) {
 		{"untouched, any region", func(*http.Request) {}, http.StatusOK, ""},
 		{"tampered body", func(r *http.Request) {
 			r.Body = ioNopCloser(`{"name":"evil"}`)
-		}, http.StatusForbidden, errInvalidSignature},
-		{"tampered signed header", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusForbidden, errInvalidSignature},
+		}, http.StatusForbidden, typeInvalidSignature},
+		{"tampered signed header", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusForbidden, typeInvalidSignature},
 		{"claimed payload hash differs from body", func(r *http.Request) {
 			sum := sha256.Sum256([]byte(`{"name":"other"}`))
 			r.Header.Set("X-Amz-Content-Sha256", hex.EncodeToString(sum[:]))
-		}, http.StatusForbidden, errInvalidSignature},
-		{"tampered query", func(r *http.Request) { r.URL.RawQuery = "mode=import" }, http.StatusForbidden, errInvalidSignature},
-		{"no credentials", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusForbidden, errMissingToken},
+		}, http.StatusForbidden, typeInvalidSignature},
+		{"tampered query", func(r *http.Request) { r.URL.RawQuery = "mode=import" }, http.StatusForbidden, typeInvalidSignature},
+		{"no credentials", func(r *http.Request) { r.Header.Del("Authorization") }, http.StatusForbidden, typeMissingToken},
 		{"malformed authorization", func(r *http.Request) {
 			r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=x")
-		}, http.StatusForbidden, errInvalidSignature},
+		}, http.StatusForbidden, typeInvalidSignature},
 		{"bearer token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken) }, http.StatusOK, ""},
 		{"bearer scheme in lower case", func(r *http.Request) { r.Header.Set("Authorization", "bearer "+testToken) }, http.StatusOK, ""},
-		{"bearer token with a suffix", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusForbidden, errUnrecognized},
-		{"unknown scheme", func(r *http.Request) { r.Header.Set("Authorization", "Basic dXNlcjpwYXNz") }, http.StatusForbidden, errMissingToken},
+		{"bearer token with a suffix", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testToken+"x") }, http.StatusForbidden, typeUnrecognizedClient},
+		{"unknown scheme", func(r *http.Request) { r.Header.Set("Authorization", "Basic dXNlcjpwYXNz") }, http.StatusForbidden, typeMissingToken},
 		{"wrong bearer token", func(r *http.Request) {
 			r.Header.Set("Authorization", "Bearer "+strings.Repeat("x", len(testToken)))
-		}, http.StatusForbidden, errUnrecognized},
+		}, http.StatusForbidden, typeUnrecognizedClient},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

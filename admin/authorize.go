@@ -6,8 +6,8 @@ import (
 	"net/http"
 )
 
-// errAccessDenied is the x-amzn-ErrorType of a refusal by role.
-const errAccessDenied = "AccessDeniedException"
+// typeAccessDenied is the x-amzn-ErrorType of a refusal by role.
+const typeAccessDenied = "AccessDeniedException"
 
 // route is what authorize learnt of the request's route, for the
 // wrappers after it (the audit log).
@@ -47,7 +47,7 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		p := principalOf(r.Context())
 		if msg := refusal(p, rt); msg != "" {
-			writeAWSError(w, http.StatusForbidden, errAccessDenied, msg)
+			writeAWSError(w, http.StatusForbidden, typeAccessDenied, msg)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))

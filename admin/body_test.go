@@ -75,7 +75,7 @@ func TestSlowBodyAnswered408AndClosed(t *testing.T) {
 		errType    string
 	}{
 		{"valid token", "Bearer " + testToken, http.StatusRequestTimeout, "RequestTimeoutException"},
-		{"no credentials: refused without reading", "", http.StatusForbidden, errMissingToken},
+		{"no credentials: refused without reading", "", http.StatusForbidden, typeMissingToken},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			head := "POST /restapis HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nAuthorization: " + c.auth + "\r\n\r\nabcd"

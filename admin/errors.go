@@ -11,16 +11,16 @@ import (
 	"tollgate/plans"
 )
 
-// errorType is one row of the error table: HTTP status and the AWS error
+// errorResponse is one row of the error table: HTTP status and the AWS error
 // type written in x-amzn-ErrorType.
-type errorType struct {
+type errorResponse struct {
 	Status int
 	Type   string
 }
 
 // errorTable maps every plans.Error kind to the admin API's response, the
 // one place that does so (docs/behaviour.md, "Admin API").
-var errorTable = map[plans.Kind]errorType{
+var errorTable = map[plans.Kind]errorResponse{
 	plans.KindInvalid:       {http.StatusBadRequest, "BadRequestException"},
 	plans.KindNotFound:      {http.StatusNotFound, "NotFoundException"},
 	plans.KindConflict:      {http.StatusConflict, "ConflictException"},

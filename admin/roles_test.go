@@ -42,7 +42,7 @@ func fullServer(t *testing.T) (*Server, *postgres.DB) {
 	db := postgrestest.MustDB(t)
 	s := New(Options{Store: db, CredentialStore: db, Audit: db, Config: db, Ledger: db, Usage: zeroUsage{}, Logger: testLogger(t),
 		Credentials: Credentials{BearerToken: bootstrapTestToken}, Metrics: http.NotFoundHandler(),
-		Web: fstest.MapFS{"index.html": {Data: []byte("console")}},
+		Web:    fstest.MapFS{"index.html": {Data: []byte("console")}},
 		Portal: http.NotFoundHandler(), PortalInvites: db, PortalURL: "http://portal.test"})
 	return s, db
 }
@@ -145,7 +145,7 @@ func TestEveryRouteAgainstEveryRole(t *testing.T) {
 				req.Header.Set("Authorization", "Bearer "+tokens[role])
 				rec := httptest.NewRecorder()
 				s.ServeHTTP(rec, req)
-				denied := rec.Code == http.StatusForbidden && rec.Header().Get("x-amzn-ErrorType") == errAccessDenied
+				denied := rec.Code == http.StatusForbidden && rec.Header().Get("x-amzn-ErrorType") == typeAccessDenied
 				want := allowedFor(role, method, pattern, arn)
 				switch {
 				case want && denied:

@@ -54,7 +54,7 @@ func parseSigV4Header(h string) (sigV4Header, bool) {
 	return out, out.Credential != "" && out.SignedHeaders != "" && out.Signature != ""
 }
 
-func invalidSignature(msg string) error { return &authError{errInvalidSignature, msg} }
+func invalidSignature(msg string) error { return &authError{typeInvalidSignature, msg} }
 
 // verifySigV4 checks a request signed the way the AWS SDKs and CLI sign:
 // it re-signs a copy holding only the signed headers, the same X-Amz-Date,
