@@ -39,6 +39,19 @@ func (c *Clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// Ticking returns a time source that starts at t and moves on by step at
+// every reading, so timestamps are predictable and distinct.
+func Ticking(t time.Time, step time.Duration) func() time.Time {
+	c := New(t)
+	return func() time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		now := c.t
+		c.t = c.t.Add(step)
+		return now
+	}
+}
+
 // Parse returns the RFC 3339 time s, or fails the test.
 func Parse(tb testing.TB, s string) time.Time {
 	tb.Helper()
