@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"tollgate/internal/waittest"
 )
 
 // TestPropagationLatency measures, over 100 admin changes, the time from
@@ -39,7 +41,7 @@ func TestPropagationLatency(t *testing.T) {
 		if err := p.Publish(context.Background()); err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
-		waitFor(t, "change enforced", time.Second, seen)
+		waittest.Until(t, "change enforced", time.Second, seen)
 		lat = append(lat, time.Since(start))
 	}
 	slices.Sort(lat)

@@ -32,7 +32,7 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 		return rec, nil
 	}
 	if exp, ok := r.neg.get(hash); ok {
-		if time.Now().Before(exp) {
+		if r.now().Before(exp) {
 			return nil, nil
 		}
 		r.neg.del(hash)
@@ -99,6 +99,6 @@ func (r *Reader) fetch(ctx context.Context, hash string) (*plans.KeyRecord, erro
 	} else if wm.Val() == 0 {
 		return nil, plans.Unavailable(ErrNotPublished, "API key store not yet published")
 	}
-	r.neg.putIf(hash, time.Now().Add(r.opts.NegativeTTL), e0)
+	r.neg.putIf(hash, r.now().Add(r.opts.NegativeTTL), e0)
 	return nil, nil
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -67,9 +69,7 @@ func TestLookupCoalescesConcurrentMisses(t *testing.T) {
 			}
 		})
 	}
-	for started.Load() < lookups {
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "every lookup started", 10*time.Second, func() bool { return started.Load() == lookups })
 	close(counter.hold)
 	wg.Wait()
 	if got := counter.n.Load(); got < 1 || got > 3 {
@@ -93,6 +93,8 @@ func TestReadyReportsSilentRedis(t *testing.T) {
 	rdb, prefix := redistest.MustClient(t)
 	startPublisher(t, newFakeSource(), rdb, prefix)
 	r := NewReader(rdb, ReaderOptions{Prefix: prefix, Block: 100 * time.Millisecond})
+	clock := clocktest.New(time.Now())
+	r.now = clock.Now
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +102,11 @@ func TestReadyReportsSilentRedis(t *testing.T) {
 		t.Fatalf("Ready after Start: got %v, want nil", err)
 	}
 	// Nothing reads the stream now (no Run): after 3s Redis counts as silent.
-	time.Sleep(3100 * time.Millisecond)
+	clock.Add(3 * time.Second)
+	if err := r.Ready(); err != nil {
+		t.Fatalf("Ready 3s after Redis answered: got %v, want nil", err)
+	}
+	clock.Add(time.Millisecond)
 	if err := r.Ready(); err == nil || !strings.Contains(err.Error(), "not answered") {
 		t.Errorf("Ready after 3.1s without an answer: got %v, want a silent-Redis error", err)
 	}
@@ -117,14 +123,14 @@ func TestRunReconcilerRepairsFlushedRedis(t *testing.T) {
 	go func() { p.RunReconciler(ctx, 20*time.Millisecond); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "first reconcile", 2*time.Second, func() bool { return readState(t, rdb, prefix).watermark == 1 })
+	waittest.Until(t, "first reconcile", 2*time.Second, func() bool { return readState(t, rdb, prefix).watermark == 1 })
 	redistest.DeletePrefix(context.Background(), rdb, prefix)
-	waitFor(t, "republished after the flush", 2*time.Second, func() bool {
+	waittest.Until(t, "republished after the flush", 2*time.Second, func() bool {
 		rec, _ := readRecord(t, rdb, prefix, testHash(1))
 		return rec != nil && readState(t, rdb, prefix).watermark == 1
 	})
 	src.putKey(testHash(2), true, "plan01") // committed, never Published by the admin
-	waitFor(t, "missed change published", 2*time.Second, func() bool {
+	waittest.Until(t, "missed change published", 2*time.Second, func() bool {
 		rec, _ := readRecord(t, rdb, prefix, testHash(2))
 		return rec != nil && readState(t, rdb, prefix).watermark == 2
 	})

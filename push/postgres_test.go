@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -82,17 +83,6 @@ func (l *lastSnapshot) get() *plans.Snapshot {
 	return l.s
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 2s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestWithPostgres runs the push protocol against the real store:
 // admin writes published to Redis and seen by a gateway Reader.
 func TestWithPostgres(t *testing.T) {
@@ -128,13 +118,13 @@ func TestWithPostgres(t *testing.T) {
 		_, err := w.db.UpdateApiKey(ctx, w.key.ID, func(k *plans.ApiKey) error { k.Enabled = false; return nil })
 		must(t, err)
 		must(t, pub.Publish(ctx))
-		poll(t, "disabled key seen", func() bool { rec, err := r.Lookup(ctx, w.hash); return err == nil && !rec.Enabled })
+		waittest.Until(t, "disabled key seen", 2*time.Second, func() bool { rec, err := r.Lookup(ctx, w.hash); return err == nil && !rec.Enabled })
 	})
 	t.Run("account throttle changed", func(t *testing.T) {
 		_, err := w.db.UpdateAccount(ctx, func(a *plans.Account) error { a.ThrottleSettings.RateLimit = 77; return nil })
 		must(t, err)
 		must(t, pub.Publish(ctx))
-		poll(t, "new account throttle seen", func() bool { return snap.get().Account.RateLimit == 77 })
+		waittest.Until(t, "new account throttle seen", 2*time.Second, func() bool { return snap.get().Account.RateLimit == 77 })
 	})
 	t.Run("rate-limit rule created and changed", func(t *testing.T) {
 		limit := int32(3)
@@ -142,12 +132,12 @@ func TestWithPostgres(t *testing.T) {
 		must(t, w.db.CreateRateLimitRule(ctx, w.api.ID, "prod", rule))
 		must(t, pub.Publish(ctx))
 		rules := func() []plans.StageRule { return snap.get().Apis[w.api.ID].Stages["prod"].RateLimitRules }
-		poll(t, "new rule seen", func() bool { return len(rules()) == 1 && *rules()[0].Limit == 3 })
+		waittest.Until(t, "new rule seen", 2*time.Second, func() bool { return len(rules()) == 1 && *rules()[0].Limit == 3 })
 		counter := rules()[0].CounterID
 		_, err := w.db.UpdateRateLimitRule(ctx, w.api.ID, "prod", rule.ID, func(r *plans.RateLimitRule) error { limit = 4; r.Limit = &limit; return nil })
 		must(t, err)
 		must(t, pub.Publish(ctx))
-		poll(t, "changed rule seen", func() bool { return *rules()[0].Limit == 4 })
+		waittest.Until(t, "changed rule seen", 2*time.Second, func() bool { return *rules()[0].Limit == 4 })
 		if rules()[0].CounterID != counter {
 			t.Errorf("a change of limit moved the rule's counters from %s to %s", counter, rules()[0].CounterID)
 		}
@@ -155,7 +145,7 @@ func TestWithPostgres(t *testing.T) {
 	t.Run("key deleted", func(t *testing.T) {
 		must(t, w.db.DeleteApiKey(ctx, w.key.ID))
 		must(t, pub.Publish(ctx))
-		poll(t, "deleted key unknown", func() bool { rec, err := r.Lookup(ctx, w.hash); return err == nil && rec == nil })
+		waittest.Until(t, "deleted key unknown", 2*time.Second, func() bool { rec, err := r.Lookup(ctx, w.hash); return err == nil && rec == nil })
 	})
 	t.Run("redis flushed then reconciled", func(t *testing.T) {
 		redistest.DeletePrefix(ctx, rdb, prefix)

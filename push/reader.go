@@ -87,8 +87,9 @@ type Reader struct {
 	neg   *boundedMap[time.Time] // expiry of the memory of an unknown hash
 	sf    singleflight.Group
 
-	version atomic.Int64 // of the loaded snapshot; -1 before the first
-	lastOK  atomic.Int64 // unix nanoseconds of Redis's last answer
+	version atomic.Int64     // of the loaded snapshot; -1 before the first
+	lastOK  atomic.Int64     // unix nanoseconds of Redis's last answer
+	now     func() time.Time // time.Now; tests step a clocktest.Clock
 
 	snapMu      sync.Mutex // serializes snapshot loads
 	rejectMu    sync.Mutex
@@ -115,7 +116,7 @@ func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	if opts.LookupTimeout <= 0 {
 		opts.LookupTimeout = DefaultLookupTimeout
 	}
-	r := &Reader{rdb: rdb, keys: keyspace.Space{Prefix: opts.Prefix}, opts: opts, log: opts.Logger, needReload: true}
+	r := &Reader{rdb: rdb, keys: keyspace.Space{Prefix: opts.Prefix}, opts: opts, log: opts.Logger, needReload: true, now: time.Now}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -193,7 +194,7 @@ func (r *Reader) step(ctx context.Context) error {
 	return err
 }
 
-func (r *Reader) markOK() { r.lastOK.Store(time.Now().UnixNano()) }
+func (r *Reader) markOK() { r.lastOK.Store(r.now().UnixNano()) }
 
 // reload reads the watermark and the stream's last id, loads the snapshot,
 // and drops every cached key record, so that everything before that id is

@@ -11,7 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/keyspace"
 	"tollgate/plans"
 )
@@ -75,7 +77,14 @@ func (rc *recorder) reloadCount() int {
 // cleanup).
 func startReader(t *testing.T, rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	t.Helper()
+	return startReaderAt(t, rdb, opts, time.Now)
+}
+
+// startReaderAt is startReader with the reader's clock now.
+func startReaderAt(t *testing.T, rdb redis.UniversalClient, opts ReaderOptions, now func() time.Time) *Reader {
+	t.Helper()
 	r := NewReader(rdb, opts)
+	r.now = now
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -84,20 +93,6 @@ func startReader(t *testing.T, rdb redis.UniversalClient, opts ReaderOptions) *R
 	go func() { r.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return r
-}
-
-// waitFor polls cond every 200µs until it holds or timeout passes, and
-// returns how long it took.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	return time.Since(start)
 }
 
 func mustLookup(t *testing.T, r *Reader, hash string) *plans.KeyRecord {
@@ -154,7 +149,7 @@ func TestReaderWithoutSnapshotIsNotReadyUntilPublished(t *testing.T) {
 	src := newFakeSource()
 	src.setAccountRate(120)
 	startPublisher(t, src, rdb, prefix)
-	waitFor(t, "ready after the first publish", 2*time.Second, func() bool { return r.Ready() == nil })
+	waittest.Until(t, "ready after the first publish", 2*time.Second, func() bool { return r.Ready() == nil })
 	if got := r.Version(); got != 1 {
 		t.Errorf("Version: got %d, want 1", got)
 	}
@@ -179,9 +174,9 @@ func TestReaderFollowsSnapshotKeysAndUsageUpdates(t *testing.T) {
 	if err := p.AnnounceUsageUpdate(context.Background(), "plan01", "k123456789"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "key disabled", time.Second, func() bool { rec := mustLookup(t, r, h); return !rec.Enabled })
-	waitFor(t, "snapshot loaded", time.Second, func() bool { return r.Version() == v })
-	waitFor(t, "usage update seen", time.Second, func() bool {
+	waittest.Until(t, "key disabled", time.Second, func() bool { rec := mustLookup(t, r, h); return !rec.Enabled })
+	waittest.Until(t, "snapshot loaded", time.Second, func() bool { return r.Version() == v })
+	waittest.Until(t, "usage update seen", time.Second, func() bool {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		return len(rc.usages) == 1
@@ -209,8 +204,9 @@ func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 	ctx := context.Background()
 	rc := &recorder{}
 	opts := rc.options(prefix)
-	opts.NegativeTTL = 300 * time.Millisecond
-	r := startReader(t, rdb, opts)
+	opts.NegativeTTL = time.Hour
+	clock := clocktest.New(time.Now())
+	r := startReaderAt(t, rdb, opts, clock.Now)
 	h := testHash(7)
 	if got := mustLookup(t, r, h); got != nil {
 		t.Fatalf("Lookup of unknown key: got %+v, want nil", got)
@@ -225,7 +221,14 @@ func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 	if got := mustLookup(t, r, h); got != nil {
 		t.Errorf("Lookup within NegativeTTL: got %+v, want nil (remembered miss)", got)
 	}
-	waitFor(t, "miss forgotten after NegativeTTL", 2*time.Second, func() bool { return mustLookup(t, r, h) != nil })
+	clock.Add(time.Hour - time.Millisecond)
+	if got := mustLookup(t, r, h); got != nil {
+		t.Errorf("Lookup just before NegativeTTL ends: got %+v, want nil (remembered miss)", got)
+	}
+	clock.Add(time.Millisecond)
+	if got := mustLookup(t, r, h); got == nil {
+		t.Errorf("Lookup once NegativeTTL ended: got nil, want the record")
+	}
 
 	// A stream event naming a remembered hash drops the memory at once.
 	h2 := testHash(8)
@@ -234,8 +237,8 @@ func TestNegativeCacheAndItsInvalidation(t *testing.T) {
 	}
 	src.putKey(h2, true, "plan01")
 	mustPublish(t, p)
-	took := waitFor(t, "created key seen", 250*time.Millisecond, func() bool { return mustLookup(t, r, h2) != nil })
-	t.Logf("created key seen after %v (NegativeTTL %v)", took, opts.NegativeTTL)
+	took := waittest.Until(t, "created key seen", 250*time.Millisecond, func() bool { return mustLookup(t, r, h2) != nil })
+	t.Logf("created key seen after %v (NegativeTTL %v, never reached)", took, opts.NegativeTTL)
 }
 
 func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
@@ -259,7 +262,7 @@ func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 	// The reader notices (its stream is gone) and reloads what is there:
 	// nothing. Keys it already knew keep their last good records until the
 	// admin has republished, rather than answering 503.
-	waitFor(t, "reader notices the lost stream", 5*time.Second, func() bool { return rc.reloadCount() > reloads })
+	waittest.Until(t, "reader notices the lost stream", 5*time.Second, func() bool { return rc.reloadCount() > reloads })
 	reloads = rc.reloadCount()
 	if got, err := r.Lookup(ctx, cached); err != nil || got == nil || !got.Enabled {
 		t.Errorf("Lookup of a cached key after the reader reloaded an empty Redis: got (%+v, %v), want the last good record", got, err)
@@ -282,7 +285,7 @@ func TestRedisFlushedAnswersUnavailableUntilReconcile(t *testing.T) {
 	if got := readState(t, rdb, prefix); got.watermark != 3 || got.snapshot != 3 {
 		t.Errorf("state after Reconcile: got %+v, want watermark and snapshot 3", got)
 	}
-	waitFor(t, "reader reloads on the republish", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	waittest.Until(t, "reader reloads on the republish", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
 	if err := r.Ready(); err != nil {
 		t.Errorf("Ready after Reconcile: got %v, want nil", err)
 	}
@@ -320,7 +323,7 @@ func TestTrimmedStreamReloadsEverything(t *testing.T) {
 	go func() { r.Run(runCtx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "reload after the trim", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	waittest.Until(t, "reload after the trim", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
 	if got := mustLookup(t, r, h); got == nil || got.Enabled {
 		t.Errorf("Lookup after the reload: got %+v, want the disabled record", got)
 	}
@@ -356,7 +359,7 @@ func TestInvalidSnapshotKeepsTheOldOne(t *testing.T) {
 	for _, c := range cases {
 		bad := c.publish()
 		mustPublish(t, p)
-		waitFor(t, c.name+": rejection reported", time.Second, func() bool {
+		waittest.Until(t, c.name+": rejection reported", time.Second, func() bool {
 			err := r.Ready()
 			return err != nil && strings.Contains(err.Error(), c.wantErr)
 		})
@@ -371,7 +374,7 @@ func TestInvalidSnapshotKeepsTheOldOne(t *testing.T) {
 	rc.mu.Unlock()
 	fixed := src.setAccountRate(300)
 	mustPublish(t, p)
-	waitFor(t, "newer valid snapshot accepted", time.Second, func() bool { return r.Ready() == nil })
+	waittest.Until(t, "newer valid snapshot accepted", time.Second, func() bool { return r.Ready() == nil })
 	if got := r.Version(); got != fixed {
 		t.Errorf("Version after the fix: got %d, want %d", got, fixed)
 	}
@@ -410,7 +413,7 @@ func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
 	reloads := rc.reloadCount()
 
 	redistest.DeletePrefix(ctx, rdb, prefix)
-	waitFor(t, "reload after the stream vanished", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
+	waittest.Until(t, "reload after the stream vanished", 2*time.Second, func() bool { return rc.reloadCount() > reloads })
 	// The restored data comes back with entry ids far in the past.
 	must := func(err error) {
 		t.Helper()
@@ -432,7 +435,7 @@ func TestRecreatedStreamWithSmallerIDs(t *testing.T) {
 	restore()
 	must(rdb.XAdd(ctx, &redis.XAddArgs{Stream: keyspace.Space{Prefix: prefix}.Stream(), ID: "1-1",
 		Values: changeValues(plans.Change{Version: 2, KeyHashes: []string{h}})}).Err())
-	waitFor(t, "key disabled through the recreated stream", 2*time.Second, func() bool {
+	waittest.Until(t, "key disabled through the recreated stream", 2*time.Second, func() bool {
 		rec, err := r.Lookup(ctx, h)
 		return err == nil && rec != nil && !rec.Enabled
 	})

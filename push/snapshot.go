@@ -25,7 +25,7 @@ func (r *Reader) Ready() error {
 		return rej
 	}
 	stale := max(3*r.opts.Block, 3*time.Second)
-	if since := time.Since(time.Unix(0, r.lastOK.Load())); since > stale {
+	if since := r.now().Sub(time.Unix(0, r.lastOK.Load())); since > stale {
 		return fmt.Errorf("push: redis has not answered for %s", since.Round(time.Millisecond))
 	}
 	return nil
