@@ -1,16 +1,14 @@
 package admin
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"tollgate/internal/rawhttptest"
 	"tollgate/internal/reqbody"
 )
 
@@ -38,31 +36,6 @@ func bodyServer(t *testing.T) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-// exchange writes head and then body in chunks of size every gap, and
-// reads the response within a generous bound.
-func exchange(t *testing.T, addr, head string, chunks []string, gap time.Duration) (*http.Response, string, *bufio.Reader, net.Conn) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	io.WriteString(conn, head)
-	for _, c := range chunks {
-		time.Sleep(gap)
-		io.WriteString(conn, c)
-	}
-	br := bufio.NewReader(conn)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("no response: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b), br, conn
-}
-
 // A client that announces a body and stops sending it gets 408 and a
 // closed connection once its deadline passes, with or without valid
 // credentials.
@@ -79,13 +52,14 @@ func TestSlowBodyAnswered408AndClosed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			head := "POST /restapis HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nAuthorization: " + c.auth + "\r\n\r\nabcd"
-			resp, body, br, conn := exchange(t, addr, head, nil, 0)
+			conn := rawhttptest.MustDial(t, addr)
+			conn.Send(head)
+			resp, body := conn.MustRead()
 			if resp.StatusCode != c.status || resp.Header.Get("x-amzn-ErrorType") != c.errType {
 				t.Errorf("got %d %s %s, want %d %s", resp.StatusCode, resp.Header.Get("x-amzn-ErrorType"), body, c.status, c.errType)
 			}
-			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-			if _, err := br.ReadByte(); err != io.EOF {
-				t.Errorf("after the response: got %v, want the connection closed", err)
+			if !conn.Closed() {
+				t.Errorf("after the response: the connection is open, want it closed")
 			}
 		})
 	}
@@ -99,7 +73,10 @@ func TestSlowUploadWithinRateCompletes(t *testing.T) {
 		chunks[i] = strings.Repeat("x", 200)
 	}
 	head := fmt.Sprintf("POST /restapis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 1600\r\n\r\n", testToken)
-	resp, body, _, _ := exchange(t, bodyServer(t), head, chunks, 150*time.Millisecond)
+	conn := rawhttptest.MustDial(t, bodyServer(t))
+	conn.Send(head)
+	conn.Trickle(150*time.Millisecond, chunks...)
+	resp, body := conn.MustRead()
 	if resp.StatusCode != http.StatusOK || body != `{"bytes":1600}` {
 		t.Errorf("got %d %s, want 200 {\"bytes\":1600}", resp.StatusCode, body)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/admin"
+	"tollgate/internal/clocktest"
 	"tollgate/internal/tlstest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
@@ -40,7 +41,7 @@ func TestDomainNameWithPEMCertificateThroughTheSDK(t *testing.T) {
 	// The store's clock moves a second per transaction, so the upload
 	// date (epoch seconds) of a new certificate moves.
 	e := newEnvWith(t, func(o *admin.Options) {
-		db := postgrestest.MustDBWith(t, postgres.Options{Now: postgrestest.FixedClock(time.Now())})
+		db := postgrestest.MustDBWith(t, postgres.Options{Now: clocktest.Ticking(time.Now(), time.Second)})
 		o.Store, o.Audit = db, db
 	})
 	ca := tlstest.MustCA(t)

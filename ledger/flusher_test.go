@@ -14,6 +14,7 @@ import (
 
 	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/ledger"
 	"tollgate/ledger/ledgertest"
 	"tollgate/plans"
@@ -287,13 +288,7 @@ func TestRunFlushesEveryIntervalAndOnceMoreWhenStopped(t *testing.T) {
 	done := make(chan struct{})
 	go func() { f.Run(runCtx); close(done) }()
 	w.count(t, "k1", "p1", today, 1)
-	deadline := time.Now().Add(30 * time.Second)
-	for w.ledger(t)["p1/k1/2026-03-10"] != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the running flusher did not write the count within 30 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(t, "the running flusher writing the count", 30*time.Second, func() bool { return w.ledger(t)["p1/k1/2026-03-10"] == 1 })
 	// Stop the ticks, then count: only Run's final flush can write this.
 	f2 := ledger.NewFlusher(w.src, w.db, ledger.Options{Interval: time.Hour})
 	cancel()

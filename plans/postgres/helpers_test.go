@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/clocktest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -19,7 +20,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func newDB(t *testing.T) *postgres.DB {
 	t.Helper()
 	t.Parallel()
-	return postgrestest.MustDBWith(t, postgres.Options{Now: postgrestest.FixedClock(t0)})
+	return postgrestest.MustDBWith(t, postgres.Options{Now: clocktest.Ticking(t0, time.Second)})
 }
 
 var ctx = context.Background()

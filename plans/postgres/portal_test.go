@@ -1,10 +1,9 @@
 package postgres_test
 
 import (
-	"sync"
 	"testing"
-	"time"
 
+	"tollgate/internal/clocktest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -14,10 +13,8 @@ import (
 // creates (or updates) the account of its email, ending its sessions.
 func TestPortalInviteCreatesTheAccountOnce(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	now := t0
-	db := postgrestest.MustDBWith(t, postgres.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock := clocktest.New(t0)
+	db := postgrestest.MustDBWith(t, postgres.Options{Now: clock.Now})
 	plan := newPlan(t, db, "gold")
 	wantErr(t, db.CreatePortalInvite(ctx, &plans.PortalInvite{Email: "a@example.com", CustomerID: "acme", UsagePlanIDs: []string{"nosuch"}}, "h0"),
 		plans.KindInvalid, "usagePlanIds")
@@ -55,7 +52,7 @@ func TestPortalInviteCreatesTheAccountOnce(t *testing.T) {
 
 	must(t, db.CreatePortalInvite(ctx, &plans.PortalInvite{Email: "late@example.com", CustomerID: "x", UsagePlanIDs: []string{plan.ID}}, "h3"))
 	must(t, db.CreatePortalSession(ctx, "s2", a.ID, "csrf-2"))
-	advance(plans.PortalInviteTTL)
+	clock.Add(plans.PortalInviteTTL)
 	_, err = db.AcceptPortalInvite(ctx, "h3", "hash")
 	wantErr(t, err, plans.KindNotFound, "-")
 	_, _, err = db.PortalSession(ctx, "s2")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/clocktest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -151,10 +152,8 @@ func TestRotationTokenReplaysAndMintsOnce(t *testing.T) {
 // change naming them (their records become tombstones).
 func TestPruneKeyRotations(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	now := t0
-	db := postgrestest.MustDBWith(t, postgres.Options{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	clock := clocktest.New(t0)
+	db := postgrestest.MustDBWith(t, postgres.Options{Now: clock.Now})
 	k, oldHash := newKey(t, db, "k")
 	first, _ := rotate(t, db, k.ID, time.Hour, "tok")
 	prune := func(want int64) {
@@ -165,14 +164,14 @@ func TestPruneKeyRotations(t *testing.T) {
 			t.Fatalf("pruned %d rows, want %d", n, want)
 		}
 	}
-	advance(plans.RotationReplayWindow - time.Second)
+	clock.Add(plans.RotationReplayWindow - time.Second)
 	prune(0)
 	if again, _ := rotate(t, db, k.ID, time.Hour, "tok"); !again.Replayed {
 		t.Fatalf("within the window: got a fresh rotation, want a replay")
 	}
-	advance(2 * time.Second)
+	clock.Add(2 * time.Second)
 	prune(1) // the token's answer; the previous value ended 23 h ago
-	advance(time.Hour)
+	clock.Add(time.Hour)
 	prune(1) // the previous value, a day after its end
 	if ch := lastChange(t, db); !sameSet(ch.KeyHashes, []string{oldHash}) {
 		t.Errorf("pruning names %v, want the old value %s", ch.KeyHashes, oldHash)

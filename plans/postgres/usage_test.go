@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/plans/postgres/postgrestest"
@@ -303,8 +304,7 @@ func mustConn(t *testing.T, url string) *pgx.Conn {
 // or nothing waits within a minute.
 func waitForLockWait(t *testing.T, conn *pgx.Conn, lockType string, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	waittest.Until(t, "a backend waiting for a "+lockType+" lock", time.Minute, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("FlushUsage returned %v, want it to wait for a %s lock", err, lockType)
@@ -314,12 +314,8 @@ func waitForLockWait(t *testing.T, conn *pgx.Conn, lockType string, done <-chan 
 		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = $1)`, lockType).Scan(&waiting)
 		must(t, err)
-		if waiting {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no backend waited for a %s lock within a minute", lockType)
+		return waiting
+	})
 }
 
 func TestQuotaStateKeepsTheNewestSequence(t *testing.T) {

@@ -221,20 +221,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// FixedClock returns a clock for postgres.Options.Now that starts at t and
-// advances by one second per call, so timestamps in tests are predictable
-// and distinct.
-func FixedClock(t time.Time) func() time.Time {
-	var mu sync.Mutex
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now := t
-		t = t.Add(time.Second)
-		return now
-	}
-}
-
 // MustConn opens a plain connection to the database at url (from MustURL),
 // closed at cleanup, for tests that look into tables directly.
 func MustConn(tb testing.TB, url string) *pgx.Conn {
