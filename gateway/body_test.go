@@ -1,15 +1,14 @@
 package gateway
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"tollgate/internal/rawhttptest"
 	"tollgate/internal/reqbody"
 	"tollgate/plans"
 )
@@ -27,30 +26,6 @@ func bodyGateway(t *testing.T) *testGateway {
 	return tg
 }
 
-// rawConn opens a connection to tg, closed when the test ends.
-func rawConn(t *testing.T, tg *testGateway) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(tg.http.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn, bufio.NewReader(conn)
-}
-
-// readRaw reads one response within a generous bound.
-func readRaw(t *testing.T, conn net.Conn, br *bufio.Reader) response {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("no response: %v", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
-}
-
 // A client that announces a body and stops sending it is answered 408 and
 // its connection closed once the body's deadline passes, on a proxied
 // route (keyed or not) and on one that never reads the body.
@@ -66,19 +41,18 @@ func TestSlowBodyAnswered408AndClosed(t *testing.T) {
 		{"refused key, body never read", "/prod/keyed", "NoSuchKey0123456789abcdef", http.StatusForbidden},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, br := rawConn(t, tg)
+			conn := rawhttptest.MustDial(t, tg.http.URL)
 			method := map[string]string{"/prod/post": "POST", "/prod/keyed": "GET"}[c.path]
-			fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nContent-Length: 100000\r\n\r\nabcd", method, c.path, testHost, c.key)
-			got := readRaw(t, conn, br)
+			conn.Send(fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nContent-Length: 100000\r\n\r\nabcd", method, c.path, testHost, c.key))
+			got := asResponse(conn.MustRead())
 			if got.status != c.status {
 				t.Fatalf("got %d %s, want %d", got.status, got.body, c.status)
 			}
 			if c.status == http.StatusRequestTimeout {
 				wantError(t, got, http.StatusRequestTimeout, "Request Timeout", "RequestTimeoutException")
 			}
-			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-			if _, err := br.ReadByte(); err != io.EOF {
-				t.Errorf("after the response: got %v, want the connection closed", err)
+			if !conn.Closed() {
+				t.Errorf("after the response: the connection is open, want it closed")
 			}
 		})
 	}
@@ -90,14 +64,11 @@ func TestSlowBodyAnswered408AndClosed(t *testing.T) {
 func TestSlowUploadWithinRateCompletes(t *testing.T) {
 	t.Parallel()
 	tg := bodyGateway(t)
-	conn, br := rawConn(t, tg)
-	const chunks, size = 8, 200 // about 1.2 s against a 200 ms integration timeout
-	fmt.Fprintf(conn, "POST /prod/upload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", testHost, chunks*size)
-	for range chunks {
-		time.Sleep(150 * time.Millisecond)
-		fmt.Fprint(conn, strings.Repeat("x", size))
-	}
-	if e := echo(t, readRaw(t, conn, br)); e.Body != chunks*size {
+	conn := rawhttptest.MustDial(t, tg.http.URL)
+	const chunks, size = 8, 200 // 8 chunks 150 ms apart against a 200 ms integration timeout
+	conn.Send(fmt.Sprintf("POST /prod/upload HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", testHost, chunks*size))
+	conn.Trickle(150*time.Millisecond, slices.Repeat([]string{strings.Repeat("x", size)}, chunks)...)
+	if e := echo(t, asResponse(conn.MustRead())); e.Body != chunks*size {
 		t.Errorf("upstream got %d bytes, want %d", e.Body, chunks*size)
 	}
 }
@@ -106,9 +77,9 @@ func TestSlowUploadWithinRateCompletes(t *testing.T) {
 func TestMalformedChunkedBodyIs400(t *testing.T) {
 	t.Parallel()
 	tg := bodyGateway(t)
-	conn, br := rawConn(t, tg)
-	fmt.Fprintf(conn, "POST /prod/post HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabcd\r\n0\r\n\r\n", testHost)
-	got := readRaw(t, conn, br)
+	conn := rawhttptest.MustDial(t, tg.http.URL)
+	conn.Send(fmt.Sprintf("POST /prod/post HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabcd\r\n0\r\n\r\n", testHost))
+	got := asResponse(conn.MustRead())
 	wantError(t, got, http.StatusBadRequest, "Bad Request", "BadRequestException")
 	if line := tg.logLine(t, got.header.Get("x-amzn-RequestId")); line["error_type"] != ErrorTypeBadRequest {
 		t.Errorf("access log error_type: got %v, want %s", line["error_type"], ErrorTypeBadRequest)

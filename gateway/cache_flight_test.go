@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -33,15 +35,12 @@ func TestCacheSingleFlight(t *testing.T) {
 				wg.Go(func() { got[i] = tg.get(t, "/prod/items") })
 			}
 			waits := tg.metrics.CacheFillWaits.WithLabelValues(testAPI, testStage, "GET", "/items")
-			for tries := 0; counterValue(t, waits) < 4; tries++ {
-				if tries == 5000 { // single flight broken: fail, do not hang
-					n := counterValue(t, waits)
-					u.set(func(u *upstream) { u.gate = nil })
-					close(gate)
-					wg.Wait()
-					t.Fatalf("waiters on the fill: got %v after 5 s, want 4", n)
-				}
-				sleepMillis(1)
+			if _, ok := waittest.Poll(5*time.Second, func() bool { return counterValue(t, waits) >= 4 }); !ok {
+				n := counterValue(t, waits) // single flight broken: fail, do not hang
+				u.set(func(u *upstream) { u.gate = nil })
+				close(gate)
+				wg.Wait()
+				t.Fatalf("waiters on the fill: got %v after 5 s, want 4", n)
 			}
 			u.set(func(u *upstream) { u.gate = nil })
 			close(gate)

@@ -223,9 +223,6 @@ func (u *upstream) wantHits(t *testing.T, label string, n int64) {
 	}
 }
 
-// sleepMillis sleeps n milliseconds.
-func sleepMillis(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
-
 // deadAddr returns a loopback address where nothing listens.
 func deadAddr(t *testing.T) string {
 	t.Helper()

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -153,7 +155,7 @@ func TestCacheFlushTwoNodes(t *testing.T) {
 			u.set(func(u *upstream) { u.version, u.delay = "v3", 300e6 })
 			done := make(chan response)
 			go func() { done <- nodes[0].get(t, "/prod/items", "Accept-Language", "de") }()
-			waitHits(t, u, 5)
+			waittest.Until(t, "the slow fill at the upstream", 2*time.Second, func() bool { return u.hits.Load() >= 5 })
 			env.flush(t, testStage)
 			want(t, "in-flight fill", <-done, 200, "Miss", "v3 GET /items")
 			u.set(func(u *upstream) { u.version, u.delay = "v4", 0 })
@@ -165,18 +167,6 @@ func TestCacheFlushTwoNodes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// waitHits waits until the upstream has seen n hits (a request reached it).
-func waitHits(t *testing.T, u *upstream, n int64) {
-	t.Helper()
-	for range 2000 {
-		if u.hits.Load() >= n {
-			return
-		}
-		sleepMillis(1)
-	}
-	t.Fatalf("upstream hits: got %d, want %d", u.hits.Load(), n)
 }
 
 // TestCacheHitsAreCharged: the key check and the limits run

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tollgate/internal/clocktest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -21,8 +22,8 @@ func staleStage(ttl int32, tags map[string]string) plans.Stage {
 	return st
 }
 
-// staleEnv is a cache environment whose nodes read a test clock.
-func staleEnv(t *testing.T) (*cacheEnv, *clocktest.Clock) {
+// clockEnv is a cache environment whose nodes read a test clock.
+func clockEnv(t *testing.T) (*cacheEnv, *clocktest.Clock) {
 	clock := clocktest.New(time.Unix(1_800_000_000, 0))
 	env := newCacheEnv(t)
 	env.clock = clock.Now
@@ -69,7 +70,7 @@ func TestCacheStaleIfErrorOnTwoNodes(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
 			u := newUpstream(t)
-			env, clock := staleEnv(t)
+			env, clock := clockEnv(t)
 			m := keyedProxy(u, "/items")
 			m.MethodIntegration.TimeoutInMillis = 1000
 			snap := func() *plans.Snapshot {
@@ -119,7 +120,7 @@ func TestCacheStaleEntryOutlivesItsTTLInRedis(t *testing.T) {
 	nodes := []*testGateway{env.gateway(t, snap(), nil), env.gateway(t, snap(), nil)}
 	want(t, "fill on node 1", nodes[0].get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
 	u.set(func(u *upstream) { u.status = 503 })
-	eventually(t, "node 2 answers stale", func() bool {
+	waittest.Until(t, "node 2 answers stale", 10*time.Second, func() bool {
 		got := nodes[1].get(t, "/prod/items")
 		if x := got.header.Get("X-Cache"); got.status != 200 || x != "Hit" && x != "Stale" || got.body != "v1 GET /items" {
 			t.Fatalf("past the TTL: got %d %q %q, want 200 Hit or Stale with the entry", got.status, x, got.body)
@@ -135,7 +136,7 @@ func TestCacheStaleIfErrorFromTheUpstream(t *testing.T) {
 	t.Parallel()
 	granted, plain := newUpstream(t), newUpstream(t)
 	granted.set(func(u *upstream) { u.header = http.Header{"Cache-Control": {"max-age=5, stale-if-error=100"}} })
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, nil), nil,
 		res{"/granted", methods(keyedProxy(granted, "/granted"), "GET")},
 		res{"/plain", methods(keyedProxy(plain, "/plain"), "GET")}), nil)
@@ -174,7 +175,7 @@ func TestCacheNeverStaleWhenForbidden(t *testing.T) {
 			t.Parallel()
 			u := newUpstream(t)
 			u.set(func(u *upstream) { u.header = c.header })
-			env, clock := staleEnv(t)
+			env, clock := clockEnv(t)
 			tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600", plans.CacheStaleWhileRevalidateTag: "600"}), nil,
 				res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 			want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "")
@@ -200,7 +201,7 @@ func TestCacheFlushEndsStaleAnswers(t *testing.T) {
 
 func flushEndsStaleAnswers(t *testing.T, tag string) {
 	u := newUpstream(t)
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	snap := func() *plans.Snapshot {
 		return cacheSnapshot(staleStage(60, map[string]string{tag: "600"}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
 	}
@@ -227,7 +228,7 @@ func flushEndsStaleAnswers(t *testing.T, tag string) {
 func TestCacheStaleAnswersAreCharged(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), func(s *plans.Snapshot) {
 		s.Plans["plan01"].Quota = &plans.Quota{Limit: 3, Period: plans.PeriodDay}
 	}, res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
@@ -255,7 +256,7 @@ func TestCacheStaleAnswersAreCharged(t *testing.T) {
 func TestCacheStaleIfErrorSingleFlight(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), nil,
 		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 	want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "")
@@ -269,7 +270,7 @@ func TestCacheStaleIfErrorSingleFlight(t *testing.T) {
 		wg.Go(func() { answers[i] = tg.get(t, "/prod/items") })
 	}
 	waits := tg.metrics.CacheFillWaits.WithLabelValues(testAPI, testStage, "GET", "/items")
-	eventually(t, "one call, the others waiting for it", func() bool { return u.hits.Load() == 2 && counterValue(t, waits) == n-1 })
+	waittest.Until(t, "one call, the others waiting for it", 10*time.Second, func() bool { return u.hits.Load() == 2 && counterValue(t, waits) == n-1 })
 	release()
 	wg.Wait()
 	for i, got := range answers {
@@ -297,7 +298,7 @@ func TestCacheStaleWhenAFailedBodyBreaksOff(t *testing.T) {
 			_ = conn.Close()
 		}
 	}))
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleIfErrorTag: "600"}), nil,
 		res{"/items", methods(proxy(true, up.URL+"/items"), "GET")}), nil)
 	want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "whole")
@@ -314,7 +315,7 @@ func TestCacheStaleWhenAFailedBodyBreaksOff(t *testing.T) {
 func TestCacheStaleWhileRevalidateOnTwoNodes(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	snap := func() *plans.Snapshot {
 		return cacheSnapshot(staleStage(60, map[string]string{plans.CacheStaleWhileRevalidateTag: "30"}), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")})
 	}
@@ -339,7 +340,7 @@ func TestCacheStaleWhileRevalidateOnTwoNodes(t *testing.T) {
 	for i, got := range answers {
 		wantStale(t, "request "+strconv.Itoa(i), got, "v1 GET /items", 61)
 	}
-	eventually(t, "a refresh from each node reached the upstream", func() bool { return u.hits.Load() >= 3 })
+	waittest.Until(t, "a refresh from each node reached the upstream", 10*time.Second, func() bool { return u.hits.Load() >= 3 })
 	release()
 	for i, n := range nodes {
 		n.fills.Wait()
@@ -365,7 +366,7 @@ func TestCacheStaleWhileRevalidateRefreshFails(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	u.set(func(u *upstream) { u.header = http.Header{"Cache-Control": {"max-age=1, stale-while-revalidate=30"}} })
-	env, clock := staleEnv(t)
+	env, clock := clockEnv(t)
 	tg := env.gateway(t, cacheSnapshot(staleStage(60, nil), nil, res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 	want(t, "fill", tg.get(t, "/prod/items"), 200, "Miss", "v1 GET /items")
 	u.set(func(u *upstream) { u.status = 503 })

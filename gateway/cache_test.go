@@ -62,7 +62,8 @@ func TestCacheHitMissAndHead(t *testing.T) {
 func TestCacheTTL(t *testing.T) {
 	u := newUpstream(t)
 	u.set(func(u *upstream) { u.header = http.Header{"Age": {"99"}, "X-Cache": {"upstream"}} })
-	tg := newCacheEnv(t).gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(1)}), nil,
+	env, clock := clockEnv(t)
+	tg := env.gateway(t, cacheSnapshot(cachedStage(map[string]plans.MethodSetting{"*/*": caching(1)}), nil,
 		res{"/items", methods(keyedProxy(u, "/items"), "GET")}), nil)
 	miss := tg.get(t, "/prod/items")
 	want(t, "fill", miss, 200, "Miss", "")
@@ -74,7 +75,7 @@ func TestCacheTTL(t *testing.T) {
 	if got := hit.header.Get("Age"); got != "0" {
 		t.Errorf("Age on a hit: got %q, want 0", got)
 	}
-	time.Sleep(1100 * time.Millisecond) // the TTL is 1 s, the smallest there is
+	clock.Add(1100 * time.Millisecond) // the TTL is 1 s, the smallest there is
 	want(t, "after the TTL", tg.get(t, "/prod/items"), 200, "Miss", "")
 	u.wantHits(t, "end", 2)
 }

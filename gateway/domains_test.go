@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tollgate/internal/tlstest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/seal"
 )
@@ -325,11 +326,8 @@ func TestCustomDomainCertificateFromTheNodesFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for serial(t, ca, addr, testDomain) != renewed.Leaf.SerialNumber.String() {
-		if time.Now().After(deadline) {
-			t.Fatalf("renewed files not served after 10 s: serving %s", serial(t, ca, addr, testDomain))
-		}
-		time.Sleep(10 * time.Millisecond)
+	served := func() bool { return serial(t, ca, addr, testDomain) == renewed.Leaf.SerialNumber.String() }
+	if _, ok := waittest.Poll(10*time.Second, served); !ok {
+		t.Fatalf("renewed files not served after 10 s: serving %s", serial(t, ca, addr, testDomain))
 	}
 }

@@ -8,26 +8,19 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"tollgate/internal/rawhttptest"
 )
 
 // rawExchange sends raw on a new connection to tg and reads one response.
 func rawExchange(t *testing.T, tg *testGateway, raw string) response {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(tg.http.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("read response: %v", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return asResponse(rawhttptest.MustExchange(t, tg.http.URL, raw))
+}
+
+// asResponse is a raw response as the tests compare it.
+func asResponse(resp *http.Response, body string) response {
+	return response{status: resp.StatusCode, header: resp.Header, body: body}
 }
 
 // The header limit is exact: request headers, each counted as the

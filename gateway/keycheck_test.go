@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -45,21 +46,23 @@ func addTestKeys(f *fakeKeys) {
 // written after the response, so it waits up to a second for it.
 func (tg *testGateway) logLine(t *testing.T, id string) map[string]any {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+	var m map[string]any
+	found := func() bool {
 		for line := range strings.SplitSeq(tg.logs.String(), "\n") {
 			if id == "" || !strings.Contains(line, `"request_id":"`+id+`"`) {
 				continue
 			}
-			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("log line %q: %v", line, err)
 			}
-			return m
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no access-log line for request %q in:\n%s", id, tg.logs.String())
-		}
+		return false
 	}
+	if _, ok := waittest.Poll(time.Second, found); !ok {
+		t.Fatalf("no access-log line for request %q in:\n%s", id, tg.logs.String())
+	}
+	return m
 }
 
 // redisKeys counts the keys under the gateway's test prefix.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"tollgate/engine"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/push"
 )
@@ -134,23 +136,6 @@ func readerNode(t *testing.T, rdb *redis.Client, prefix string) *testGateway {
 	return tg
 }
 
-// eventually polls cond every 10ms for up to 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	// 10 s: a condition that holds at all holds within milliseconds on a
-	// quiet machine; the -race tests of several packages in parallel on 2
-	// cores took over 2 s to get two nodes admitting 200 requests each.
-	// Bounds the product promises (the push bound) are asserted by
-	// timestamps where they matter, not by this wait.
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestWithPushReader(t *testing.T) {
 	t.Parallel()
 	snap := keyedSnapshot()
@@ -177,7 +162,7 @@ func TestWithPushReader(t *testing.T) {
 	if err := pub.Publish(t.Context()); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	eventually(t, "disabled key refused", func() bool {
+	waittest.Until(t, "disabled key refused", 10*time.Second, func() bool {
 		return tg.do(t, "GET", "/prod/keyed", "x-api-key", goodKey).status == 403
 	})
 
@@ -189,7 +174,7 @@ func TestWithPushReader(t *testing.T) {
 	if err := pub.Publish(t.Context()); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	eventually(t, "new snapshot served", func() bool { return tg.do(t, "GET", "/prod/moved").status == 200 })
+	waittest.Until(t, "new snapshot served", 10*time.Second, func() bool { return tg.do(t, "GET", "/prod/moved").status == 200 })
 	if got := tg.do(t, "GET", "/prod/keyed"); got.status != 404 {
 		t.Errorf("route of the old snapshot: got %d, want 404", got.status)
 	}
@@ -232,7 +217,7 @@ func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
 	}
 	nodes := []*testGateway{readerNode(t, rdb, prefix), readerNode(t, rdb, prefix)}
 	for _, n := range nodes {
-		eventually(t, "node ready", func() bool { return n.Ready() == nil })
+		waittest.Until(t, "node ready", 10*time.Second, func() bool { return n.Ready() == nil })
 	}
 	type outcome struct {
 		start, end time.Time
@@ -273,7 +258,7 @@ func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
 			})
 		}
 	}
-	eventually(t, "both nodes admitting", func() bool { return admitted[0].Load() > 200 && admitted[1].Load() > 200 })
+	waittest.Until(t, "both nodes admitting", 10*time.Second, func() bool { return admitted[0].Load() > 200 && admitted[1].Load() > 200 })
 	disabled := time.Now()
 	src.commit(func() plans.Change {
 		src.records[good].Enabled = false
@@ -282,10 +267,19 @@ func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
 	if err := pub.Publish(t.Context()); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	const bound = time.Second
+	waittest.Until(t, "each node answered a request sent a bound after the disable", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, out := range seen {
+			if !slices.ContainsFunc(out, func(o outcome) bool { return o.start.After(disabled.Add(bound)) }) {
+				return false
+			}
+		}
+		return true
+	})
 	close(stop)
 	wg.Wait()
-	const bound = time.Second
 	for i, out := range seen {
 		var firstRefusal time.Time
 		for _, o := range out {

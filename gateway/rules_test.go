@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -205,7 +206,7 @@ func TestConcurrencyRuleReleasedWhenTheResponseEndsOrTheClientLeaves(t *testing.
 	cancel()
 	<-done
 	<-up.gone
-	eventually(t, "the slot of a client that went away freed", func() bool {
+	waittest.Until(t, "the slot of a client that went away freed", 10*time.Second, func() bool {
 		return tg.do(t, "GET", "/prod/fast", "X-Tenant", "acme").status == 200
 	})
 
@@ -293,7 +294,7 @@ func TestLeakyBucketTurnGivenBackWhenTheClientLeaves(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("second: %d before its turn", resp.StatusCode)
 	}
-	eventually(t, "the left request logged", func() bool { return strings.Contains(tg.logs.String(), "waited for its turn") })
+	waittest.Until(t, "the left request logged", 10*time.Second, func() bool { return strings.Contains(tg.logs.String(), "waited for its turn") })
 	// Without the give-back the queue holds one waiting (burst 1) for
 	// 2 s more, and this one would be refused.
 	wantStatus(t, tg.do(t, "GET", "/prod/pets"), 200, "the turn given back")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/waittest"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -41,10 +42,8 @@ func (tg *testGateway) wantCounts(t *testing.T, remaining, used int64) {
 		gotRem, gotUsed = u.Quota.Remaining, u.Today
 		return gotRem == remaining && gotUsed == used
 	}
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("quota remaining %d, usage %d; want %d, %d", gotRem, gotUsed, remaining, used)
-		}
+	if _, ok := waittest.Poll(10*time.Second, cond); !ok {
+		t.Fatalf("quota remaining %d, usage %d; want %d, %d", gotRem, gotUsed, remaining, used)
 	}
 }
 
