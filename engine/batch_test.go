@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/script"
@@ -168,16 +169,13 @@ func TestAlongPanicFailsBatch(t *testing.T) {
 	}
 	// The flusher goroutine leaves once it finds the queue empty, just
 	// after it woke the caller.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	flushers := func() int {
 		l.batch.mu.Lock()
-		n := l.batch.flushers
-		l.batch.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("flushers after the panics: %d, want 0", n)
-		}
+		defer l.batch.mu.Unlock()
+		return l.batch.flushers
+	}
+	if _, ok := waittest.Poll(5*time.Second, func() bool { return flushers() == 0 }); !ok {
+		t.Fatalf("flushers after the panics: %d, want 0", flushers())
 	}
 }
 

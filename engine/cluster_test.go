@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tollgate/internal/clocktest"
+	"tollgate/internal/hammertest"
 
 	"github.com/redis/go-redis/v9"
 
@@ -109,24 +110,14 @@ func TestConcurrentQuotaAdmitsExactlyN(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		l := mustEngineOn(t, b, Options{})
 		req := nodeRequest(l, "hot", 1000, 10000, 50)
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		for range 20 {
-			wg.Go(func() {
-				for range 6 {
-					d, err := l.decideKeyed(t.Context(), req, nil)
-					if err != nil {
-						t.Errorf("decide: %v", err)
-						return
-					}
-					if d.Allowed {
-						admitted.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if n := admitted.Load(); n != 50 {
+		admitted := hammertest.Count(20, 6, func(int, int) bool {
+			d, err := l.decideKeyed(t.Context(), req, nil)
+			if err != nil {
+				t.Errorf("decide: %v", err)
+			}
+			return err == nil && d.Allowed
+		})
+		if n := admitted; n != 50 {
 			t.Fatalf("quota 50 under 120 concurrent calls: admitted %d, want exactly 50", n)
 		}
 	})
@@ -142,26 +133,18 @@ func TestBindingSharedBucketNeverOverAdmitted(t *testing.T) {
 		k := l.r.keys
 		const burst = 30
 		stage := keyedBucket{Key: k.StageBucket("a1", "prod", "GET", "/x"), RateLimit: 0.001, BurstLimit: burst, Level: limit.LevelStage}
-		var admitted atomic.Int64
-		var wg sync.WaitGroup
-		for g := range 10 {
-			wg.Go(func() {
-				for i := range 10 {
-					keyID := fmt.Sprintf("k%d-%d", g, i)
-					q := int32(1 - i%2) // every other key has no quota left: refused by its own limit
-					req := &keyedRequest{Buckets: []keyedBucket{stage},
-						Quota: &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: q, Period: script.PeriodDay}, UsageKey: k.Usage(keyID, "p1")}
-					if d, err := l.decideKeyed(t.Context(), req, nil); err != nil {
-						t.Errorf("decide: %v", err)
-					} else if d.Allowed {
-						admitted.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
+		n := hammertest.Count(10, 10, func(g, i int) bool {
+			keyID := fmt.Sprintf("k%d-%d", g, i)
+			q := int32(1 - i%2) // every other key has no quota left: refused by its own limit
+			req := &keyedRequest{Buckets: []keyedBucket{stage},
+				Quota: &keyedQuota{Key: k.Quota(keyID, "p1"), Limit: q, Period: script.PeriodDay}, UsageKey: k.Usage(keyID, "p1")}
+			d, err := l.decideKeyed(t.Context(), req, nil)
+			if err != nil {
+				t.Errorf("decide: %v", err)
+			}
+			return err == nil && d.Allowed
+		})
 		l.settle()
-		n := admitted.Load()
 		if n > burst {
 			t.Fatalf("shared bucket of burst %d admitted %d", burst, n)
 		}

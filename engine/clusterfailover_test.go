@@ -8,6 +8,7 @@ import (
 
 	"tollgate/internal/redistest"
 	"tollgate/internal/redisurl"
+	"tollgate/internal/waittest"
 	"tollgate/keyspace"
 	"tollgate/limit"
 	"tollgate/plans"
@@ -64,30 +65,24 @@ func TestClusterFailoverDecidesAgainWithinTwoSecondsOfThePromotion(t *testing.T)
 	// decisions meanwhile fail (the slot's master is gone): as the gateway would, keep asking
 	stop := make(chan struct{})
 	decided := make(chan time.Time, 1)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if d, err := l.Decide(t.Context(), req); err == nil && d.Allowed {
-				decided <- time.Now()
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+	go waittest.Poll(time.Minute, func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
 		}
-	}()
+		if d, err := l.Decide(t.Context(), req); err == nil && d.Allowed {
+			decided <- time.Now()
+			return true
+		}
+		return false
+	})
 	t.Cleanup(func() { close(stop) })
-	var promoted time.Time
-	for deadline := time.Now().Add(20 * time.Second); promoted.IsZero(); time.Sleep(10 * time.Millisecond) {
-		if info, _ := replicas[0].Client.Info(t.Context(), "replication").Result(); strings.Contains(info, "role:master") {
-			promoted = time.Now()
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the replica was not promoted within 20 s")
-		}
-	}
+	waittest.Until(t, "the replica promoted", 20*time.Second, func() bool {
+		info, _ := replicas[0].Client.Info(t.Context(), "replication").Result()
+		return strings.Contains(info, "role:master")
+	})
+	promoted := time.Now()
 	select {
 	case at := <-decided:
 		if after := at.Sub(promoted); after > 2*time.Second {
@@ -100,17 +95,17 @@ func TestClusterFailoverDecidesAgainWithinTwoSecondsOfThePromotion(t *testing.T)
 	}
 	// the admin's side, on its own client, follows the new master as fast:
 	// its flush drains the key's usage and its clock (Redis TIME) answers
-	for {
-		obs, _, err := admin.Source().Drain(t.Context(), 100)
-		if err == nil && len(obs) > 0 {
-			if _, err = admin.Now(t.Context()); err == nil {
-				break
-			}
+	var drained int
+	follows := func() bool {
+		obs, _, derr := admin.Source().Drain(t.Context(), 100)
+		if drained, err = len(obs), derr; err != nil || drained == 0 {
+			return false
 		}
-		if time.Since(promoted) > 2*time.Second {
-			t.Fatalf("the admin's usage flush still fails %v after the promotion: %d drained, %v", time.Since(promoted).Round(time.Millisecond), len(obs), err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		_, err = admin.Now(t.Context())
+		return err == nil
+	}
+	if _, ok := waittest.Poll(2*time.Second-time.Since(promoted), follows); !ok {
+		t.Fatalf("the admin's usage flush still fails %v after the promotion: %d drained, %v", time.Since(promoted).Round(time.Millisecond), drained, err)
 	}
 	u, err := l.KeyUsage(t.Context(), keyID, "p1", req.Quota)
 	if err != nil || u.Today < 4 || u.Quota.Remaining > 996 {

@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"tollgate/internal/clocktest"
+	"tollgate/internal/proptest"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/limit/limittest"
@@ -53,25 +52,13 @@ type propRun struct {
 	clock *clocktest.Clock
 	m     *limittest.Model
 	cfg   propConfig
-	ops   []byte
-	pos   int
+	ops   *proptest.Ops
 	log   []string
 	// leases: decisions ask for capacity leases (a drawn want) and a step
 	// ends the oldest open lease (op "unlease") after spending part of it.
 	leases bool
 	open   []*limit.Return
 }
-
-func (p *propRun) next() byte {
-	if p.pos >= len(p.ops) {
-		return 0
-	}
-	b := p.ops[p.pos]
-	p.pos++
-	return b
-}
-
-func pick[T any](xs []T, b byte) T { return xs[int(b)%len(xs)] }
 
 // request builds the request of key k (0 or 1), via the plan bucket or
 // the plan's method bucket, with the stage and account buckets.
@@ -93,8 +80,8 @@ func (p *propRun) request(k int, viaMethod bool) *limit.Request {
 
 // change applies one limit change chosen by two bytes.
 func (p *propRun) change() {
-	what, v := p.next(), p.next()
-	t := plans.Throttle{RateLimit: pick(propRates, v), BurstLimit: pick(propBursts, v/16)}
+	what, v := p.ops.Next(), p.ops.Next()
+	t := plans.Throttle{RateLimit: proptest.Pick(propRates, v), BurstLimit: proptest.Pick(propBursts, v/16)}
 	switch what % 5 {
 	case 0:
 		p.cfg.plan = t
@@ -106,9 +93,9 @@ func (p *propRun) change() {
 		p.cfg.account = t
 	default:
 		if v%2 == 0 {
-			p.cfg.quota.Limit = pick(propLimits, v/2)
+			p.cfg.quota.Limit = proptest.Pick(propLimits, v/2)
 		} else {
-			p.cfg.quota = plans.Quota{Limit: p.cfg.quota.Limit, Period: pick(propPeriods, v/2).Period, Offset: pick(propPeriods, v/2).Offset}
+			p.cfg.quota = plans.Quota{Limit: p.cfg.quota.Limit, Period: proptest.Pick(propPeriods, v/2).Period, Offset: proptest.Pick(propPeriods, v/2).Offset}
 		}
 	}
 	p.log = append(p.log, fmt.Sprintf("config %+v", p.cfg))
@@ -116,14 +103,14 @@ func (p *propRun) change() {
 
 // step decodes and runs one operation; it returns a mismatch or "".
 func (p *propRun) step() string {
-	b := p.next()
+	b := p.ops.Next()
 	switch b % 8 {
 	case 4:
-		p.clock.Add(time.Duration(p.next()) * 7919 * time.Microsecond)
+		p.clock.Add(time.Duration(p.ops.Next()) * 7919 * time.Microsecond)
 	case 5:
-		p.clock.Add(time.Duration(p.next()) * 130 * time.Millisecond)
+		p.clock.Add(time.Duration(p.ops.Next()) * 130 * time.Millisecond)
 	case 6:
-		p.clock.Add(time.Duration(p.next())*47*time.Minute + time.Duration(p.next())*time.Second)
+		p.clock.Add(time.Duration(p.ops.Next())*47*time.Minute + time.Duration(p.ops.Next())*time.Second)
 	case 7:
 		p.change()
 		return ""
@@ -142,7 +129,7 @@ func (p *propRun) step() string {
 func (p *propRun) decide(k int, viaMethod bool) string {
 	req := p.request(k, viaMethod)
 	if p.leases {
-		req.Want = int32(p.next() % 40)
+		req.Want = int32(p.ops.Next() % 40)
 	}
 	want, _ := p.m.Decide(p.ctx, req)
 	got, err := p.decideTx(req)
@@ -165,7 +152,7 @@ func (p *propRun) endLease() string {
 	}
 	rt := p.open[0]
 	p.open = p.open[1:]
-	rt.Spent = int32(p.next()) % (rt.Unspent + 1)
+	rt.Spent = int32(p.ops.Next()) % (rt.Unspent + 1)
 	rt.Unspent -= rt.Spent
 	p.log = append(p.log, fmt.Sprintf("unlease taken=%d spent=%d unspent=%d", rt.Taken, rt.Spent, rt.Unspent))
 	_ = p.m.Unlease(p.ctx, []limit.Return{*rt})
@@ -254,31 +241,24 @@ func (p *propRun) checkUsage() string {
 // run executes all operations and reports the first mismatch with the log.
 func (p *propRun) run(tb testing.TB) {
 	tb.Helper()
-	for p.pos < len(p.ops) {
-		if diff := p.step(); diff != "" {
-			tb.Fatalf("step %d: %s\nsequence:\n%s", len(p.log), diff, strings.Join(p.log, "\n"))
-		}
-	}
-	if diff := p.checkUsage(); diff != "" {
-		tb.Fatalf("%s\nsequence:\n%s", diff, strings.Join(p.log, "\n"))
-	}
+	proptest.Run(tb, p.ops, &p.log, p.step, p.checkUsage)
 }
 
 // newPropRun sets up a sequence: the first four bytes choose the start
 // instant and the initial limits.
 func newPropRun(l *Engine, clock *clocktest.Clock, ops []byte) *propRun {
-	p := &propRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, LeaseHold: time.Duration(l.r.leaseHoldUS) * time.Microsecond}, ops: ops, clock: clock}
-	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
+	p := &propRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, LeaseHold: time.Duration(l.r.leaseHoldUS) * time.Microsecond}, ops: proptest.NewOps(ops), clock: clock}
+	start, _ := time.Parse(time.RFC3339, proptest.Pick(propStarts, p.ops.Next()))
 	clock.Set(start)
-	a, b := p.next(), p.next()
+	a, b := p.ops.Next(), p.ops.Next()
 	p.cfg = propConfig{
-		plan:    plans.Throttle{RateLimit: pick(propRates, a), BurstLimit: pick(propBursts, a/16)},
-		method:  plans.Throttle{RateLimit: pick(propRates, b), BurstLimit: pick(propBursts, b/16)},
+		plan:    plans.Throttle{RateLimit: proptest.Pick(propRates, a), BurstLimit: proptest.Pick(propBursts, a/16)},
+		method:  plans.Throttle{RateLimit: proptest.Pick(propRates, b), BurstLimit: proptest.Pick(propBursts, b/16)},
 		stage:   plans.Throttle{RateLimit: 10000, BurstLimit: 40},
 		account: plans.Throttle{RateLimit: 10000, BurstLimit: 40},
 	}
-	q := pick(propPeriods, p.next())
-	p.cfg.quota = plans.Quota{Limit: pick(propLimits, p.next()), Period: q.Period, Offset: q.Offset}
+	q := proptest.Pick(propPeriods, p.ops.Next())
+	p.cfg.quota = plans.Quota{Limit: proptest.Pick(propLimits, p.ops.Next()), Period: q.Period, Offset: q.Offset}
 	p.log = append(p.log, "start "+start.Format(time.RFC3339), fmt.Sprintf("config %+v", p.cfg))
 	return p
 }
@@ -287,23 +267,14 @@ func newPropRun(l *Engine, clock *clocktest.Clock, ops []byte) *propRun {
 // stream, each on its own engine with a fake clock; setup may change the
 // run before it starts.
 func seededRuns(t *testing.T, stream uint64, setup func(*propRun)) {
-	t.Parallel()
-	for seed := range 24 {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			t.Parallel()
-			r := rand.New(rand.NewPCG(uint64(seed), stream))
-			ops := make([]byte, 600)
-			for i := range ops {
-				ops[i] = byte(r.UintN(256))
-			}
-			c := &clocktest.Clock{}
-			rdb, prefix := redistest.MustClient(t)
-			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
-			p := newPropRun(l, c, ops)
-			setup(p)
-			p.run(t)
-		})
-	}
+	proptest.EachSeed(t, stream, 24, 600, func(t *testing.T, ops []byte) {
+		c := &clocktest.Clock{}
+		rdb, prefix := redistest.MustClient(t)
+		l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
+		p := newPropRun(l, c, ops)
+		setup(p)
+		p.run(t)
+	})
 }
 
 func TestDecideMatchesModel(t *testing.T) {

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"tollgate/internal/hammertest"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/script"
@@ -50,28 +49,17 @@ func nodeRequest(l *Engine, keyID string, rate float64, burst, quota int32) *key
 // limiters, and returns how many were admitted.
 func hammer(t *testing.T, a, b *Engine, g, n int, req func(l *Engine, i int) *keyedRequest) int64 {
 	t.Helper()
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	for w := range g {
-		wg.Go(func() {
-			for i := range n {
-				l := a
-				if (w+i)%2 == 1 {
-					l = b
-				}
-				d, err := l.decideKeyed(context.Background(), req(l, w*n+i), nil)
-				if err != nil {
-					t.Errorf("Decide: %v", err)
-					return
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return admitted.Load()
+	return hammertest.Count(g, n, func(w, i int) bool {
+		l := a
+		if (w+i)%2 == 1 {
+			l = b
+		}
+		d, err := l.decideKeyed(context.Background(), req(l, w*n+i), nil)
+		if err != nil {
+			t.Errorf("Decide: %v", err)
+		}
+		return err == nil && d.Allowed
+	})
 }
 
 func TestConcurrentNodesAdmitExactly(t *testing.T) {

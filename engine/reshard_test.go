@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tollgate/internal/clocktest"
+	"tollgate/internal/waittest"
 	"tollgate/script"
 
 	"github.com/redis/go-redis/v9"
@@ -161,9 +162,9 @@ func TestHalfMigratedSlotCostsNoErrorAndNoDoubleCount(t *testing.T) {
 	moved := make(chan struct{})
 	go func() {
 		defer close(moved)
-		for l.r.resent.Load() == 0 && t.Context().Err() == nil { // TRYAGAIN met: the run is sent again until...
-			time.Sleep(time.Millisecond)
-		}
+		waittest.Poll(time.Minute, func() bool { // TRYAGAIN met: the run is sent again until...
+			return l.r.resent.Load() > 0 || t.Context().Err() != nil
+		})
 		// ...the slot stayed half migrated for longer than a run's deadline
 		// (1 s): the run is still sent again, under deadlines of its own
 		first := time.Now()
@@ -233,14 +234,10 @@ func TestReshardMidLoad(t *testing.T) {
 			}
 		})
 	}
-	for sent.Load() < 50 { // the slots hold live state before they move
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "50 decisions sent", time.Minute, func() bool { return sent.Load() >= 50 }) // the slots hold live state before they move
 	migrateSlot(t, rdb, home, 5*time.Millisecond)
 	migrateSlot(t, rdb, stageSlot, 5*time.Millisecond)
-	for sent.Load() < 2*quota { // and take load after
-		time.Sleep(time.Millisecond)
-	}
+	waittest.Until(t, "the quota's worth twice sent", time.Minute, func() bool { return sent.Load() >= 2*quota }) // and take load after
 	close(stop)
 	wg.Wait()
 	l.settle()

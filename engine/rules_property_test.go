@@ -3,12 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"tollgate/internal/clocktest"
+	"tollgate/internal/proptest"
 	"tollgate/limit/limittest"
 
 	"tollgate/internal/redistest"
@@ -45,18 +44,8 @@ type rulesRun struct {
 	rules [6]limit.Rule
 	// requests in flight: the engine's decisions and the model's
 	held, heldM []limit.Decision
-	ops         []byte
-	pos         int
+	ops         *proptest.Ops
 	log         []string
-}
-
-func (p *rulesRun) next() byte {
-	if p.pos >= len(p.ops) {
-		return 0
-	}
-	b := p.ops[p.pos]
-	p.pos++
-	return b
 }
 
 // ruleFor returns rule i (algorithm i+1) with parameters chosen by b and
@@ -65,15 +54,15 @@ func ruleFor(i int, b byte, shadow bool) limit.Rule {
 	r := limit.Rule{Name: fmt.Sprintf("r%d", i), Counter: fmt.Sprintf("cnt%d", i), Algorithm: limit.Algorithm(i + 1), Shadow: shadow, Private: true}
 	switch r.Algorithm {
 	case limit.TokenBucket:
-		r.RateLimit, r.BurstLimit = pick(propRuleRates, b), pick(propRuleLimits, b/8)
+		r.RateLimit, r.BurstLimit = proptest.Pick(propRuleRates, b), proptest.Pick(propRuleLimits, b/8)
 	case limit.SlidingWindow, limit.FixedWindow:
-		r.Limit, r.Window = pick(propRuleLimits, b), pick(propRuleWindows, b/8)
+		r.Limit, r.Window = proptest.Pick(propRuleLimits, b), proptest.Pick(propRuleWindows, b/8)
 	case limit.Concurrency:
-		r.Limit = pick(propRuleLimits, b)
+		r.Limit = proptest.Pick(propRuleLimits, b)
 	case limit.CalendarQuota:
-		r.Limit, r.Period, r.Offset = pick(propRuleLimits, b), pick(propRulePeriods, b/8), int32(b/32%3)
+		r.Limit, r.Period, r.Offset = proptest.Pick(propRuleLimits, b), proptest.Pick(propRulePeriods, b/8), int32(b/32%3)
 	default:
-		r.RateLimit, r.BurstLimit, r.MaxDelay = pick(propRuleRates, b), pick(propRuleLimits, b/8), pick(propRuleDelays, b/64)
+		r.RateLimit, r.BurstLimit, r.MaxDelay = proptest.Pick(propRuleRates, b), proptest.Pick(propRuleLimits, b/8), proptest.Pick(propRuleDelays, b/64)
 	}
 	return r
 }
@@ -98,21 +87,21 @@ func (p *rulesRun) request(k int) *limit.Request {
 
 // step decodes and runs one operation; it returns a mismatch or "".
 func (p *rulesRun) step() string {
-	b := p.next()
+	b := p.ops.Next()
 	switch b % 8 {
 	case 3:
-		p.clock.Add(time.Duration(p.next()) * 7919 * time.Microsecond)
+		p.clock.Add(time.Duration(p.ops.Next()) * 7919 * time.Microsecond)
 	case 4:
-		p.clock.Add(time.Duration(p.next()) * 130 * time.Millisecond)
+		p.clock.Add(time.Duration(p.ops.Next()) * 130 * time.Millisecond)
 	case 5:
-		p.clock.Add(time.Duration(p.next())*47*time.Second + time.Duration(p.next())*time.Millisecond)
+		p.clock.Add(time.Duration(p.ops.Next())*47*time.Second + time.Duration(p.ops.Next())*time.Millisecond)
 	case 6:
-		i, v := int(p.next())%len(p.rules), p.next()
+		i, v := int(p.ops.Next())%len(p.rules), p.ops.Next()
 		p.rules[i] = ruleFor(i, v, p.rules[i].Shadow)
 		p.log = append(p.log, fmt.Sprintf("rule %+v", p.rules[i]))
 		return ""
 	case 7:
-		return p.release(int(p.next()))
+		return p.release(int(p.ops.Next()))
 	default:
 		return p.decide(int(b>>3) % 3)
 	}
@@ -185,26 +174,22 @@ func (p *rulesRun) decideTx(req *limit.Request) (limit.Decision, error) {
 
 func (p *rulesRun) run(tb testing.TB) {
 	tb.Helper()
-	for p.pos < len(p.ops) {
-		if diff := p.step(); diff != "" {
-			tb.Fatalf("step %d: %s\nsequence:\n%s", len(p.log), diff, strings.Join(p.log, "\n"))
-		}
-	}
+	proptest.Run(tb, p.ops, &p.log, p.step, nil)
 }
 
 // newRulesRun sets up a sequence: the first bytes choose the start, the
 // plan's limits, the quota and the rules with their modes.
 func newRulesRun(l *Engine, clock *clocktest.Clock, ops []byte) *rulesRun {
-	p := &rulesRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, ConcurrencyLease: propLease}, ops: ops, clock: clock}
-	start, _ := time.Parse(time.RFC3339, pick(propStarts, p.next()))
+	p := &rulesRun{ctx: context.Background(), l: l, m: &limittest.Model{Clock: clock.Now, ConcurrencyLease: propLease}, ops: proptest.NewOps(ops), clock: clock}
+	start, _ := time.Parse(time.RFC3339, proptest.Pick(propStarts, p.ops.Next()))
 	clock.Set(start)
-	a := p.next()
-	p.cfg.plan = plans.Throttle{RateLimit: pick(propRates, a), BurstLimit: pick(propBursts, a/16)}
-	q := pick(propPeriods, p.next())
-	p.cfg.quota = plans.Quota{Limit: pick(propLimits, p.next()), Period: q.Period, Offset: q.Offset}
-	modes := p.next()
+	a := p.ops.Next()
+	p.cfg.plan = plans.Throttle{RateLimit: proptest.Pick(propRates, a), BurstLimit: proptest.Pick(propBursts, a/16)}
+	q := proptest.Pick(propPeriods, p.ops.Next())
+	p.cfg.quota = plans.Quota{Limit: proptest.Pick(propLimits, p.ops.Next()), Period: q.Period, Offset: q.Offset}
+	modes := p.ops.Next()
 	for i := range p.rules {
-		p.rules[i] = ruleFor(i, p.next(), modes&(1<<i) != 0)
+		p.rules[i] = ruleFor(i, p.ops.Next(), modes&(1<<i) != 0)
 	}
 	p.log = append(p.log, "start "+start.Format(time.RFC3339), fmt.Sprintf("config %+v rules %+v", p.cfg, p.rules))
 	return p
@@ -215,22 +200,13 @@ func newRulesRun(l *Engine, clock *clocktest.Clock, ops []byte) *rulesRun {
 // plan bucket or quota charges no rule, and one refused by a rule charges
 // nothing), through time steps, limit changes and releases.
 func TestRulesMatchModel(t *testing.T) {
-	t.Parallel()
-	for seed := range 24 {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			t.Parallel()
-			r := rand.New(rand.NewPCG(uint64(seed), 0x14))
-			ops := make([]byte, 500)
-			for i := range ops {
-				ops[i] = byte(r.UintN(256))
-			}
-			c := &clocktest.Clock{}
-			rdb, prefix := redistest.MustClient(t)
-			l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
-			t.Cleanup(func() { _ = l.Close() })
-			newRulesRun(l, c, ops).run(t)
-		})
-	}
+	proptest.EachSeed(t, 0x14, 24, 500, func(t *testing.T, ops []byte) {
+		c := &clocktest.Clock{}
+		rdb, prefix := redistest.MustClient(t)
+		l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now, ConcurrencyLease: propLease}))
+		t.Cleanup(func() { _ = l.Close() })
+		newRulesRun(l, c, ops).run(t)
+	})
 }
 
 func FuzzRulesVsModel(f *testing.F) {

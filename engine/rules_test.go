@@ -2,15 +2,15 @@ package engine
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"tollgate/internal/redistest"
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/clocktest"
-
+	"tollgate/internal/hammertest"
+	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -264,26 +264,16 @@ func TestTwoNodesAdmitExactlyARulesLimit(t *testing.T) {
 				}
 				r := alg
 				r.Counter, r.Private = "c2n", true
-				var admitted atomic.Int64
-				var wg sync.WaitGroup
-				for g := range 10 {
-					wg.Go(func() {
-						for range 10 {
-							d, err := nodes[g%2].Decide(t.Context(), ruleRequest("shared", r))
-							if err != nil {
-								t.Errorf("Decide: %v", err)
-								return
-							}
-							if d.Allowed {
-								admitted.Add(1)
-							}
-						}
-					})
-				}
-				wg.Wait()
+				admitted := hammertest.Count(10, 10, func(g, _ int) bool {
+					d, err := nodes[g%2].Decide(t.Context(), ruleRequest("shared", r))
+					if err != nil {
+						t.Errorf("Decide: %v", err)
+					}
+					return err == nil && d.Allowed
+				})
 				nodes[0].settle()
 				nodes[1].settle()
-				if n := admitted.Load(); n != 40 {
+				if n := admitted; n != 40 {
 					t.Fatalf("%s of 40 on two nodes under 100 concurrent calls: admitted %d, want exactly 40", r.Name, n)
 				}
 			})
@@ -434,16 +424,14 @@ func TestRenewalLoopRenewsHeldRequests(t *testing.T) {
 		key := l.r.keys.RuleState("cc1", "v", "cc")
 		c.Add(time.Hour)
 		want := float64(c.Now().Add(90 * time.Millisecond).UnixMicro())
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			scores, err := rdb.ZRangeWithScores(t.Context(), key, 0, -1).Result()
-			if err == nil && len(scores) == 1 && scores[0].Score == want {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the member's lease was not renewed within 10 s: %v %v", scores, err)
-			}
-			time.Sleep(10 * time.Millisecond)
+		var scores []redis.Z
+		var err error
+		renewed := func() bool {
+			scores, err = rdb.ZRangeWithScores(t.Context(), key, 0, -1).Result()
+			return err == nil && len(scores) == 1 && scores[0].Score == want
+		}
+		if _, ok := waittest.Poll(10*time.Second, renewed); !ok {
+			t.Fatalf("the member's lease was not renewed within 10 s: %v %v", scores, err)
 		}
 		d.Release()
 		if n, err := rdb.ZCard(t.Context(), key).Result(); err != nil || n != 0 {

@@ -16,6 +16,7 @@ import (
 	"tollgate/internal/clocktest"
 	"tollgate/internal/faultnet"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/limit"
 	"tollgate/limit/limittest"
 	"tollgate/plans"
@@ -50,16 +51,6 @@ func keyRequest(keyID string) *limit.Request {
 		Quota:   &limit.Quota{Limit: 1000, Period: plans.PeriodDay}}
 }
 
-// waitFor polls cond until it holds, or fails after 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20 s", what)
-		}
-	}
-}
-
 // On the model: decisions that fail while the core is down become
 // pending charges (a keyed request's quota and usage; nothing for a
 // request without a key, nor for one the caller left, nor for one that
@@ -90,7 +81,7 @@ func TestPendingChargesCountedWhenTheCoreAnswers(t *testing.T) {
 	}
 	clock.Add(2 * time.Minute) // the next day: charges count on the day of their admission
 	core.down.Store(false)
-	waitFor(t, "the charges counted", func() bool { p, _ := ch.Pending(); return p == 0 })
+	waittest.Until(t, "the charges counted", 20*time.Second, func() bool { p, _ := ch.Pending(); return p == 0 })
 	if got := core.Usage("k", "p1", clock.Now().Add(-time.Hour)); got != 4 {
 		t.Errorf("usage of the day of admission: got %d, want 4", got)
 	}
@@ -171,7 +162,7 @@ func TestRedisDownFailsOpenAndChargesWhenBack(t *testing.T) {
 		t.Fatalf("pending charges while Redis is down: got %d, want 5", p)
 	}
 	proxy.Restore()
-	waitFor(t, "the charges counted", func() bool { p, _ := n.ch.Pending(); return p == 0 })
+	waittest.Until(t, "the charges counted", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
 	if today, left := n.usageToday(t, "k1"); today != int64(admitted) || left != int64(1000-admitted) {
 		t.Fatalf("after Redis came back: usage %d, quota left %d; want %d and %d", today, left, admitted, 1000-admitted)
 	}
@@ -197,7 +188,7 @@ func TestAStalledRunIsCountedOnce(t *testing.T) {
 		t.Fatalf("decision on a stalled Redis: got %v, want undecided, naming its run", err)
 	}
 	srv.Resume(t)
-	waitFor(t, "the charge settled", func() bool { p, _ := n.ch.Pending(); return p == 0 })
+	waittest.Until(t, "the charge settled", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
 	if today, left := n.usageToday(t, "k1"); today != 2 || left != 998 {
 		t.Fatalf("usage %d, quota left %d; want 2 and 998 (each request once)", today, left)
 	}
@@ -232,7 +223,7 @@ func TestOutageChargesCountAfterTheRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Restore()
-	waitFor(t, "Redis answering, unrestored", func() bool {
+	waittest.Until(t, "Redis answering, unrestored", 20*time.Second, func() bool {
 		_, err := n.e.Decide(t.Context(), keyRequest("probe"))
 		return errors.Is(err, limit.ErrNotRestored)
 	})
@@ -242,7 +233,7 @@ func TestOutageChargesCountAfterTheRestore(t *testing.T) {
 	if _, err := admin.Restore(t.Context(), emptyLedger{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the charges counted", func() bool { p, _ := n.ch.Pending(); return p == 0 })
+	waittest.Until(t, "the charges counted", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
 	if today, left := n.usageToday(t, "k1"); today != 4 || left != 996 {
 		t.Fatalf("after the restore: usage %d, quota left %d; want 4 and 996 (the admissions of the outage)", today, left)
 	}
@@ -318,7 +309,7 @@ func TestQuotaExactWithBothCoresSaturated(t *testing.T) {
 	close(stop)
 	spin.Wait()
 	for _, n := range nodes {
-		waitFor(t, "the charges counted", func() bool { p, _ := n.ch.Pending(); return p == 0 })
+		waittest.Until(t, "the charges counted", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
 		if _, dropped := n.ch.Pending(); dropped != 0 {
 			t.Errorf("dropped charges: %d", dropped)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
+	"tollgate/internal/hammertest"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/limit/limittest"
@@ -417,22 +418,15 @@ func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 				nodes := mustNodes(t, n, nil)
 				req := hotRequest(0.01, 20, 0)
 				req.KeyID = fmt.Sprintf("burst%d", round)
-				var admitted atomic.Int64
-				var wg sync.WaitGroup
-				for i := range 100 {
-					wg.Go(func() {
-						r := *req
-						d, err := nodes[i%n].top.Decide(context.Background(), &r)
-						if err != nil {
-							t.Errorf("Decide: %v", err)
-						}
-						if d.Allowed {
-							admitted.Add(1)
-						}
-					})
-				}
-				wg.Wait()
-				if got := admitted.Load(); got != 20 {
+				admitted := hammertest.Count(100, 1, func(i, _ int) bool {
+					r := *req
+					d, err := nodes[i%n].top.Decide(context.Background(), &r)
+					if err != nil {
+						t.Errorf("Decide: %v", err)
+					}
+					return d.Allowed
+				})
+				if got := admitted; got != 20 {
 					t.Fatalf("round %d: admitted %d of 100, want the burst of 20", round, got)
 				}
 			}
