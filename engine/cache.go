@@ -39,7 +39,7 @@ type entries struct {
 	shared  bool                  // the cache Redis is the limiter Redis: one pipeline
 	timeout time.Duration         // of a cache read (Options.Timeout)
 
-	stages *lockFreeMap[stageRef, *stageCache]
+	stages *memo[stageRef, *stageCache]
 	memory *memoryGuard
 }
 
@@ -54,7 +54,7 @@ type stageCache struct {
 }
 
 func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout, memoryCheck time.Duration) *entries {
-	stages := newLockFreeMap(maxNames, func(r stageRef) *stageCache {
+	stages := newMemo(maxNames, func(r stageRef) *stageCache {
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
 	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck)}

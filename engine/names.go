@@ -9,18 +9,18 @@ const maxNames = 1 << 16
 
 // names caches the Redis key names of shared buckets, which every request
 // of a method needs: building them per request would cost an allocation
-// each, and the lookup takes no lock (lockFreeMap). Per-key names are
+// each, and the lookup takes no lock (memo). Per-key names are
 // built per request (they differ per caller).
 type names struct {
 	account string
-	stage   *lockFreeMap[stageMethod, string]
+	stage   *memo[stageMethod, string]
 }
 
 // stageMethod names one method of one stage.
 type stageMethod struct{ api, stage, method, path string }
 
 func newNames(keys keyspace.Space) *names {
-	return &names{account: keys.AccountBucket(), stage: newLockFreeMap(maxNames, func(k stageMethod) string {
+	return &names{account: keys.AccountBucket(), stage: newMemo(maxNames, func(k stageMethod) string {
 		return keys.StageBucket(k.api, k.stage, k.method, k.path)
 	})}
 }
