@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/plans/postgres/postgrestest"
 )
@@ -50,10 +51,8 @@ func TestBillingExampleSyncsTheFeedAndInvoices(t *testing.T) {
 	}
 	waitLedger := func(keyID string, day time.Time, want int64) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ledgerCount(t, a.dbURL, plan, keyID, day) != want; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the ledger did not reach %d for %s on %v within 30 s", want, keyID, day)
-			}
+		if _, ok := waittest.Poll(30*time.Second, func() bool { return ledgerCount(t, a.dbURL, plan, keyID, day) == want }); !ok {
+			t.Fatalf("the ledger did not reach %d for %s on %v within 30 s", want, keyID, day)
 		}
 	}
 	waitLedger(key, month.AddDate(0, 0, 9), 700)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tollgate/internal/waittest"
 )
 
 // startTollgate runs this test binary as `tollgate args...` (TestMain's
@@ -61,7 +63,7 @@ func TestServeLogsJSONOnlyAndItsShutdown(t *testing.T) {
 	cmd := startTollgate(t, logs, "serve", "--role=gateway", "--log-format=json",
 		fmt.Sprintf("--redis-url=redis://127.0.0.1:%d/0", freePort(t)),
 		"--gateway-addr=127.0.0.1:0", "--gateway-tls-addr=127.0.0.1:0", "--metrics-addr=127.0.0.1:0", "--redis-timeout=100ms", "--shutdown-timeout=5s")
-	waitFor(t, "the Redis client's dial failure in the log", 20*time.Second, func() bool {
+	waittest.Until(t, "the Redis client's dial failure in the log", 20*time.Second, func() bool {
 		return strings.Contains(logs.String(), "failed to dial")
 	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 	"github.com/aws/smithy-go"
+
+	"tollgate/internal/waittest"
 )
 
 // cacheWalk is the API of the cache walk: GET /items (key required,
@@ -101,28 +103,24 @@ func (s *stack) getWith(t *testing.T, i int, w cacheWalk, key, path, cacheContro
 // stage settings reached the node), and returns it.
 func (s *stack) waitCached(t *testing.T, i int, w cacheWalk, path string) cached {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := s.get(t, i, w, path)
-		if got.status == http.StatusOK && got.xcache != "" || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var got cached
+	waittest.Poll(5*time.Second, func() bool {
+		got = s.get(t, i, w, path)
+		return got.status == http.StatusOK && got.xcache != ""
+	})
+	return got
 }
 
 // waitHit calls node i until it answers from the cache (the previous
 // fill, written after its response was sent, has landed) or 2 s passed.
 func (s *stack) waitHit(t *testing.T, i int, w cacheWalk, path string) cached {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		got := s.get(t, i, w, path)
-		if got.xcache == "Hit" || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var got cached
+	waittest.Poll(2*time.Second, func() bool {
+		got = s.get(t, i, w, path)
+		return got.xcache == "Hit"
+	})
+	return got
 }
 
 // TestCacheEndToEnd walks the README's response cache as a new user:
@@ -188,21 +186,20 @@ func TestCacheInvalidateTag(t *testing.T) {
 	}
 	ops := cacheWalk{apiID: w.apiID, key: *key.Value}
 	var tagged cached
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if tagged = s.getWith(t, 1, ops, ops.key, "/prod/items?q=a", "max-age=0"); tagged.status == http.StatusOK {
-			break // the association reached the node
-		}
-	}
+	waittest.Poll(5*time.Second, func() bool { // until the association reached the node
+		tagged = s.getWith(t, 1, ops, ops.key, "/prod/items?q=a", "max-age=0")
+		return tagged.status == http.StatusOK
+	})
 	if tagged.xcache != "Refresh" || tagged.hit <= filled.hit {
 		t.Errorf("tagged max-age=0: got %+v, want a Refresh with a new upstream answer", tagged)
 	}
 	// The refreshed entry is written after the Refresh response is sent,
 	// so the other node may serve the old entry for a moment.
-	after := s.waitHit(t, 0, w, "/prod/items?q=a")
-	for deadline := time.Now().Add(2 * time.Second); after.hit != tagged.hit && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	var after cached
+	waittest.Poll(2*time.Second, func() bool {
 		after = s.waitHit(t, 0, w, "/prod/items?q=a")
-	}
+		return after.hit == tagged.hit
+	})
 	if after.xcache != "Hit" || after.hit != tagged.hit {
 		t.Errorf("after the refresh: got %+v, want a Hit of answer %d", after, tagged.hit)
 	}
@@ -243,11 +240,10 @@ func TestCacheInvalidateTagByTagResource(t *testing.T) {
 	// waitFor asks node i with the walk's key and max-age=0 until X-Cache is want.
 	waitFor := func(i int, want string) cached {
 		var got cached
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if got = s.getWith(t, i, w, w.key, "/prod/items?q=t", "max-age=0"); got.xcache == want {
-				break
-			}
-		}
+		waittest.Poll(5*time.Second, func() bool {
+			got = s.getWith(t, i, w, w.key, "/prod/items?q=t", "max-age=0")
+			return got.xcache == want
+		})
 		return got
 	}
 	if got := s.getWith(t, 1, w, w.key, "/prod/items?q=t", "max-age=0"); got.xcache != "Hit" || got.warning == "" {

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+
+	"tollgate/internal/waittest"
 )
 
 // TestLoweredQuotaClampsRemaining: lowering a quota below the used count clamps
@@ -97,18 +99,15 @@ func TestPlanChangesApplyToLiveState(t *testing.T) {
 	s.restartGateway(t, 1) // a node restarted during the change
 	_, err = s.sdk.CreateUsagePlanKey(context.Background(), &apigateway.CreateUsagePlanKeyInput{UsagePlanId: &q, KeyId: &keyID, KeyType: aws.String("API_KEY")})
 	must(t, "CreateUsagePlanKey", err)
-	start := time.Now()
-	for {
-		a := s.call(t, 0, api.id, "/prod/items", key)
-		if a.Header.Get("X-RateLimit-Limit") == "5" {
-			break
-		}
-		if time.Since(start) > time.Second {
-			t.Fatalf("after moving the key to plan Q: X-RateLimit-Limit %q after 1s, want 5", a.Header.Get("X-RateLimit-Limit"))
-		}
-		time.Sleep(5 * time.Millisecond)
+	var limit string
+	took, ok := waittest.Poll(time.Second, func() bool {
+		limit = s.call(t, 0, api.id, "/prod/items", key).Header.Get("X-RateLimit-Limit")
+		return limit == "5"
+	})
+	if !ok {
+		t.Fatalf("after moving the key to plan Q: X-RateLimit-Limit %q after 1s, want 5", limit)
 	}
-	t.Logf("move to plan Q seen %v after the 2xx", time.Since(start))
+	t.Logf("move to plan Q seen %v after the 2xx", took)
 	// Q's own counter: one used above; P's use is not carried over.
 	s.expectSeq(t, api.id, key, []seq{{200, "3", "5"}, {200, "2", "5"}})
 }

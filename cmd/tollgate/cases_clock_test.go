@@ -13,6 +13,7 @@ import (
 	"tollgate/gateway"
 	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -102,7 +103,7 @@ func TestEveryDateFollowsRedisClockDaysAway(t *testing.T) {
 		t.Fatalf("GetUsage of the nodes' today, a past day on Redis's clock: got %v, want %v (nothing counted, the whole quota left)", got, want)
 	}
 	dbURL := s.admin.Config.DatabaseURL
-	waitFor(t, "the ledger has the count on Redis's day", 30*time.Second, func() bool {
+	waittest.Until(t, "the ledger has the count on Redis's day", 30*time.Second, func() bool {
 		return ledgerCount(t, dbURL, p, keyID, redisDay) == 3
 	})
 	if n := ledgerCount(t, dbURL, p, keyID, nodeDay); n != 0 {
@@ -112,7 +113,7 @@ func TestEveryDateFollowsRedisClockDaysAway(t *testing.T) {
 	r.stop(t) // the limiter restarts empty: the restore writes Redis's today back
 	r.wipe(t)
 	r.start(t)
-	waitFor(t, "the restored quota answers", 30*time.Second, func() bool {
+	waittest.Until(t, "the restored quota answers", 30*time.Second, func() bool {
 		res := s.call(t, 0, api.id, "/prod/items", key)
 		return res.StatusCode == http.StatusOK && res.Header.Get("X-RateLimit-Remaining") == "1"
 	})
@@ -120,7 +121,7 @@ func TestEveryDateFollowsRedisClockDaysAway(t *testing.T) {
 	if date, count, _ := report(); date != day || count != 5 {
 		t.Fatalf("partner usage after the restore: got today %s = %d, want %s = 5", date, count, day)
 	}
-	waitFor(t, "GetUsage counts the restored day and what followed", 30*time.Second, func() bool {
+	waittest.Until(t, "GetUsage counts the restored day and what followed", 30*time.Second, func() bool {
 		return reflect.DeepEqual(usage(day), map[string][][]int64{keyID: {{5, 0}}})
 	})
 }

@@ -7,12 +7,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 
+	"tollgate/internal/hammertest"
 	"tollgate/plans"
 )
 
@@ -146,20 +145,9 @@ func slidingExact(t *testing.T, s *stack) {
 	_, key := s.mustKey(t, plan)
 	s.mustRule(t, api.id, map[string]any{"name": "per-key", "keyBy": []string{"apiKey"}, "algorithm": "SLIDING_WINDOW", "limit": 20, "windowSeconds": 3600})
 	s.sync(t)
-	var ok atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			for range 8 {
-				if s.call(t, w%2, api.id, "/prod/items", key).StatusCode == 200 {
-					ok.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if ok.Load() != 20 {
-		t.Errorf("64 concurrent requests over both nodes: %d admitted, want exactly 20", ok.Load())
+	ok := hammertest.Count(8, 8, func(w, _ int) bool { return s.call(t, w%2, api.id, "/prod/items", key).StatusCode == 200 })
+	if ok != 20 {
+		t.Errorf("64 concurrent requests over both nodes: %d admitted, want exactly 20", ok)
 	}
 	// the next is refused by the rule and shows the quota as 20 admitted
 	// requests left it: the 44 refused took none of it

@@ -20,7 +20,9 @@ import (
 
 	"tollgate/cmd/echo/echoserver"
 	"tollgate/internal/clocktest"
+	"tollgate/internal/hammertest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/keyspace"
 	"tollgate/plans/postgres/postgrestest"
 )
@@ -208,18 +210,16 @@ func (b *logBuffer) String() string {
 // Redis.)
 func (s *stack) sync(t *testing.T) time.Duration {
 	t.Helper()
-	start := time.Now()
 	want := s.publishedVersion(t)
-	for {
-		a, b := s.gateways[0].gw.Version(), s.gateways[1].gw.Version()
-		if a >= want && b >= want {
-			return time.Since(start)
-		}
-		if time.Since(start) > 2*time.Second {
-			t.Fatalf("gateways serve versions %d and %d after 2s, want %d", a, b, want)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var a, b int64
+	took, ok := waittest.Poll(2*time.Second, func() bool {
+		a, b = s.gateways[0].gw.Version(), s.gateways[1].gw.Version()
+		return a >= want && b >= want
+	})
+	if !ok {
+		t.Fatalf("gateways serve versions %d and %d after 2s, want %d", a, b, want)
 	}
+	return took
 }
 
 // publishedVersion returns the version of the snapshot published in Redis.
@@ -391,26 +391,21 @@ func repeat(n int, w seq) []seq {
 func (s *stack) countOK(t *testing.T, apiID, key string, n int) (ok int, remaining []string) {
 	t.Helper()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := s.call(t, i%2, apiID, "/prod/items", key)
-			switch res.StatusCode {
-			case http.StatusOK:
-				mu.Lock()
-				ok++
-				remaining = append(remaining, res.Header.Get("X-RateLimit-Remaining"))
-				mu.Unlock()
-			case http.StatusTooManyRequests:
-			default: // neither admitted nor throttled: say why, for the caller's failure
-				t.Logf("key %.8s…, request %d: %d %s", key, i+1, res.StatusCode, res.Header.Get("x-amzn-ErrorType"))
-			}
-		}()
-	}
-	wg.Wait()
-	return ok, remaining
+	admitted := hammertest.Count(n, 1, func(i, _ int) bool {
+		res := s.call(t, i%2, apiID, "/prod/items", key)
+		switch res.StatusCode {
+		case http.StatusOK:
+			mu.Lock()
+			remaining = append(remaining, res.Header.Get("X-RateLimit-Remaining"))
+			mu.Unlock()
+			return true
+		case http.StatusTooManyRequests:
+		default: // neither admitted nor throttled: say why, for the caller's failure
+			t.Logf("key %.8s…, request %d: %d %s", key, i+1, res.StatusCode, res.Header.Get("x-amzn-ErrorType"))
+		}
+		return false
+	})
+	return int(admitted), remaining
 }
 
 // throttle and quota build SDK limit settings.

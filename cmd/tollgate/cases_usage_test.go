@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
+
+	"tollgate/internal/waittest"
 )
 
 // TestUsageGetAndUpdate: the admin node reads the gateways' counters
@@ -40,13 +42,9 @@ func TestUsageGetAndUpdate(t *testing.T) {
 		t.Fatalf("UpdateUsage: got %v, want %v", got, want)
 	}
 	// Both gateways refused the key; the announcement lets one request in.
-	deadline := time.Now().Add(2 * time.Second)
-	for s.call(t, 0, api.id, "/prod/items", key).StatusCode != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("gateway 0 still refuses the key 2s after UpdateUsage")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(t, "gateway 0 admitting the key after UpdateUsage", 2*time.Second, func() bool {
+		return s.call(t, 0, api.id, "/prod/items", key).StatusCode == 200
+	})
 	if res := s.call(t, 1, api.id, "/prod/items", key); res.StatusCode != 429 {
 		t.Fatalf("after the one request UpdateUsage allowed: got %d, want 429", res.StatusCode)
 	}

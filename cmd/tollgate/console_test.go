@@ -16,6 +16,7 @@ import (
 
 	"tollgate/gateway"
 	"tollgate/internal/browsertest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -216,13 +217,9 @@ func addKeyToPlan(t *testing.T, p *browsertest.Page, value string) {
 // it, then spends the quota of 3 and is refused twice for quota.
 func sendTraffic(t *testing.T, s *stack, apiID, value string) {
 	t.Helper()
-	deadline := time.Now().Add(browsertest.Wait)
-	for s.call(t, 0, apiID, "/prod/items/0", value).StatusCode != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("the key added in the console does not reach the gateway after %v", browsertest.Wait)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waittest.Until(t, "the key added in the console reaching the gateway", browsertest.Wait, func() bool {
+		return s.call(t, 0, apiID, "/prod/items/0", value).StatusCode == http.StatusOK
+	})
 	for i, want := range []int{200, 200, 429, 429} {
 		if got := s.call(t, 0, apiID, fmt.Sprintf("/prod/items/%d", i+1), value).StatusCode; got != want {
 			t.Fatalf("request %d: got %d, want %d", i+2, got, want)

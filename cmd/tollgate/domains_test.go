@@ -19,6 +19,7 @@ import (
 
 	"tollgate/internal/browsertest"
 	"tollgate/internal/tlstest"
+	"tollgate/internal/waittest"
 	"tollgate/seal"
 )
 
@@ -65,17 +66,15 @@ func (s *stack) callHTTPS(ca *tlstest.CA, i int, name, path, key string) httpsAn
 // how long that took.
 func (s *stack) waitHTTPS(t *testing.T, ca *tlstest.CA, path, serial string, status int, limit time.Duration) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for {
-		a, b := s.callHTTPS(ca, 0, testDomain, path, ""), s.callHTTPS(ca, 1, testDomain, path, "")
-		if a.status == status && b.status == status && a.serial == serial && b.serial == serial {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("%s: got %+v and %+v from the two gateways after %v, want %d with certificate %s", path, a, b, limit, status, serial)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var a, b httpsAnswer
+	took, ok := waittest.Poll(limit, func() bool {
+		a, b = s.callHTTPS(ca, 0, testDomain, path, ""), s.callHTTPS(ca, 1, testDomain, path, "")
+		return a.status == status && b.status == status && a.serial == serial && b.serial == serial
+	})
+	if !ok {
+		t.Fatalf("%s: got %+v and %+v from the two gateways after %v, want %d with certificate %s", path, a, b, limit, status, serial)
 	}
+	return took
 }
 
 // mockAPI creates, through the SDK, an API whose GET / and GET /items/{id}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tollgate/internal/faultnet"
+	"tollgate/internal/waittest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
@@ -54,14 +55,8 @@ func TestFaultPostgresDown(t *testing.T) {
 	}
 
 	proxy.Restore()
-	start := time.Now()
-	for s.adminStatus(t, "/readyz") != http.StatusOK {
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("admin /readyz not 200 5s after PostgreSQL returned")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("admin ready %v after PostgreSQL returned", time.Since(start))
+	took := waittest.Until(t, "admin /readyz 200 after PostgreSQL returned", 5*time.Second, func() bool { return s.adminStatus(t, "/readyz") == http.StatusOK })
+	t.Logf("admin ready %v after PostgreSQL returned", took)
 	keys, err := s.sdk.GetApiKeys(ctx, &apigateway.GetApiKeysInput{NameQuery: aws.String("while-down")})
 	must(t, "GetApiKeys", err)
 	if len(keys.Items) != 0 {
@@ -122,7 +117,7 @@ func TestFaultPostgresStalled(t *testing.T) {
 	s.expectSeq(t, api.id, known, []seq{{200, "99", "100"}})
 
 	proxy.Restore()
-	waitFor(t, "admin /readyz 200 after PostgreSQL answers again", 20*time.Second, func() bool {
+	waittest.Until(t, "admin /readyz 200 after PostgreSQL answers again", 20*time.Second, func() bool {
 		return s.adminStatus(t, "/readyz") == http.StatusOK
 	})
 	_, err = s.sdk.GetUsagePlans(ctx, &apigateway.GetUsagePlansInput{})

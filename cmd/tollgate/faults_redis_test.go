@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
 
@@ -69,8 +70,7 @@ const recovered = 10 * time.Second
 // never 403.
 func (f *faultStack) waitAdmitted(t *testing.T, key string, limit time.Duration) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for {
+	took, ok := waittest.Poll(limit, func() bool {
 		done := true
 		for i := range 2 {
 			res := f.call(t, i, f.api.id, "/prod/items", key)
@@ -79,14 +79,12 @@ func (f *faultStack) waitAdmitted(t *testing.T, key string, limit time.Duration)
 			}
 			done = done && res.StatusCode == 200 && res.Header.Get("X-RateLimit-Limit") != ""
 		}
-		if done {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("key not admitted with limits on both gateways %v after Redis returned", limit)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return done
+	})
+	if !ok {
+		t.Fatalf("key not admitted with limits on both gateways %v after Redis returned", limit)
 	}
+	return took
 }
 
 // TestFaultRedisDown kills the limiter's Redis: open admits known keys
@@ -128,7 +126,7 @@ func TestFaultRedisDown(t *testing.T) {
 			// An outage is logged once it has lasted outageAfter (a second;
 			// one missed deadline on a loaded node is not an outage): traffic
 			// goes on until both nodes have said so, and they say it once.
-			waitFor(t, "both nodes log the outage", 10*time.Second, func() bool {
+			waittest.Until(t, "both nodes log the outage", 10*time.Second, func() bool {
 				f.call(t, 0, f.api.id, "/prod/items", f.known)
 				f.call(t, 1, f.api.id, "/prod/items", f.known)
 				return logCount(f.logs, "limiter unavailable") >= 2
@@ -189,7 +187,7 @@ func TestFaultRedisRestartedEmpty(t *testing.T) {
 	f.redis.stop(t)
 	f.redis.wipe(t)
 	f.redis.start(t)
-	waitFor(t, "both gateways notice the empty Redis", 10*time.Second, func() bool {
+	waittest.Until(t, "both gateways notice the empty Redis", 10*time.Second, func() bool {
 		return logCount(f.logs, "push: change stream ends before our position; reloading everything")+
 			logCount(f.logs, "push: change stream readable again; config reloaded") >= 2
 	})
@@ -298,7 +296,7 @@ func TestUsageAndQuotaSurviveALimiterRestartedEmpty(t *testing.T) {
 	s.expectSeq(t, api.id, half, []seq{{200, "2", "3"}, {200, "1", "3"}}) // both gateways know it
 	today := plans.UTCDate(time.Now())
 	dbURL := s.admin.Config.DatabaseURL
-	waitFor(t, "the ledger has both keys' counts", 30*time.Second, func() bool {
+	waittest.Until(t, "the ledger has both keys' counts", 30*time.Second, func() bool {
 		return ledgerCount(t, dbURL, p, usedID, today) == 3 && ledgerCount(t, dbURL, p, halfID, today) == 2
 	})
 
@@ -307,8 +305,8 @@ func TestUsageAndQuotaSurviveALimiterRestartedEmpty(t *testing.T) {
 	r.start(t)
 	restarted := time.Now()
 	var unavailable int
-	for {
-		statuses := [2]int{}
+	var statuses [2]int
+	refused := func() bool {
 		for i := range 2 {
 			res := s.call(t, i, api.id, "/prod/items", used)
 			statuses[i] = res.StatusCode
@@ -320,13 +318,10 @@ func TestUsageAndQuotaSurviveALimiterRestartedEmpty(t *testing.T) {
 				t.Fatalf("the key that used its quota, via gateway %d, %v after the restart: got %d, want 503 or 429", i, time.Since(restarted), res.StatusCode)
 			}
 		}
-		if statuses == [2]int{429, 429} {
-			break
-		}
-		if time.Since(restarted) > 20*time.Second {
-			t.Fatalf("the key that used its quota still gets %v 20 s after the restart, want 429", statuses)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return statuses == [2]int{429, 429}
+	}
+	if _, ok := waittest.Poll(20*time.Second, refused); !ok {
+		t.Fatalf("the key that used its quota still gets %v 20 s after the restart, want 429", statuses)
 	}
 	t.Logf("the used-up key was refused by its restored quota %v after the restart (%d answers 503 before)", time.Since(restarted).Round(time.Millisecond), unavailable)
 	s.expectSeq(t, api.id, half, []seq{{200, "0", "3"}, {429, "0", "3"}})

@@ -13,6 +13,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/waittest"
 )
 
 // redisProc is a redis-server of the test's own, on its own port, that the
@@ -64,12 +66,8 @@ func (r *redisProc) start(t *testing.T) {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for r.client.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s does not answer after 5s", r.addr())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, ok := waittest.Poll(5*time.Second, func() bool { return r.client.Ping(context.Background()).Err() == nil }); !ok {
+		t.Fatalf("redis-server on %s does not answer after 5s", r.addr())
 	}
 }
 
@@ -132,14 +130,4 @@ func sumCounter(mfs []*dto.MetricFamily, name string) float64 {
 // logCount counts log lines whose message is msg.
 func logCount(logs *logBuffer, msg string) int {
 	return strings.Count(logs.String(), "msg=\""+msg+"\"")
-}
-
-// waitFor polls cond every 10 ms until it holds, or fails after limit.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-	}
 }

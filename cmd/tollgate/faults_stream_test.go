@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
 	"tollgate/internal/faultnet"
+	"tollgate/internal/waittest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
@@ -52,18 +54,15 @@ func TestFaultStreamTrimmedPastNode(t *testing.T) {
 	s.mustKey(t, "") // an unrelated entry after the trimmed ones
 	proxy.Restore()
 
-	start := time.Now()
-	for {
-		res := s.call(t, 1, api.id, "/prod/items", key)
-		if res.StatusCode == 200 && res.Header.Get("X-RateLimit-Limit") == "30" {
-			break
-		}
-		if time.Since(start) > 3*time.Second {
-			t.Fatalf("reconnected node: got %d with limit %q 3s after Redis returned, want 200 with 30", res.StatusCode, res.Header.Get("X-RateLimit-Limit"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var res *http.Response
+	took, ok := waittest.Poll(3*time.Second, func() bool {
+		res = s.call(t, 1, api.id, "/prod/items", key)
+		return res.StatusCode == 200 && res.Header.Get("X-RateLimit-Limit") == "30"
+	})
+	if !ok {
+		t.Fatalf("reconnected node: got %d with limit %q 3s after Redis returned, want 200 with 30", res.StatusCode, res.Header.Get("X-RateLimit-Limit"))
 	}
-	t.Logf("reconnected node enforces the latest config %v after Redis returned", time.Since(start))
+	t.Logf("reconnected node enforces the latest config %v after Redis returned", took)
 	if res := s.call(t, 1, api.id, "/prod/items", gone); res.StatusCode != 403 {
 		t.Errorf("reconnected node, key disabled while it was cut off: got %d, want 403", res.StatusCode)
 	}

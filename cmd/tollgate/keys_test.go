@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
+	"tollgate/internal/waittest"
 	"tollgate/webhook/webhooktest"
 )
 
@@ -44,7 +45,7 @@ func TestKeyExpiresOnEveryNode(t *testing.T) {
 	_, err := s.sdk.UpdateApiKey(context.Background(), &apigateway.UpdateApiKeyInput{ApiKey: &keyID,
 		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/expiresAt"), Value: aws.String(expiry.UTC().Format(time.RFC3339Nano))}}})
 	must(t, "UpdateApiKey /expiresAt", err)
-	waitFor(t, "a signed key.expiring webhook", 10*time.Second, func() bool {
+	waittest.Until(t, "a signed key.expiring webhook", 10*time.Second, func() bool {
 		evs, _ := hooks.Events(map[string]any{"type": "key.expiring", "keyId": keyID})
 		return len(evs) > 0
 	})
@@ -67,7 +68,7 @@ func TestKeyExpiresOnEveryNode(t *testing.T) {
 		}
 		checkHeader(t, i, res, "x-amzn-ErrorType", "ForbiddenException")
 	}
-	waitFor(t, "the access log names reason expired", 5*time.Second, func() bool {
+	waittest.Until(t, "the access log names reason expired", 5*time.Second, func() bool {
 		return strings.Count(logs.String(), "reason=expired") >= 2
 	})
 
@@ -158,7 +159,7 @@ func TestKeyRotationWithOverlapOnTwoNodes(t *testing.T) {
 			t.Fatalf("new value after the overlap, gateway %d: got %d, want 200", i, res.StatusCode)
 		}
 	}
-	waitFor(t, "the access log names reason rotated", 5*time.Second, func() bool {
+	waittest.Until(t, "the access log names reason rotated", 5*time.Second, func() bool {
 		return strings.Contains(logs.String(), "reason=rotated")
 	})
 }

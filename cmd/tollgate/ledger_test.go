@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/ledger/ledgertest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
@@ -111,17 +112,15 @@ func TestAdminNodeFlushesUsageIntoTheLedger(t *testing.T) {
 	old := plans.UTCDate(time.Now()).AddDate(0, 0, -150)
 	must(t, "count", a.src.Count(ctx, key, plan, old, 6))
 	day := old.Format(plans.UsageDateLayout)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var items map[string][][]int64
+	flushed := func() bool {
 		out, err := a.sdk.GetUsage(ctx, &apigateway.GetUsageInput{UsagePlanId: &plan, StartDate: &day, EndDate: &day})
 		must(t, "GetUsage", err)
-		if reflect.DeepEqual(out.Items, map[string][][]int64{key: {{6, -1}}}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GetUsage of %s: got %v 30 s after counting, want the flushed 6", day, out.Items)
-		}
-		time.Sleep(20 * time.Millisecond)
+		items = out.Items
+		return reflect.DeepEqual(items, map[string][][]int64{key: {{6, -1}}})
+	}
+	if _, ok := waittest.Poll(30*time.Second, flushed); !ok {
+		t.Fatalf("GetUsage of %s: got %v 30 s after counting, want the flushed 6", day, items)
 	}
 	if m := a.get(t, "/metrics"); !strings.Contains(m, "tollgate_ledger_lag_seconds ") || !strings.Contains(m, `tollgate_ledger_flush_errors_total{step="write"} 0`) {
 		t.Fatalf("/metrics lacks the ledger's metrics:\n%s", m)
@@ -143,13 +142,7 @@ func TestUsageExportCommandWritesWhatTheAdminAPIExports(t *testing.T) {
 	today := plans.UTCDate(time.Now())
 	must(t, "count", a.src.Count(ctx, key, plan, today.AddDate(0, 0, -1), 3))
 	must(t, "count", a.src.Count(ctx, key, plan, today, 2))
-	deadline := time.Now().Add(30 * time.Second)
-	for ledgerCount(t, a.dbURL, plan, key, today) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the flush worker did not write today's count within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.Until(t, "the flush worker writing today's count", 30*time.Second, func() bool { return ledgerCount(t, a.dbURL, plan, key, today) == 2 })
 	start, end := today.AddDate(0, 0, -7).Format(plans.UsageDateLayout), today.Format(plans.UsageDateLayout)
 	for _, format := range []string{"csv", "json"} {
 		api := a.get(t, "/usageplans/"+plan+"/usage/export?format="+format+"&startDate="+start+"&endDate="+end)
@@ -279,11 +272,8 @@ func TestGatewayTrafficLandsInTheLedger(t *testing.T) {
 			today := plans.UTCDate(time.Now())
 			dbURL := s.admin.Config.DatabaseURL
 			for id, n := range want {
-				for ledgerCount(t, dbURL, p, id, today) != n {
-					if time.Since(last) > 30*time.Second {
-						t.Fatalf("key %s: the ledger has %d 30 s after the last request, want %d", id, ledgerCount(t, dbURL, p, id, today), n)
-					}
-					time.Sleep(10 * time.Millisecond)
+				if _, ok := waittest.Poll(30*time.Second-time.Since(last), func() bool { return ledgerCount(t, dbURL, p, id, today) == n }); !ok {
+					t.Fatalf("key %s: the ledger has %d 30 s after the last request, want %d", id, ledgerCount(t, dbURL, p, id, today), n)
 				}
 			}
 			t.Logf("every count was in the ledger %v after the last request (flush interval %v)", time.Since(last).Round(time.Millisecond), interval)

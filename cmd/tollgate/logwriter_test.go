@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tollgate/internal/waittest"
 )
 
 func TestLogWriter(t *testing.T) {
@@ -25,10 +27,7 @@ func TestLogWriter(t *testing.T) {
 				}
 			}
 			want := strings.Repeat(line, c.lines)
-			deadline := time.Now().Add(5 * time.Second)
-			for out.String() != want && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			waittest.Poll(5*time.Second, func() bool { return out.String() == want })
 			if got := out.String(); got != want {
 				t.Errorf("got %d bytes written, want %d", len(got), len(want))
 			}

@@ -15,6 +15,7 @@ import (
 
 	"tollgate/cmd/echo/echoserver"
 	"tollgate/internal/clocktest"
+	"tollgate/internal/waittest"
 )
 
 const (
@@ -65,18 +66,15 @@ func (s *stack) call(t *testing.T, i int, apiID, path, key string) *http.Respons
 // after limit.
 func (s *stack) waitStatus(t *testing.T, apiID, path, key string, want int, limit time.Duration) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for i := 0; ; i++ {
-		a := s.call(t, 0, apiID, path, key).StatusCode
-		b := s.call(t, 1, apiID, path, key).StatusCode
-		if a == want && b == want {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("%s: got %d and %d from the two gateways after %v, want %d", path, a, b, limit, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var a, b int
+	took, ok := waittest.Poll(limit, func() bool {
+		a, b = s.call(t, 0, apiID, path, key).StatusCode, s.call(t, 1, apiID, path, key).StatusCode
+		return a == want && b == want
+	})
+	if !ok {
+		t.Fatalf("%s: got %d and %d from the two gateways after %v, want %d", path, a, b, limit, want)
 	}
+	return took
 }
 
 type walkConfig struct {
@@ -157,16 +155,12 @@ func TestEndToEnd(t *testing.T) {
 	w := s.setupWalkThrottle(t, ctx, 0.001)
 
 	// The config reaches both gateways: the first 200 also proves proxying.
-	start := time.Now()
-	for {
-		res := s.call(t, 0, w.apiID, "/prod/items/1", w.keyValue)
-		if res.StatusCode == http.StatusOK {
-			break
-		}
-		if time.Since(start) > 2*time.Second {
-			t.Fatalf("first call: got %d after 2s, want 200", res.StatusCode)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var first int
+	if _, ok := waittest.Poll(2*time.Second, func() bool {
+		first = s.call(t, 0, w.apiID, "/prod/items/1", w.keyValue).StatusCode
+		return first == http.StatusOK
+	}); !ok {
+		t.Fatalf("first call: got %d after 2s, want 200", first)
 	}
 	if got := s.echo.Hits(); got != 1 {
 		t.Fatalf("upstream hits after the first 200: got %d, want 1", got)
@@ -200,10 +194,15 @@ func TestEndToEnd(t *testing.T) {
 	must(t, "UpdateUsagePlan", err)
 	for i, want := range []string{"2", "1", "0"} {
 		res := s.call(t, i%2, w.apiID, "/prod/items/q", w.keyValue)
-		for start := time.Now(); i == 0 && res.StatusCode == 429 && time.Since(start) < 2*time.Second; {
-			assertHeader(t, res, "X-RateLimit-Remaining", "3")
-			time.Sleep(5 * time.Millisecond)
-			res = s.call(t, i%2, w.apiID, "/prod/items/q", w.keyValue)
+		if i == 0 { // the raised throttle may take a moment to reach the node
+			waittest.Poll(2*time.Second, func() bool {
+				if res.StatusCode != 429 {
+					return true
+				}
+				assertHeader(t, res, "X-RateLimit-Remaining", "3")
+				res = s.call(t, i%2, w.apiID, "/prod/items/q", w.keyValue)
+				return false
+			})
 		}
 		if res.StatusCode != 200 {
 			t.Fatalf("quota request %d: got %d, want 200", i+1, res.StatusCode)
@@ -261,17 +260,13 @@ func TestConcurrentQuotaAcrossGateways(t *testing.T) {
 		}})
 	must(t, "UpdateUsagePlan", err)
 	// Wait until both nodes have the new plan: Limit header 50.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		a := s.call(t, 0, w.apiID, "/prod/items/warm", w.keyValue)
-		b := s.call(t, 1, w.apiID, "/prod/items/warm", w.keyValue)
-		if a.Header.Get("X-RateLimit-Limit") == "50" && b.Header.Get("X-RateLimit-Limit") == "50" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("new quota not enforced within 2s: limits %q and %q", a.Header.Get("X-RateLimit-Limit"), b.Header.Get("X-RateLimit-Limit"))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var a, b string
+	if _, ok := waittest.Poll(2*time.Second, func() bool {
+		a = s.call(t, 0, w.apiID, "/prod/items/warm", w.keyValue).Header.Get("X-RateLimit-Limit")
+		b = s.call(t, 1, w.apiID, "/prod/items/warm", w.keyValue).Header.Get("X-RateLimit-Limit")
+		return a == "50" && b == "50"
+	}); !ok {
+		t.Fatalf("new quota not enforced within 2s: limits %q and %q", a, b)
 	}
 	before := s.echo.Hits()
 	var mu sync.Mutex
@@ -317,11 +312,12 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 	s.waitStatus(t, w.apiID, "/prod/items/warm", w.keyValue, http.StatusOK, 2*time.Second)
 
 	done := make(chan int, 1)
+	before := s.echo.Hits()
 	go func() {
 		res := s.call(t, 0, w.apiID, "/prod/items/slow?delay=400ms", w.keyValue)
 		done <- res.StatusCode
 	}()
-	time.Sleep(100 * time.Millisecond) // the request is now at the upstream
+	waittest.Until(t, "the request at the upstream", 5*time.Second, func() bool { return s.echo.Hits() > before })
 	closed := make(chan error, 1)
 	go func() { closed <- s.gateways[0].Close() }()
 	select {

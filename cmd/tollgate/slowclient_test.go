@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"tollgate/internal/rawhttptest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans/postgres/postgrestest"
 )
 
@@ -36,48 +35,19 @@ func mustNode(t *testing.T, edit func(*Config)) *Main {
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		res, err := http.Get("http://" + m.GatewayAddr + "/readyz")
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return m
-			}
+	var err error
+	ready := func() bool {
+		var res *http.Response
+		if res, err = http.Get("http://" + m.GatewayAddr + "/readyz"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway not ready after 20 s: %v", err)
-		}
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusOK
 	}
-}
-
-// rawRequest writes head to addr, then each chunk after gap, and reads the
-// response within a generous bound. With waitClose it then waits for the
-// server to close the connection (again within a generous bound) and
-// reports whether it did.
-func rawRequest(t *testing.T, addr, head string, chunks []string, gap time.Duration, waitClose bool) (resp *http.Response, body string, closed bool) {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	if _, ok := waittest.Poll(20*time.Second, ready); !ok {
+		t.Fatalf("gateway not ready after 20 s: %v", err)
 	}
-	defer conn.Close()
-	_, _ = io.WriteString(conn, head)
-	for _, c := range chunks {
-		time.Sleep(gap)
-		_, _ = io.WriteString(conn, c)
-	}
-	br := bufio.NewReader(conn)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if resp, err = http.ReadResponse(br, nil); err != nil {
-		t.Fatalf("no response from %s: %v", addr, err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if !waitClose {
-		return resp, string(b), false
-	}
-	_, err = br.ReadByte()
-	return resp, string(b), err == io.EOF
+	return m
 }
 
 // Both ports answer a client that announces a body and stops sending it,
@@ -98,8 +68,10 @@ func TestSlowBodiesBoundedOnBothPorts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, body, closed := rawRequest(t, c.addr, c.head, nil, 0, true)
-			if resp.StatusCode != c.status || !closed {
+			conn := rawhttptest.MustDial(t, c.addr)
+			conn.Send(c.head)
+			resp, body := conn.MustRead()
+			if closed := conn.Closed(); resp.StatusCode != c.status || !closed {
 				t.Errorf("got %d %s (closed %v), want %d and the connection closed", resp.StatusCode, body, closed, c.status)
 			}
 		})
@@ -111,7 +83,10 @@ func TestSlowBodiesBoundedOnBothPorts(t *testing.T) {
 			chunks = append(chunks, name[i:min(i+202, len(name))])
 		}
 		head := fmt.Sprintf("POST /restapis HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", testAdminToken, len(name))
-		if resp, body, _ := rawRequest(t, m.AdminAddr, head, chunks, 200*time.Millisecond, false); resp.StatusCode != http.StatusCreated {
+		conn := rawhttptest.MustDial(t, m.AdminAddr)
+		conn.Send(head)
+		conn.Trickle(200*time.Millisecond, chunks...)
+		if resp, body := conn.MustRead(); resp.StatusCode != http.StatusCreated {
 			t.Errorf("got %d %s, want 201", resp.StatusCode, body)
 		}
 	})
@@ -126,7 +101,7 @@ func TestGatewayServerKeepsTheExactHeaderLimit(t *testing.T) {
 	host := "Host: nosuchapi1.execute-api.localhost\r\n"
 	target := "/prod/" + strings.Repeat("a", 8<<10-len("/prod/"))
 	fill := "X-Fill: " + strings.Repeat("f", 64<<10-len(host)-len("X-Fill: \r\n")) + "\r\n"
-	resp, body, _ := rawRequest(t, m.GatewayAddr, "GET "+target+" HTTP/1.1\r\n"+host+fill+"\r\n", nil, 0, false)
+	resp, body := rawhttptest.MustExchange(t, m.GatewayAddr, "GET "+target+" HTTP/1.1\r\n"+host+fill+"\r\n")
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("8 KiB target and 64 KiB headers: got %d %.80s, want 404 (within every limit; the API does not exist)", resp.StatusCode, body)
 	}
