@@ -14,31 +14,19 @@ import (
 // UsageSource is where a Flusher takes observed usage from: the limiter
 // (implemented on the gateway's Redis engine; cmd wires it).
 //
-// Drain returns observations of (key, plan) pairs whose usage changed since
-// they were last handed out: for each, the absolute count of every UTC day
-// that changed (today, and yesterday around midnight) and, when the plan
-// has a quota, its quota state (plans.QuotaCount, whose Seq must only
-// grow). It returns at most limit observations (limit >= 1); when it
-// returns exactly limit, more may remain and the Flusher drains again.
-// An empty result with a nil error means nothing changed.
+// Drain returns at most limit (>= 1) observations of (key, plan) pairs
+// whose usage changed since they were last handed out: the absolute count
+// of each UTC day that changed and, for a plan with a quota, its quota
+// state (whose Seq only grows). Exactly limit means more may remain;
+// none with a nil error means nothing changed.
 //
-// What Drain hands out stays pending at the source under the returned
-// token until Ack(token): observations of a token that is never
-// acknowledged (the worker died or its write failed for good) must be
-// handed out again by a later Drain, of this or another worker, once the
-// source's hold on them expires. Every hold must expire (a source whose
-// holds can outlive their worker loses usage). When Drain returns an
-// error, nothing it took stays held: the source hands those pairs out
-// again (putting them back, or, should that fail too, once the hold
-// expires), and the Flusher ignores any observations and token returned
-// with the error. Handing out a pair twice, or two workers
-// holding the same pair, is harmless: the ledger keeps the greater count
-// and the newer quota state. A pair that changes again while pending is
-// handed out again with its new counts. The token may be "" when there is
-// nothing to acknowledge.
-//
-// Ack tells the source that the observations of token are durable in the
-// ledger. An Ack that fails leaves them to be handed out again.
+// What Drain hands out stays held under the returned token ("" when there
+// is nothing to acknowledge) until Ack(token) says it is durable in the
+// ledger. A hold that is never acknowledged must end, and its pairs be
+// handed out again, to this or another worker: otherwise a dead worker
+// loses usage. A Drain that fails holds nothing it took; the Flusher
+// ignores what it returned. Handing a pair out twice is harmless: the
+// ledger keeps the greater count and the newer quota state.
 //
 // Both methods are called from one goroutine per Flusher; several
 // Flushers (one per admin node) may share one source's backing store.

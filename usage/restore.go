@@ -28,27 +28,15 @@ type RestoreLedger interface {
 // restorePage is the ledger rows one read of a restore takes.
 const restorePage = 5000
 
-// Restore writes the ledger's quota states and recent day counts back into
-// every slot of the limiter Redis that lost its data, then marks those
-// slots restored; it returns how many slots it restored (0 when none had
-// lost anything: one ZSCORE on one primary, 16384 in one pipeline on
-// Redis Cluster). Admin nodes call it every second (docs/usage.md,
-// "Restore after a loss"); gateway engines with Options.AwaitRestore
-// refuse keyed requests of a slot until it is marked. Yesterday and today
-// are Redis's (Now), never the admin node's.
-//
-// A slot has lost its data when its usage change set lacks the restore
-// mark: a fresh limiter too (then the ledger is written back, which is
-// harmless). For each (key, plan) of a lost slot it writes the ledger's
-// quota state (its period start, count and change sequence number) and
-// the ledger's counts of yesterday and today (UTC) into the usage hash,
-// each only where the limiter has none (SET NX, HSETNX): while unmarked
-// the slot counts nothing, so a value there was written since the loss
-// (UpdateUsage) and is newer. The writes are idempotent, so several admin
-// nodes may restore at once, and one that dies midway leaves the slot
-// unmarked for the next. What the ledger did not have yet, the usage of
-// the last unflushed interval, is forgotten. Errors are wrapped; the
-// slots are then left unmarked.
+// Restore writes the ledger's quota states and its day counts of
+// yesterday and today (Redis's days) back into every slot of the limiter
+// Redis that lost its data (its change set lacks the restore mark), then
+// marks those slots; it returns how many it restored. Admin nodes call it
+// every second, so that no key is admitted again on an emptied limiter
+// before its quota count is back (docs/usage.md, "Restore after a loss").
+// It writes only where Redis has no value, which is newer, so several
+// admin nodes may restore at once. Errors are wrapped; the slots are then
+// left unmarked for the next call.
 func (l *Limiter) Restore(ctx context.Context, ledger RestoreLedger) (int, error) {
 	lost, err := l.lostSlots(ctx)
 	if err != nil || len(lost) == 0 {

@@ -22,30 +22,14 @@ import (
 // node) hands it out again.
 const DefaultHold = time.Minute
 
-// Source is the limiter's ledger.UsageSource (docs/usage.md): it hands
-// the ledger's flush worker the (key, plan) pairs whose usage the limiter
-// counted since they were last handed out, with their absolute day counts
-// and quota state. Any number of admin nodes may drain one limiter at
-// once.
-//
-// The limiter script marks a usage hash changed in the same atomic run
-// that counts into it: it adds the hash to its slot's change set (a sorted
-// set, keyspace.UsageChanges; one set on one primary, one per slot on
-// Redis Cluster) scored by the earliest UTC day counted since it was last
-// taken. Drain takes ready members with op "hold", which re-scores them
-// with the hold's end (Redis time), so they are not handed out again until
-// the hold ends; it then reads their day counts (from the marked day to
-// today; every day the hash keeps when the mark was lost to an ended hold)
-// and quota states. Ack removes the members still scored with their hold
-// (ZREMRANGEBYSCORE of that one score): a member counted again meanwhile
-// was re-scored with its day and stays, to be handed out again. When a
-// read fails, Drain gives the members back their earlier scores; when that
-// fails too, their hold ends after HoldFor. A member whose hold ends
-// without an Ack is ready again, for any worker.
-//
-// On Redis Cluster each Drain probes the change set of every slot (16384
-// ZCOUNTs in one pipeline, one round trip per master), then holds in the
-// slots that have ready members.
+// Source is the limiter's ledger.UsageSource: it hands the ledger's flush
+// worker the (key, plan) pairs whose usage the limiter counted since they
+// were last handed out, with their absolute day counts and quota state.
+// Any number of admin nodes may drain one limiter at once: what one Drain
+// takes stays held, on Redis time, until its Ack or until HoldFor ends,
+// so nothing is lost when a node dies and nothing counted meanwhile is
+// dropped. The change sets and holds behind it are described in
+// docs/usage.md ("How the limiter knows what changed").
 type Source struct{ l *Limiter }
 
 // sourceState is a Limiter's drain position on Redis Cluster.

@@ -1,16 +1,17 @@
 package reqbody
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tollgate/internal/rawhttptest"
 )
 
 // testLimits are short enough for a test and loose enough for a loaded
@@ -24,39 +25,6 @@ func serve(t *testing.T, h http.HandlerFunc) string {
 	srv := httptest.NewServer(Handler(h, testLimits))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
-}
-
-// dial opens a connection to addr, closed when the test ends.
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-// readResponse reads one response from br within a generous bound.
-func readResponse(t *testing.T, conn net.Conn, br *bufio.Reader) (*http.Response, string) {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatalf("no response: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
-// wantClosed checks that the server closes conn (within a generous bound).
-func wantClosed(t *testing.T, conn net.Conn, br *bufio.Reader) {
-	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("connection after the response: got %v, want it closed by the server (EOF)", err)
-	}
 }
 
 // readAll is a handler that reads the whole body and answers 200 with its
@@ -76,45 +44,43 @@ func readAll(w http.ResponseWriter, r *http.Request) {
 // closed after the response, so a stalled client holds no connection.
 func TestTrickledBodyTimesOut(t *testing.T) {
 	t.Parallel()
-	conn := dial(t, serve(t, readAll))
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabcd")
-	br := bufio.NewReader(conn)
-	resp, body := readResponse(t, conn, br)
+	conn := rawhttptest.MustDial(t, serve(t, readAll))
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabcd")
+	resp, body := conn.MustRead()
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, "too slowly") {
 		t.Errorf("got %d %q, want 408 naming the slow body", resp.StatusCode, body)
 	}
-	wantClosed(t, conn, br)
+	if !conn.Closed() {
+		t.Errorf("connection after the response: open, want it closed by the server")
+	}
 }
 
 // A chunked body is held to the same rule.
 func TestTrickledChunkedBodyTimesOut(t *testing.T) {
 	t.Parallel()
-	conn := dial(t, serve(t, readAll))
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
-	br := bufio.NewReader(conn)
-	if resp, _ := readResponse(t, conn, br); resp.StatusCode != http.StatusRequestTimeout {
+	conn := rawhttptest.MustDial(t, serve(t, readAll))
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
+	if resp, _ := conn.MustRead(); resp.StatusCode != http.StatusRequestTimeout {
 		t.Errorf("got %d, want 408", resp.StatusCode)
 	}
-	wantClosed(t, conn, br)
+	if !conn.Closed() {
+		t.Errorf("connection after the response: open, want it closed by the server")
+	}
 }
 
 // A slow upload that keeps to the rate completes, however long past Grace
 // it takes, and the connection stays usable.
 func TestSteadySlowUploadCompletes(t *testing.T) {
 	t.Parallel()
-	conn := dial(t, serve(t, readAll))
+	conn := rawhttptest.MustDial(t, serve(t, readAll))
 	const chunks, size = 8, 200 // 1600 bytes in about 1.2 s: 1.3 KB/s against 100 B/s
-	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", chunks*size)
-	for range chunks {
-		time.Sleep(150 * time.Millisecond)
-		fmt.Fprint(conn, strings.Repeat("x", size))
-	}
-	br := bufio.NewReader(conn)
-	if resp, body := readResponse(t, conn, br); resp.StatusCode != http.StatusOK || body != "1600 <nil>" {
+	conn.Send(fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", chunks*size))
+	conn.Trickle(150*time.Millisecond, slices.Repeat([]string{strings.Repeat("x", size)}, chunks)...)
+	if resp, body := conn.MustRead(); resp.StatusCode != http.StatusOK || body != "1600 <nil>" {
 		t.Fatalf("got %d %q, want 200 \"1600 <nil>\"", resp.StatusCode, body)
 	}
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
-	if resp, body := readResponse(t, conn, br); resp.StatusCode != http.StatusOK || body != "2 <nil>" {
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
+	if resp, body := conn.MustRead(); resp.StatusCode != http.StatusOK || body != "2 <nil>" {
 		t.Errorf("second request on the connection: got %d %q, want 200 \"2 <nil>\"", resp.StatusCode, body)
 	}
 }
@@ -129,9 +95,9 @@ func TestDeadlineLiftedAfterBody(t *testing.T) {
 		time.Sleep(3 * testLimits.Grace)
 		fmt.Fprintf(w, "%d %v %v", n, err, r.Context().Err())
 	})
-	conn := dial(t, addr)
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
-	if resp, body := readResponse(t, conn, bufio.NewReader(conn)); resp.StatusCode != http.StatusOK || body != "3 <nil> <nil>" {
+	conn := rawhttptest.MustDial(t, addr)
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+	if resp, body := conn.MustRead(); resp.StatusCode != http.StatusOK || body != "3 <nil> <nil>" {
 		t.Errorf("got %d %q, want 200 \"3 <nil> <nil>\"", resp.StatusCode, body)
 	}
 }
@@ -146,13 +112,14 @@ func TestUnreadBodyAnsweredAfterDrain(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 	}), slow))
 	t.Cleanup(srv.Close)
-	conn := dial(t, strings.TrimPrefix(srv.URL, "http://"))
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabcd")
-	br := bufio.NewReader(conn)
-	if resp, _ := readResponse(t, conn, br); resp.StatusCode != http.StatusForbidden {
+	conn := rawhttptest.MustDial(t, srv.URL)
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabcd")
+	if resp, _ := conn.MustRead(); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("got %d, want 403", resp.StatusCode)
 	}
-	wantClosed(t, conn, br)
+	if !conn.Closed() {
+		t.Errorf("connection after the response: open, want it closed by the server")
+	}
 }
 
 // Err reports a malformed chunked body as it is, not as a timeout.
@@ -163,9 +130,9 @@ func TestMalformedChunkedBodyIsNotATimeout(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		got <- r.Body.(*Body).Err()
 	})
-	conn := dial(t, addr)
-	fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabcd\r\n0\r\n\r\n")
-	readResponse(t, conn, bufio.NewReader(conn))
+	conn := rawhttptest.MustDial(t, addr)
+	conn.Send("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabcd\r\n0\r\n\r\n")
+	conn.MustRead()
 	if err := <-got; err == nil || errors.Is(err, ErrTimeout) {
 		t.Errorf("Err: got %v, want the chunked-encoding error", err)
 	}
