@@ -7,30 +7,20 @@ import (
 )
 
 // Decisions of concurrent requests are decided together: each Decide
-// queues its request, and up to maxFlushers flusher goroutines take
-// everything queued (at most maxBatch requests) and decide it with one run
-// of op "decide" (one per slot on Redis Cluster), one round trip for the
-// lot. Under load a request waits for at most the runs in flight before
-// its own; alone, a flusher is started for it at once. The script decides
-// the batch in queue order, each decision exactly as if it ran alone after
-// the ones before it, and a run is atomic in Redis, so batching changes
-// the Redis work and the number of round trips, not any decision.
+// queues its request, and up to maxFlushers flushers each take what is
+// queued (at most maxBatch) and decide it in one run of op "decide" (one
+// per slot on Redis Cluster), one round trip for the lot. The script
+// decides a batch in queue order, each decision as if it ran alone, so
+// batching changes the Redis work and the round trips, never a decision.
 //
-// How long a caller waits (docs/behaviour.md, "When Redis cannot
-// decide"): a call queued behind the node's own work waits on, however
-// long that takes, since the queue is the gateway's, not Redis's; and a
-// sent run is waited for until its reply, a connection error, or
-// runTimeout. A reply that comes late on a live connection is not a
-// failure: under load the node's own CPU delays reading it, and the reply
-// is exact, whereas failing the decision would admit it without limits.
-// A run fails only when Redis does not answer: connection refused or
-// broken, an error reply, or runTimeout passed. Then Redis counts as down
-// (down.go).
+// A caller waits while queued behind the node's own work, and for its
+// run's reply until runTimeout (docs/behaviour.md, "When Redis cannot
+// decide"): a late reply on a live connection is exact, whereas failing
+// the decision would admit it without limits.
 //
-// maxFlushers is 2: Redis is the resource every gateway node shares, and
-// fewer runs in flight make larger batches, so less Redis CPU per
-// decision; two runs of up to maxBatch decisions in flight still cover a
-// remote Redis's round trip (docs/scale.md has the measurements).
+// maxFlushers is 2: Redis is what every node shares, and fewer runs in
+// flight make larger batches, so less Redis CPU per decision; two still
+// cover a remote Redis's round trip.
 const (
 	maxFlushers = 2
 	maxBatch    = 128

@@ -10,40 +10,19 @@ import (
 	"tollgate/script"
 )
 
-// On Redis Cluster a script may only touch keys of one slot. A request's
-// own state (its plan or plan-method bucket, quota and usage) shares the
-// key's hash tag, so one run decides it atomically; the shared stage and
-// account buckets, and each (rule, value) state, live in slots of their
-// own. A batch is decided in three phases (docs/scale.md, "How the
-// limiter runs on Redis Cluster"):
+// On Redis Cluster a script may only touch keys of one slot: a request's
+// own state shares its key's hash tag, while the shared buckets and each
+// (rule, value) state have slots of their own. So a batch is decided in
+// three phases (docs/scale.md, "How the limiter runs on Redis Cluster"):
+// take (op "decide" on the shared buckets and rules of each slot), decide
+// (each slot of own state, knowing those outcomes) and give back what a
+// refused request took (ops "refund" and "unrules"). A shared bucket or
+// rule is never over-admitted nor charged for a refused request; it may
+// under-admit until a give-back lands, or for good when one is lost.
 //
-//  1. take: for every slot holding shared buckets or rule states of the
-//     batch, one run of op "decide" takes a token of each of its buckets
-//     for each request, all or nothing per request and slot, and decides
-//     each of its rules (a decision of that rule alone); all the runs go
-//     in one pipeline, one round trip per node.
-//  2. decide: for every slot holding requests' own state, one run decides
-//     them knowing the outcome of their shared buckets and rules (packed
-//     as decided elsewhere, in their place in the check order), charging
-//     the key's own limits only when those admitted; again one round trip
-//     per node, with the callers' along commands in the same pipeline.
-//  3. give back: tokens and rule charges taken in phase 1 for a request
-//     that was refused go back (ops "refund" and "unrules"), after the
-//     callers have their answers.
-//
-// So a shared bucket or rule is never over-admitted (a take is atomic in
-// its slot) and never charged for a refused request; it may under-admit
-// while a give-back is in flight, or for good when a give-back is lost
-// (the node died, Redis did not answer): tokens, never quota. A request
-// without own state is decided from phase 1 alone.
-//
-// A run that charges is sent once (onceCmd). Replies that prove it did
-// not run are sent again within the call's deadline: MOVED and ASK
-// (go-redis follows those itself), TRYAGAIN (a multi-key run while its
-// slot migrates), CLUSTERDOWN, LOADING, MASTERDOWN and NOSCRIPT (after
-// loading the script). Any other failure fails the requests of that run;
-// a phase-2 run that may have run keeps the shared tokens its requests
-// took, one that did not run gives them back.
+// A run that charges is sent once (onceCmd); only replies that prove it
+// did not run (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN,
+// NOSCRIPT) are sent again, within the call's deadline.
 
 // cluster decides batches on a Redis Cluster.
 type cluster struct {

@@ -18,13 +18,11 @@ import (
 // usage counted when it has a key). When req.Along is the engine's cache
 // lookup, its reads go in the decision's round trip.
 //
-// Decide waits while its decision is queued behind the node's own work
-// and for its run's reply; it fails when Redis does not answer (a
-// limit.UndecidedError) or is down (ErrRedisDown), and with
-// limit.ErrNotRestored while the key's slot awaits its restore.
-// Concurrent calls are decided together, one script run per batch
-// (batch.go) on one primary, one per slot on Redis Cluster (cluster.go).
-// req must not change until Decide returns. Errors are wrapped.
+// Concurrent calls are decided together (batch.go). Decide fails when
+// Redis does not answer (a limit.UndecidedError) or is down
+// (ErrRedisDown), and with limit.ErrNotRestored while the key's slot
+// awaits its restore. req must not change until Decide returns. Errors
+// are wrapped.
 func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	e.res.resolve(req, &c.own, c.ownBuckets[:0], &c.ownQuota)
