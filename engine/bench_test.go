@@ -109,7 +109,7 @@ func BenchmarkDecideConcurrent(b *testing.B) {
 	})
 }
 
-// BenchmarkScriptBatch runs limits.lua on batches of 100 decisions over
+// BenchmarkScriptBatch runs the limiter script on batches of 100 decisions over
 // 100 API keys (plan bucket, shared stage and account buckets, quota and
 // usage each), as a busy gateway with many partners sends them, and
 // reports the Redis time per decision (redis-µs/decision, from INFO

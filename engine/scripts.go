@@ -13,7 +13,7 @@ import (
 // once: runs send its SHA1 (EVALSHA).
 var limitsScript = redis.NewScript(script.Source)
 
-// onceCmd is a command go-redis must never send twice: a limits.lua run
+// onceCmd is a command go-redis must never send twice: a limiter script run
 // that charges tokens or quota. go-redis retries a command after a
 // network error (EOF, reset, timeout) even when the command reached Redis
 // and ran, which would charge it twice; with NoRetry it reports the error
@@ -53,7 +53,7 @@ func runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args
 	return sendAgainOnNoScript(ctx, rdb, queueOnce(ctx, rdb, keys, args), keys, args)
 }
 
-// sendAgainOnNoScript returns cmd, a run of limits.lua, unless its reply
+// sendAgainOnNoScript returns cmd, a run of the limiter script, unless its reply
 // was NOSCRIPT: then it loads the script on rdb and runs it once more on
 // rdb (redisscript.Reload).
 func sendAgainOnNoScript(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd, keys []string, args []any) *redis.Cmd {

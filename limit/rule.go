@@ -8,7 +8,7 @@ import (
 // Algorithm is the algorithm of a rate-limit rule (docs/rules.md).
 type Algorithm uint8
 
-// Algorithms of rules, in the order limits.lua's rules section numbers
+// Algorithms of rules, in the order script/lua/rules.lua numbers
 // them.
 const (
 	// TokenBucket: RateLimit tokens per second into a bucket of

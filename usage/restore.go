@@ -97,7 +97,7 @@ func (l *Limiter) lostSlots(ctx context.Context) (map[int]struct{}, error) {
 
 // maxPeriod bounds a quota period (a MONTH, 31 days): a restored quota
 // state expires this long after its period start, plus the margin
-// limits.lua keeps (the next admission sets the exact TTL).
+// the limiter script keeps (the next admission sets the exact TTL).
 const maxPeriod = 31*24*time.Hour + time.Hour
 
 // restoreQuotas writes the ledger's quota states of the keys inLost

@@ -325,7 +325,7 @@ func (s *Source) observe(ctx context.Context, takes []taken) ([]plans.UsageObser
 }
 
 // usageKeepDays is how many days back the limiter keeps usage days
-// (limits.lua's USAGE_KEEP_DAYS).
+// (script/lua/usage.lua's USAGE_KEEP_DAYS).
 const usageKeepDays = 100
 
 // decodeQuota reads a stored quota state (script.QuotaState); ok is false
