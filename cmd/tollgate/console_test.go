@@ -618,13 +618,9 @@ func TestConsoleUsageShowsAQuotaAdjustmentApartFromRequests(t *testing.T) {
 	must(t, "CreateApiKey", err)
 	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
 	must(t, "CreateUsagePlanKey", err)
-	deadline := time.Now().Add(browsertest.Wait)
-	for s.call(t, 0, apiID, "/prod/items/1", *key.Value).StatusCode != http.StatusOK {
-		if time.Now().After(deadline) {
-			t.Fatalf("the key does not reach the gateway after %v", browsertest.Wait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waittest.Until(t, "the key reaching the gateway", browsertest.Wait, func() bool {
+		return s.call(t, 0, apiID, "/prod/items/1", *key.Value).StatusCode == http.StatusOK
+	})
 	_, err = c.UpdateUsage(ctx, &apigateway.UpdateUsageInput{UsagePlanId: plan.Id, KeyId: key.Id,
 		PatchOperations: []types.PatchOperation{{Op: types.OpReplace, Path: aws.String("/remaining"), Value: aws.String("500")}}})
 	must(t, "UpdateUsage", err)
