@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      := bin
 
-.PHONY: all build test test-short services demo stop bench clean chromium test-locale stop-cluster web-vendor
+.PHONY: all build test test-short services demo stop bench clean chromium test-locale stop-cluster chart web-vendor
 
 all: build
 
@@ -15,8 +15,9 @@ build:
 
 ## test: go vet and every test with the race detector, against the real PostgreSQL and Redis (make services
 ## starts them) and a local three-master Redis Cluster (scripts/cluster.sh starts it when it does not answer),
-## then the AWS CLI conformance check (scripts/awscli.sh). vet builds with -race too, so the tests reuse its
-## build: a first run compiles each package once, and vet lists them as it compiles (README "Tests").
+## then the AWS CLI conformance check (scripts/awscli.sh) and the Helm chart's lint (scripts/chart.sh). vet builds
+## with -race too, so the tests reuse its build: a first run compiles each package once, and vet lists them as it
+## compiles (README "Tests").
 test: chromium test-locale
 	@echo "== go vet -race: compiles every package (a first run lists them as they compile)"
 	$(GO) vet -race -v ./...
@@ -25,6 +26,8 @@ test: chromium test-locale
 		TOLLGATE_TEST_REDIS_CLUSTER_URL=$$url $(GO) test -race -count=1 ./...
 	@echo "== AWS CLI conformance check (scripts/awscli.sh)"
 	GO=$(GO) scripts/awscli.sh
+	@echo "== the Helm chart lints and renders (scripts/chart.sh; builds helm with go install the first time)"
+	GO=$(GO) scripts/chart.sh
 	@echo "console screenshots of the browser test: $(CURDIR)/.artifacts/"
 	@echo "the test Redis Cluster (scripts/cluster.sh) keeps running for the next make test; make stop-cluster stops it"
 
@@ -41,6 +44,10 @@ chromium:
 ## test-locale: generate the de_DE.UTF-8 locale two store tests run PostgreSQL's messages in (they skip without it)
 test-locale:
 	scripts/services.sh locale
+
+## chart: helm lint --strict and helm template of deploy/helm/tollgate (scripts/chart.sh; make test runs it)
+chart:
+	GO=$(GO) scripts/chart.sh
 
 ## stop-cluster: stop the test Redis Cluster make test starts (scripts/cluster.sh) and leaves running for the next run
 stop-cluster:

@@ -5,6 +5,7 @@
 # Used by `make demo`, `make services` and .ci/run.
 #   scripts/services.sh          PostgreSQL, Redis, curl and a C compiler
 #   scripts/services.sh locale   only the de_DE.UTF-8 locale two store tests use (make test)
+#   scripts/services.sh helm     only Helm, built with go install; prints its path (scripts/chart.sh)
 set -euo pipefail
 
 log() { printf 'services: %s\n' "$*" >&2; }
@@ -77,7 +78,27 @@ ensure_locale() {
   as_root localedef --no-archive -i de_DE -f UTF-8 de_DE.UTF-8
 }
 
-if [ "${1:-}" = locale ]; then ensure_locale; exit 0; fi
+# Helm renders and lints the chart in deploy/helm (scripts/chart.sh, make
+# test). Built from its Go module through the Go module proxy (go install),
+# into GOBIN or GOPATH/bin: the first time takes a few minutes.
+HELM_VERSION=v3.22.0
+ensure_helm() {
+  local bin
+  bin=$(${GO:-go} env GOBIN)
+  [ -n "$bin" ] || bin=$(${GO:-go} env GOPATH)/bin
+  # go install leaves the module's version in the binary's build info (helm's own says v3.22)
+  if [ -x "$bin/helm" ] && ${GO:-go} version -m "$bin/helm" 2>/dev/null | grep -q "helm.sh/helm/v3[[:space:]]*$HELM_VERSION"; then
+    echo "$bin/helm"; return 0
+  fi
+  log "building helm $HELM_VERSION (go install helm.sh/helm/v3/cmd/helm@$HELM_VERSION)"
+  ${GO:-go} install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >&2
+  echo "$bin/helm"
+}
+
+case "${1:-}" in
+  locale) ensure_locale; exit 0 ;;
+  helm) ensure_helm; exit 0 ;;
+esac
 ensure_postgres
 ensure_redis
 ensure_tools
