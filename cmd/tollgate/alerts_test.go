@@ -16,7 +16,9 @@ import (
 
 	"tollgate/calendar"
 	"tollgate/internal/browsertest"
+	"tollgate/internal/redistest"
 	"tollgate/plans"
+	"tollgate/plans/postgres"
 	"tollgate/webhook/webhooktest"
 )
 
@@ -174,4 +176,66 @@ func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
 	if probs := p.Problems(); len(probs) > 0 {
 		t.Errorf("the page reported problems:\n%s", strings.Join(probs, "\n"))
 	}
+}
+
+// An anchored period is decided on Redis's clock at every edge of the
+// stack: with the limiter's clock 30 s before the 15th in Tokyo (months
+// from the nodes'), the partner endpoint and the ledger's quota state name
+// the period that ends then; a limiter that restarts empty gets the count
+// back in that same period (the key stays at its limit); and at the edge,
+// on Redis's clock, the key is admitted in the next period.
+func TestAnchoredPeriodFollowsRedisClockThroughARestore(t *testing.T) {
+	t.Parallel()
+	clock := redistest.NewSteppedClock(t, 0)
+	r := mustRedisServerWith(t, clock.Env(t))
+	s := mustStackWith(t, stackOptions{redisURL: r.url(), flushInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	api := s.mustCaseAPI(t)
+	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("tokyo"), Throttle: throttle(1000, 1000),
+		Quota:     quota(3, types.QuotaPeriodTypeMonth, 0),
+		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
+		Tags:      map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
+	must(t, "CreateUsagePlan", err)
+	keyID, key := s.mustKey(t, *plan.Id)
+	s.sync(t)
+
+	edge := time.Date(2027, 3, 14, 15, 0, 0, 0, time.UTC) // the 15th of March in Tokyo
+	next := time.Date(2027, 4, 14, 15, 0, 0, 0, time.UTC)
+	clock.At(t, edge.Add(-30*time.Second))
+	s.expectSeq(t, api.id, key, []seq{{200, "2", "3"}, {200, "1", "3"}, {200, "0", "3"}})
+	var usage struct {
+		Quota struct {
+			Used    int
+			ResetAt string
+		} `json:"quota"`
+	}
+	must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, 0, api.id, key), &usage))
+	if usage.Quota.Used != 3 || usage.Quota.ResetAt != edge.Format(time.RFC3339) {
+		t.Fatalf("partner usage %+v, want 3 used until %s", usage.Quota, edge)
+	}
+	db, err := postgres.Open(ctx, s.admin.Config.DatabaseURL, postgres.Options{})
+	must(t, "open", err)
+	defer db.Close()
+	waitFor(t, "the ledger holds the quota state of the period before the edge", 10*time.Second, func() bool {
+		qs, err := db.QuotaUsages(ctx, "", "", 10)
+		return err == nil && len(qs) == 1 && qs[0].KeyID == keyID && qs[0].Count == 3 &&
+			qs[0].PeriodStart.Equal(time.Date(2027, 2, 14, 15, 0, 0, 0, time.UTC))
+	})
+
+	r.stop(t) // the limiter restarts empty: the restore writes the period's count back
+	r.wipe(t)
+	r.start(t)
+	waitFor(t, "the restored quota answers", 20*time.Second, func() bool {
+		if json.Unmarshal(s.partnerUsage(t, 1, api.id, key), &usage) != nil {
+			return false
+		}
+		return usage.Quota.Used == 3 && usage.Quota.ResetAt == edge.Format(time.RFC3339)
+	})
+	clock.At(t, edge.Add(-2*time.Second))
+	took := s.waitStatus(t, api.id, "/prod/items", key, 200, 10*time.Second)
+	must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, 0, api.id, key), &usage))
+	if usage.Quota.ResetAt != next.Format(time.RFC3339) || usage.Quota.Used > 2 {
+		t.Fatalf("partner usage after the edge %+v, want the period until %s", usage.Quota, next)
+	}
+	t.Logf("admitted in the next period %v after the limiter's clock was set 2 s before the edge", took)
 }

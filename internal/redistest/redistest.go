@@ -101,8 +101,8 @@ type Server struct {
 	Addr   string
 	Client *redis.Client
 	cmd    *exec.Cmd
-	// clockFile holds the clock offset of a server of MustServerStepped
-	clockFile string
+	// clock is the moving clock of a server of MustServerStepped
+	clock *SteppedClock
 }
 
 // Pause stops the server's process (SIGSTOP): connections stay open and
@@ -138,16 +138,15 @@ func MustServerAhead(tb testing.TB, offset time.Duration, args ...string) *Serve
 }
 
 // MustServerStepped is MustServerProcess with a wall clock the test moves
-// while the server runs: offset away from the test's clock at start, then
-// wherever StepClock sets it. Its TIME, script time and key expiry follow
-// (a step forward expires what a wait as long would).
+// while the server runs (a SteppedClock): offset away from the test's
+// clock at start, then wherever StepClock or ClockAt sets it. Its TIME,
+// script time and key expiry follow (a step forward expires what a wait
+// as long would).
 func MustServerStepped(tb testing.TB, offset time.Duration, args ...string) *Server {
 	tb.Helper()
-	f := filepath.Join(tb.TempDir(), "clock")
-	s := &Server{clockFile: f}
-	s.writeOffset(tb, offset)
-	srv := startServer(tb, append(ClockEnv(tb, offset), "REDISTEST_CLOCK_FILE="+f), args)
-	srv.clockFile = f
+	c := NewSteppedClock(tb, offset)
+	srv := startServer(tb, c.Env(tb), args)
+	srv.clock = c
 	return srv
 }
 
@@ -155,10 +154,10 @@ func MustServerStepped(tb testing.TB, offset time.Duration, args ...string) *Ser
 // offset away from the test's clock.
 func (s *Server) StepClock(tb testing.TB, offset time.Duration) {
 	tb.Helper()
-	if s.clockFile == "" {
+	if s.clock == nil {
 		tb.Fatal("redistest: StepClock needs a server of MustServerStepped")
 	}
-	s.writeOffset(tb, offset)
+	s.clock.Set(tb, offset)
 }
 
 // ClockAt moves the wall clock of a server of MustServerStepped so that it
@@ -166,16 +165,37 @@ func (s *Server) StepClock(tb testing.TB, offset time.Duration) {
 // at the call) and returns the offset set.
 func (s *Server) ClockAt(tb testing.TB, at time.Time) time.Duration {
 	tb.Helper()
-	off := time.Until(at)
-	s.StepClock(tb, off)
-	return off
+	if s.clock == nil {
+		tb.Fatal("redistest: ClockAt needs a server of MustServerStepped")
+	}
+	return s.clock.At(tb, at)
 }
 
-// writeOffset writes offset in place in the server's clock file (one
-// 8-byte write: the shim maps the file and reads it whole).
-func (s *Server) writeOffset(tb testing.TB, offset time.Duration) {
+// SteppedClock is a wall clock offset that redis-servers started with its
+// Env follow while they run, and across their restarts.
+type SteppedClock struct{ file string }
+
+// NewSteppedClock returns a SteppedClock offset away from the test's
+// clock; its file is removed at cleanup.
+func NewSteppedClock(tb testing.TB, offset time.Duration) *SteppedClock {
 	tb.Helper()
-	f, err := os.OpenFile(s.clockFile, os.O_RDWR|os.O_CREATE, 0o644)
+	c := &SteppedClock{file: filepath.Join(tb.TempDir(), "clock")}
+	c.Set(tb, offset)
+	return c
+}
+
+// Env is the environment that starts a redis-server on c (ClockEnv and
+// the shim's clock file).
+func (c *SteppedClock) Env(tb testing.TB) []string {
+	tb.Helper()
+	return append(ClockEnv(tb, 0), "REDISTEST_CLOCK_FILE="+c.file)
+}
+
+// Set moves c to offset away from the test's clock: one 8-byte write in
+// place (the shim maps the file and reads it whole).
+func (c *SteppedClock) Set(tb testing.TB, offset time.Duration) {
+	tb.Helper()
+	f, err := os.OpenFile(c.file, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		tb.Fatalf("redistest: clock file: %v", err)
 	}
@@ -185,6 +205,15 @@ func (s *Server) writeOffset(tb testing.TB, offset time.Duration) {
 	if _, err := f.WriteAt(b[:], 0); err != nil {
 		tb.Fatalf("redistest: clock file: %v", err)
 	}
+}
+
+// At moves c so that it reads at now (the offset taken from the test's
+// clock at the call) and returns the offset set.
+func (c *SteppedClock) At(tb testing.TB, at time.Time) time.Duration {
+	tb.Helper()
+	off := time.Until(at)
+	c.Set(tb, off)
+	return off
 }
 
 func startServer(tb testing.TB, env, args []string) *Server {
