@@ -67,7 +67,7 @@ services:
 demo: services build
 	scripts/demo.sh
 
-## bench: tollgate against the tuned bare proxy and the naive one-EVALSHA peer on loopback, with wrk (about 3 minutes; docs/benchmarks.md)
+## bench: tollgate against the tuned bare proxy and the naive one-EVALSHA peer on loopback (one Redis and a three-master cluster), with wrk (about 5 minutes; docs/benchmarks.md)
 bench:
 	GO=$(GO) scripts/bench.sh $(BENCHFLAGS)
 

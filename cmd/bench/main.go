@@ -32,13 +32,15 @@ import (
 
 // options are the bench's flags.
 type options struct {
-	bin, wrk, redisServer, postgresURL string
-	duration, redisTimeout             time.Duration
-	conns                              []int
-	changes, rounds                    int
-	logLevel                           string
-	keep                               bool
-	pprof                              string // directory for gateway0's CPU profiles; "" for none
+	bin, wrk, redisServer, redisCLI string
+	postgresURL                     string
+	duration, redisTimeout          time.Duration
+	conns                           []int
+	changes, rounds                 int
+	logLevel                        string
+	keep                            bool
+	cluster                         bool   // the Redis Cluster rows
+	pprof                           string // directory for gateway0's CPU profiles; "" for none
 }
 
 func main() {
@@ -60,7 +62,9 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.bin, "bin", "bin", "directory holding the tollgate, bareproxy and naiveproxy binaries")
 	fs.StringVar(&o.wrk, "wrk", "wrk", "wrk binary")
-	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary (the bench runs its own instance)")
+	fs.StringVar(&o.redisServer, "redis-server", "redis-server", "redis-server binary (the bench runs its own instances)")
+	fs.StringVar(&o.redisCLI, "redis-cli", "redis-cli", "redis-cli binary (joins the bench's Redis Cluster)")
+	fs.BoolVar(&o.cluster, "cluster", true, "also run tollgate and the naive peer on the bench's own three-master Redis Cluster (the cluster rows)")
 	fs.StringVar(&o.postgresURL, "postgres", envOr("TOLLGATE_BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL URL of a maintenance database; the bench creates and drops its own database there")
 	fs.DurationVar(&o.duration, "duration", 3*time.Second, "length of each wrk run")

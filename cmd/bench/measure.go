@@ -10,16 +10,32 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Paths of the report, in the order they run at each concurrency level.
 const (
-	pathBare     = "bare proxy"
-	pathNaive    = "naive EVALSHA proxy"
-	pathUncached = "gateway uncached"
-	pathManyKeys = "gateway uncached, many keys"
-	pathCached   = "gateway cache hit"
-	pathRefused  = "gateway over-limit 429"
+	pathBare         = "bare proxy"
+	pathNaive        = "naive EVALSHA proxy"
+	pathUncached     = "gateway uncached"
+	pathManyKeys     = "gateway uncached, 256 keys"
+	pathMoreKeys     = "gateway uncached, 10000 keys"
+	pathRule         = "gateway TOKEN_BUCKET rule"
+	pathMiss         = "gateway cache miss"
+	pathCached       = "gateway cache hit"
+	pathRefused      = "gateway over-limit 429"
+	pathClusterNaive = "cluster: naive EVALSHA proxy"
+	pathClusterTG    = "cluster: gateway uncached"
+)
+
+// The processes whose CPU a row counts: those of its side (all but wrk,
+// the admin nodes and the idle gateway node). The other side's are left
+// out: the idle cluster nodes' housekeeping is not a single Redis path's
+// cost.
+var (
+	singleCPU  = []string{"gateway0", "proxy", "naive", "redis", "upstream"}
+	clusterCPU = []string{"gateway-cluster", "naive-cluster", "cluster0", "cluster1", "cluster2", "upstream"}
 )
 
 // row is one wrk run of the report.
@@ -30,6 +46,9 @@ type row struct {
 	redis redisPerRequest
 	cpu   string  // CPU µs per request by process
 	cpuUS float64 // their sum
+	// allocs is the heap allocations of the gateway node per request
+	// (go_memstats_mallocs_total; 0 for the bare proxy and the peers)
+	allocs float64
 	// rtPerAdmitted is the Redis round trips per admitted (2xx) request.
 	rtPerAdmitted float64
 	// failOpen is how many requests gateway0 admitted without a limiter
@@ -45,6 +64,7 @@ type report struct {
 	rounds       int // runs per path and level; the best is reported
 	redisTimeout time.Duration
 	cacheHit     string // X-Cache of the second call to /cached
+	cluster      bool   // the cluster rows ran
 	rows         []row
 	halfRate     float64 // offered rate of the latency runs (half the bare saturation)
 	latency      []row   // the runs at halfRate
@@ -52,27 +72,47 @@ type report struct {
 	push         pushResult
 }
 
-// loads returns the wrk target of each path.
+// loads returns the wrk target of each path, with the Redis it counts and
+// the gateway node whose metrics it reads.
 func (s *stack) loads() map[string]load {
 	host := s.fix.apiID + ".execute-api.localhost"
 	gw := "http://" + s.gateways[0] + "/" + stageName
-	return map[string]load{
-		pathBare:     {url: "http://" + s.proxy + "/uncached"},
-		pathNaive:    {url: "http://" + s.naive + "/uncached", key: s.fix.mainKey},
-		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey},
-		pathManyKeys: {url: gw + "/uncached", host: host, keys: s.fix.manyKeys},
-		pathCached:   {url: gw + "/cached", host: host, key: s.fix.mainKey},
-		pathRefused:  {url: gw + "/uncached", host: host, key: s.fix.overKey},
+	one := []*redis.Client{s.rdb}
+	m := map[string]load{
+		pathBare:     {url: "http://" + s.proxy + "/uncached", redis: one},
+		pathNaive:    {url: "http://" + s.naive + "/uncached", key: s.fix.mainKey, redis: one},
+		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey, redis: one, metrics: s.metrics},
+		pathManyKeys: {url: gw + "/uncached", host: host, keys: s.fix.manyKeys, redis: one, metrics: s.metrics},
+		pathMoreKeys: {url: gw + "/uncached", host: host, keys: s.fix.moreKeys, redis: one, metrics: s.metrics},
+		pathRule:     {url: gw + "/ruled", host: host, key: s.fix.mainKey, redis: one, metrics: s.metrics},
+		pathMiss:     {url: gw + "/miss", host: host, key: s.fix.mainKey, missQuery: "n", redis: one, metrics: s.metrics},
+		pathCached:   {url: gw + "/cached", host: host, key: s.fix.mainKey, redis: one, metrics: s.metrics},
+		pathRefused:  {url: gw + "/uncached", host: host, key: s.fix.overKey, redis: one, metrics: s.metrics},
 	}
+	if s.clusterGateway != "" {
+		m[pathClusterNaive] = load{url: "http://" + s.clusterNaive + "/uncached", key: s.fix.mainKey, redis: s.crdbs}
+		m[pathClusterTG] = load{url: "http://" + s.clusterGateway + "/" + stageName + "/uncached", host: host, key: s.fix.mainKey,
+			redis: s.crdbs, metrics: s.clusterMetrics}
+	}
+	return m
+}
+
+// order returns the paths in the order they run at each level.
+func (s *stack) order() []string {
+	o := []string{pathBare, pathNaive, pathUncached, pathManyKeys, pathMoreKeys, pathRule, pathMiss, pathCached, pathRefused}
+	if s.clusterGateway != "" {
+		o = append(o, pathClusterNaive, pathClusterTG)
+	}
+	return o
 }
 
 // measure runs every load, the latency runs and the push latency.
 func (s *stack) measure(ctx context.Context) (*report, error) {
 	rep := &report{machine: machine(ctx, s), duration: s.opts.duration, rounds: s.opts.rounds, redisTimeout: s.opts.redisTimeout,
-		load: loadAverage()}
+		load: loadAverage(), cluster: s.clusterGateway != ""}
 	rep.cacheHit = s.cacheCheck(ctx)
 	loads := s.loads()
-	order := []string{pathBare, pathNaive, pathUncached, pathManyKeys, pathCached, pathRefused}
+	order := s.order()
 	for _, p := range order { // warm connections, key caches and the cache entry
 		if _, err := runWrk(ctx, s.opts.wrk, s.dir, loads[p], 16, time.Second, 0); err != nil {
 			return nil, err
@@ -83,9 +123,9 @@ func (s *stack) measure(ctx context.Context) (*report, error) {
 		for round := range s.opts.rounds {
 			for i, p := range order {
 				var prof chan error
-				if s.opts.pprof != "" && round == 0 && ci == 0 && p != pathBare && p != pathNaive {
+				if s.opts.pprof != "" && round == 0 && ci == 0 && loads[p].metrics != "" {
 					prof = make(chan error, 1)
-					go func() { prof <- s.profile(ctx, p) }()
+					go func() { prof <- s.profile(ctx, p, loads[p].metrics) }()
 				}
 				r, err := s.loadRow(ctx, p, loads[p], c, s.opts.duration, 0)
 				if prof != nil {
@@ -120,11 +160,12 @@ func profileName(path string) string {
 	return strings.Join(strings.FieldsFunc(path, func(r rune) bool { return r == ' ' || r == ',' }), "-") + ".pprof"
 }
 
-// profile writes a CPU profile of gateway0 over the next run (the run's
-// length less a second) to <opts.pprof>/profileName(path).
-func (s *stack) profile(ctx context.Context, path string) error {
+// profile writes a CPU profile of the gateway node serving metrics at
+// addr over the next run (the run's length less a second) to
+// <opts.pprof>/profileName(path).
+func (s *stack) profile(ctx context.Context, path, addr string) error {
 	secs := max(1, int((s.opts.duration - time.Second).Seconds()))
-	u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.metrics, secs)
+	u := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -154,12 +195,12 @@ func (s *stack) profile(ctx context.Context, path string) error {
 // loadRow runs one load and reads the Redis counters around it: wrk with
 // conns connections, or, when rate > 0, the fixed-rate load (runRate).
 func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d time.Duration, rate float64) (row, error) {
-	before, err := readCounters(ctx, s.rdb)
+	before, err := readCounters(ctx, l.redis)
 	if err != nil {
 		return row{}, err
 	}
 	cpuBefore := s.procs.cpuTimes()
-	errsBefore := s.limiterErrors(ctx)
+	gwBefore := gatewayCounters(ctx, l.metrics)
 	var w wrkResult
 	if rate > 0 {
 		w, err = runRate(ctx, l, rate, d)
@@ -170,13 +211,21 @@ func (s *stack) loadRow(ctx context.Context, path string, l load, conns int, d t
 		return row{}, err
 	}
 	cpuAfter := s.procs.cpuTimes()
-	failOpen := s.limiterErrors(ctx) - errsBefore
-	after, err := readCounters(ctx, s.rdb)
+	gwAfter := gatewayCounters(ctx, l.metrics)
+	after, err := readCounters(ctx, l.redis)
 	if err != nil {
 		return row{}, err
 	}
-	cpu, cpuUS := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, []string{"gateway0", "proxy", "naive", "redis", "upstream"})
-	r := row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, cpuUS: cpuUS, failOpen: failOpen}
+	labels := singleCPU
+	if len(l.redis) > 1 {
+		labels = clusterCPU
+	}
+	cpu, cpuUS := cpuPerRequest(cpuBefore, cpuAfter, w.Requests, labels)
+	r := row{path: path, conns: conns, wrk: w, redis: perRequest(before, after, w.Requests), cpu: cpu, cpuUS: cpuUS,
+		failOpen: gwAfter.limiterErrors - gwBefore.limiterErrors}
+	if l.metrics != "" {
+		r.allocs = float64(gwAfter.mallocs-gwBefore.mallocs) / float64(w.Requests)
+	}
 	if admitted := w.Requests - w.Non2xx; admitted > 0 {
 		r.rtPerAdmitted = float64(after.reads-before.reads) / float64(admitted)
 	}
@@ -245,23 +294,33 @@ func (s *stack) cacheCheck(ctx context.Context) string {
 	return got
 }
 
-// limiterErrors reads tollgate_limiter_errors_total from gateway0's
-// metrics (0 when it cannot be read).
-func (s *stack) limiterErrors(ctx context.Context) int64 {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.metrics+"/metrics", nil)
+// gwCounters are the counters of a gateway node's metrics a row reads.
+type gwCounters struct {
+	limiterErrors int64 // tollgate_limiter_errors_total
+	mallocs       int64 // go_memstats_mallocs_total: heap allocations so far
+}
+
+// gatewayCounters reads the metrics at addr (zero when addr is "" or they
+// cannot be read).
+func gatewayCounters(ctx context.Context, addr string) gwCounters {
+	if addr == "" {
+		return gwCounters{}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0
+		return gwCounters{}
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0
+		return gwCounters{}
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		return 0
+		return gwCounters{}
 	}
-	return metricValue(string(body), "tollgate_limiter_errors_total")
+	return gwCounters{limiterErrors: metricValue(string(body), "tollgate_limiter_errors_total"),
+		mallocs: metricValue(string(body), "go_memstats_mallocs_total")}
 }
 
 // metricValue returns the value of an unlabelled metric in Prometheus

@@ -19,19 +19,31 @@ type redisCounters struct {
 	commands map[string]int64
 }
 
-// readCounters reads INFO stats and INFO commandstats. The INFO call
-// itself counts as one read and one command; the per-request figures are
-// large enough that this does not matter.
-func readCounters(ctx context.Context, rdb *redis.Client) (redisCounters, error) {
+// readCounters reads INFO stats and INFO commandstats of every server in
+// rdbs (the bench Redis, or each node of its cluster) and sums them. The
+// INFO call itself counts as one read and one command; the per-request
+// figures are large enough that this does not matter.
+func readCounters(ctx context.Context, rdbs []*redis.Client) (redisCounters, error) {
 	c := redisCounters{commands: map[string]int64{}}
+	for _, rdb := range rdbs {
+		if err := c.add(ctx, rdb); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// add adds rdb's counters to c.
+func (c *redisCounters) add(ctx context.Context, rdb *redis.Client) error {
 	info, err := rdb.Info(ctx, "stats", "commandstats").Result()
 	if err != nil {
-		return c, err
+		return err
 	}
 	for _, line := range strings.Split(info, "\n") {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
-			c.reads, _ = strconv.ParseInt(v, 10, 64)
+			n, _ := strconv.ParseInt(v, 10, 64)
+			c.reads += n
 		}
 		name, rest, ok := strings.Cut(line, ":")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
@@ -39,9 +51,9 @@ func readCounters(ctx context.Context, rdb *redis.Client) (redisCounters, error)
 		}
 		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
 		n, _ := strconv.ParseInt(calls, 10, 64)
-		c.commands[strings.TrimPrefix(name, "cmdstat_")] = n
+		c.commands[strings.TrimPrefix(name, "cmdstat_")] += n
 	}
-	return c, nil
+	return nil
 }
 
 // redisPerRequest is the Redis work of one run divided by its requests.

@@ -36,8 +36,13 @@ type stack struct {
 	upstream, proxy, naive, admin string
 	gateways                      []string
 	metrics                       string // gateway0's /metrics address
+	adminToken                    string // the admin's bearer token (rules have no SDK call)
 	sdk                           *apigateway.Client
 	fix                           fixture
+	// the cluster rows (-cluster): a client per cluster node, the gateway
+	// on the cluster, its /metrics address and the naive peer on it
+	crdbs                                        []*redis.Client
+	clusterGateway, clusterMetrics, clusterNaive string
 }
 
 // run starts the stack, measures and writes the report to out.
@@ -62,6 +67,11 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 		return fmt.Errorf("%w (process logs: rerun with -keep)", err)
 	}
 	defer s.rdb.Close()
+	defer func() {
+		for _, c := range s.crdbs {
+			_ = c.Close()
+		}
+	}()
 	rep, err := s.measure(ctx)
 	if err != nil {
 		return err
@@ -90,10 +100,11 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 	if s.proxy, err = s.startHTTP(ctx, "proxy", bare, []string{"-upstream", "http://" + s.upstream}, ""); err != nil {
 		return err
 	}
+	s.adminToken = randomValue(32)
 	env := []string{
 		"TOLLGATE_DATABASE_URL=" + dbURL, "TOLLGATE_REDIS_URL=redis://" + redisAddr + "/0",
 		"TOLLGATE_REDIS_PREFIX=tgbench", "TOLLGATE_ADMIN_ACCESS_KEY_ID=" + benchAccessKey,
-		"TOLLGATE_ADMIN_SECRET_ACCESS_KEY=" + benchSecretKey, "TOLLGATE_ADMIN_TOKEN=",
+		"TOLLGATE_ADMIN_SECRET_ACCESS_KEY=" + benchSecretKey, "TOLLGATE_ADMIN_TOKEN=" + s.adminToken,
 		"TOLLGATE_ACCOUNT_RATE_LIMIT=" + itoa(accountRate), "TOLLGATE_ACCOUNT_BURST_LIMIT=" + itoa(accountRate),
 		"TOLLGATE_METRICS_ADDR=127.0.0.1:0", "TOLLGATE_LOG_LEVEL=" + s.opts.logLevel, "TOLLGATE_LOG_FORMAT=json",
 		"TOLLGATE_GATEWAY_TLS_ADDR=127.0.0.1:0", // two gateways on one host: not both on :8443
@@ -127,11 +138,16 @@ func (s *stack) start(ctx context.Context, dbURL string) error {
 		BaseEndpoint: aws.String("http://" + s.admin), Region: "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider(benchAccessKey, benchSecretKey, ""),
 	})
-	if s.fix, err = setup(ctx, s.sdk, "http://"+s.upstream); err != nil {
+	if s.fix, err = setup(ctx, s.sdk, s.admin, s.adminToken, "http://"+s.upstream); err != nil {
 		return err
 	}
 	if s.naive, err = s.startHTTP(ctx, "naive", filepath.Join(s.opts.bin, "naiveproxy"), naiveArgs(s.upstream, redisAddr, s.fix), s.fix.mainKey); err != nil {
 		return err
+	}
+	if s.opts.cluster {
+		if err := s.startClusterSide(ctx, env); err != nil {
+			return err
+		}
 	}
 	return s.warm(ctx)
 }
@@ -179,15 +195,15 @@ func (s *stack) startHTTP(ctx context.Context, label, bin string, args []string,
 	return addr, waitHTTP(ctx, "http://"+addr+"/ready", "", key)
 }
 
-// startTollgate runs `tollgate serve` in role label ("admin" or a
-// "gatewayN"), and waits for its /readyz.
+// startTollgate runs `tollgate serve` in the role its label names (an
+// admin for "admin..." labels, else a gateway), and waits for its /readyz.
 func (s *stack) startTollgate(ctx context.Context, label, bin string, env []string) (string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return "", err
 	}
 	role := "gateway"
-	if label == "admin" {
+	if strings.HasPrefix(label, "admin") {
 		role = "admin"
 		env = append(env, "TOLLGATE_ADMIN_ADDR="+addr)
 	} else {

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,6 +37,8 @@ type fixture struct {
 	mainKey, overKey      string
 	probeKey, probePlanID string
 	manyKeys              []string // manyKeyCount keys of one plan like main's
+	manyPlanID            string
+	moreKeys              []string // moreKeyCount keys of the same plan, imported in one file
 }
 
 // manyKeyCount is the number of keys the many-keys path takes in turn:
@@ -39,11 +46,25 @@ type fixture struct {
 // state is read and written once per request, as with many partners.
 const manyKeyCount = 256
 
-// setup creates the bench API through the admin API: GET /uncached and GET
-// /cached (both key required, HTTP_PROXY to the echo upstream), stage
-// "bench" with a stage-wide throttle, a method throttle on /uncached and
-// caching on /cached, and three plans with one key each.
-func setup(ctx context.Context, c *apigateway.Client, upstream string) (fixture, error) {
+// moreKeyCount is the number of keys of the 10,000-keys path: more than a
+// node's recent decisions hold, so almost every request's key state is
+// cold on the node.
+const moreKeyCount = 10_000
+
+// Settings of the rule and cache-miss paths.
+const (
+	ruleName = "per-key" // the TOKEN_BUCKET rule on GET /ruled, keyed by API key
+	missTTL  = 1         // seconds: GET /miss caches for 1 s, keyed by query parameter n
+)
+
+// setup creates the bench API through the admin API: GET /uncached, GET
+// /cached, GET /ruled and GET /miss (all key required, HTTP_PROXY to the
+// echo upstream), stage "bench" with a stage-wide throttle, a method
+// throttle on /uncached, caching on /cached and /miss (keyed by the query
+// parameter n, so a request with a new n is a miss) and a TOKEN_BUCKET rule
+// on /ruled (through the bearer token admin; the SDK has no rules), three
+// plans with one key each and the many-keys plan.
+func setup(ctx context.Context, c *apigateway.Client, admin, token, upstream string) (fixture, error) {
 	var f fixture
 	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("bench")})
 	if err != nil {
@@ -54,8 +75,12 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (fixture,
 	if err != nil {
 		return f, fmt.Errorf("get resources: %w", err)
 	}
-	for _, p := range []string{"uncached", "cached"} {
-		if err := addMethod(ctx, c, api.Id, res.Items[0].Id, p, upstream+"/"+p); err != nil {
+	for _, p := range []string{"uncached", "cached", "ruled", "miss"} {
+		var keyParams []string
+		if p == "miss" {
+			keyParams = []string{"method.request.querystring.n"}
+		}
+		if err := addMethod(ctx, c, api.Id, res.Items[0].Id, p, upstream+"/"+p, keyParams); err != nil {
 			return f, err
 		}
 	}
@@ -66,7 +91,36 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (fixture,
 		PatchOperations: stagePatch()}); err != nil {
 		return f, fmt.Errorf("update stage: %w", err)
 	}
+	if err := addRule(ctx, admin, token, f.apiID); err != nil {
+		return f, err
+	}
 	return f, addPlans(ctx, c, &f)
+}
+
+// addRule creates the TOKEN_BUCKET rule of GET /ruled, one bucket per API
+// key, as high as the plan's so it never refuses in a run.
+func addRule(ctx context.Context, admin, token, apiID string) error {
+	body, err := json.Marshal(map[string]any{"name": ruleName, "resourcePath": "/ruled", "httpMethod": "GET",
+		"keyBy": []string{"apiKey"}, "algorithm": "TOKEN_BUCKET", "rateLimit": planRate, "burstLimit": planBurst})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
+		"http://"+admin+"/restapis/"+apiID+"/stages/"+stageName+"/ratelimitrules", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("create rate-limit rule: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		return fmt.Errorf("create rate-limit rule: %s", res.Status)
+	}
+	return nil
 }
 
 // stagePatch enables the stage cache, sets the stage-wide throttle, a
@@ -83,6 +137,8 @@ func stagePatch() []types.PatchOperation {
 		op("/~1uncached/GET/throttling/burstLimit", methodBurst),
 		op("/~1cached/GET/caching/enabled", true),
 		op("/~1cached/GET/caching/ttlInSeconds", 3600),
+		op("/~1miss/GET/caching/enabled", true),
+		op("/~1miss/GET/caching/ttlInSeconds", missTTL),
 	}
 }
 
@@ -133,6 +189,7 @@ func addManyKeys(ctx context.Context, c *apigateway.Client, stage []types.ApiSta
 	if err != nil {
 		return fmt.Errorf("create usage plan many: %w", err)
 	}
+	f.manyPlanID = aws.ToString(plan.Id)
 	f.manyKeys = make([]string, manyKeyCount)
 	errs := make([]error, manyKeyCount)
 	sem := make(chan struct{}, 8)
@@ -153,12 +210,47 @@ func addManyKeys(ctx context.Context, c *apigateway.Client, stage []types.ApiSta
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return importMoreKeys(ctx, c, f)
+}
+
+// importMoreKeys imports moreKeyCount keys on the many-keys plan in one
+// ImportApiKeys file (values of 40 random letters and digits, as AWS's).
+func importMoreKeys(ctx context.Context, c *apigateway.Client, f *fixture) error {
+	var b strings.Builder
+	b.WriteString("Name,Key,Enabled,UsagePlanIds\n")
+	f.moreKeys = make([]string, moreKeyCount)
+	for i := range f.moreKeys {
+		f.moreKeys[i] = randomValue(40)
+		fmt.Fprintf(&b, "more%d,%s,true,%s\n", i, f.moreKeys[i], f.manyPlanID)
+	}
+	out, err := c.ImportApiKeys(ctx, &apigateway.ImportApiKeysInput{Body: []byte(b.String()), Format: types.ApiKeysFormatCsv,
+		FailOnWarnings: true})
+	if err != nil {
+		return fmt.Errorf("import %d keys: %w", moreKeyCount, err)
+	}
+	if len(out.Ids) != moreKeyCount {
+		return fmt.Errorf("import %d keys: %d imported", moreKeyCount, len(out.Ids))
+	}
+	return nil
+}
+
+// randomValue returns n random letters and digits.
+func randomValue(n int) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = digits[int(b[i])%len(digits)]
+	}
+	return string(b)
 }
 
 // addMethod creates pathPart under parent with GET (API key required)
-// proxied to uri.
-func addMethod(ctx context.Context, c *apigateway.Client, apiID, parent *string, pathPart, uri string) error {
+// proxied to uri, its cache keyed by keyParams.
+func addMethod(ctx context.Context, c *apigateway.Client, apiID, parent *string, pathPart, uri string, keyParams []string) error {
 	r, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: apiID, ParentId: parent, PathPart: aws.String(pathPart)})
 	if err != nil {
 		return fmt.Errorf("create resource %s: %w", pathPart, err)
@@ -168,7 +260,8 @@ func addMethod(ctx context.Context, c *apigateway.Client, apiID, parent *string,
 		return fmt.Errorf("put method GET %s: %w", pathPart, err)
 	}
 	if _, err := c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: apiID, ResourceId: r.Id, HttpMethod: aws.String("GET"),
-		Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(uri)}); err != nil {
+		Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(uri),
+		CacheKeyParameters: keyParams}); err != nil {
 		return fmt.Errorf("put integration GET %s: %w", pathPart, err)
 	}
 	return nil

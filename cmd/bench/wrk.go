@@ -9,13 +9,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // load is one wrk run's target: URL, Host header and API key ("" for
-// none), or keys to take in turn, one per request.
+// none), or keys to take in turn, one per request; missQuery names a query
+// parameter given a new value in every request (a cache miss each time).
+// redis are the servers whose counters the run reads, metrics the
+// gateway node's metrics address ("" for the bare proxy and the peers).
 type load struct {
 	url, host, key string
 	keys           []string
+	missQuery      string
+	redis          []*redis.Client
+	metrics        string
 }
 
 // wrkResult is what the report needs from one wrk run.
@@ -39,7 +47,7 @@ func runWrk(ctx context.Context, wrk, dir string, l load, conns int, d, delay ti
 	if l.key != "" {
 		args = append(args, "-H", "x-api-key: "+l.key)
 	}
-	if src := wrkScript(l.keys, delay); src != "" {
+	if src := wrkScript(l.keys, l.missQuery, time.Now().UnixNano(), delay); src != "" {
 		f, err := os.CreateTemp(dir, "wrk-*.lua")
 		if err != nil {
 			return wrkResult{}, err
@@ -62,11 +70,14 @@ func runWrk(ctx context.Context, wrk, dir string, l load, conns int, d, delay ti
 }
 
 // wrkScript returns the wrk Lua script for keys taken in turn (each thread
-// starts at its own place in the list) and a delay between requests, or ""
-// when neither is wanted.
-func wrkScript(keys []string, delay time.Duration) string {
+// starts at its own place in the list), a query parameter with a value no
+// other request of any run has (the run's nonce, the thread and a count),
+// and a delay between requests, or "" when none is wanted.
+func wrkScript(keys []string, query string, nonce int64, delay time.Duration) string {
 	var b strings.Builder
-	if len(keys) > 0 {
+	if len(keys) > 0 || query != "" {
+		// setup runs in wrk's main state and numbers the threads
+		b.WriteString("local threads = 0\nfunction setup(thread)\n  threads = threads + 1\n  thread:set(\"id\", threads)\nend\n")
 		b.WriteString("local keys = {")
 		for i, k := range keys {
 			if i > 0 {
@@ -74,8 +85,17 @@ func wrkScript(keys []string, delay time.Duration) string {
 			}
 			b.WriteString(strconv.Quote(k)) // key values are [A-Za-z0-9]
 		}
-		b.WriteString("}\nlocal i = math.random(#keys)\nfunction request()\n  i = i % #keys + 1\n" +
-			"  wrk.headers[\"x-api-key\"] = keys[i]\n  return wrk.format()\nend\n")
+		b.WriteString("}\nlocal i, n = 0, 0\nfunction init(args)\n  if #keys > 0 then i = (id * 7919) % #keys end\nend\n")
+		b.WriteString("function request()\n")
+		if len(keys) > 0 {
+			b.WriteString("  i = i % #keys + 1\n  wrk.headers[\"x-api-key\"] = keys[i]\n")
+		}
+		if query != "" {
+			fmt.Fprintf(&b, "  n = n + 1\n  return wrk.format(nil, wrk.path .. \"?%s=%d-\" .. id .. \"-\" .. n)\n", query, nonce)
+		} else {
+			b.WriteString("  return wrk.format()\n")
+		}
+		b.WriteString("end\n")
 	}
 	if delay > 0 {
 		fmt.Fprintf(&b, "function delay()\n  return %d\nend\n", delay.Milliseconds())

@@ -54,16 +54,18 @@ type limits struct {
 // its keys only when the script admits it (403 for another key, 429 when
 // refused, 503 when Redis fails), then hands it to next.
 type naive struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
+	prefix string // of every Redis key: "naive:", or "{naive}:" on a cluster (one slot)
 	keys   map[string]bool
 	limits limits
 	argv   []any // the script's ARGV but the quota TTL (the same for every request)
 	next   http.Handler
 }
 
-// newNaive returns the naive limiter over rdb in front of next.
-func newNaive(rdb *redis.Client, keys []string, l limits, next http.Handler) *naive {
-	n := &naive{rdb: rdb, keys: map[string]bool{}, limits: l, next: next,
+// newNaive returns the naive limiter over rdb in front of next; tag is a
+// hash tag every Redis key carries ("" for none).
+func newNaive(rdb redis.UniversalClient, tag string, keys []string, l limits, next http.Handler) *naive {
+	n := &naive{rdb: rdb, prefix: tag + "naive:", keys: map[string]bool{}, limits: l, next: next,
 		argv: []any{l.PlanRate, l.PlanBurst, l.StageRate, l.StageBurst, l.AccountRate, l.AccountBurst, l.Quota}}
 	for _, k := range keys {
 		n.keys[k] = true
@@ -80,7 +82,8 @@ func (n *naive) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC()
 	month := now.Format("200601")
 	end := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
-	keys := []string{"naive:plan:" + key, "naive:stage:" + r.Method + r.URL.Path, "naive:account", "naive:quota:" + key + ":" + month}
+	p := n.prefix
+	keys := []string{p + "plan:" + key, p + "stage:" + r.Method + r.URL.Path, p + "account", p + "quota:" + key + ":" + month}
 	argv := append(n.argv[:len(n.argv):len(n.argv)], int64(end.Sub(now)/time.Second)+3600)
 	res, err := naiveScript.Run(r.Context(), n.rdb, keys, argv...).Int64Slice()
 	switch {
