@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -79,8 +80,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // newRequestID returns 32 random hex characters.
 func newRequestID() string {
 	var b [16]byte
+	var h [32]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 // finish records the request's metrics and writes its access-log line
@@ -92,56 +95,80 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	}
 	elapsed := time.Since(ex.start)
 	s.record(ex, status, elapsed)
+	if s.access != nil {
+		s.access.line(time.Now(), func(f fieldSink) { ex.logFields(f, status, sw.bytes, elapsed) })
+		return
+	}
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 16)
-	attrs = append(attrs,
-		slog.String("request_id", ex.id),
-		slog.String("client", ex.client.String()),
-		slog.String("api", ex.api),
-		slog.String("stage", ex.stage),
-		slog.String("resource", ex.resource),
-		slog.String("method", ex.method),
-		slog.Int("status", status),
-		slog.Int64("bytes", sw.bytes),
-		slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
-	)
-	if ex.domain != nil {
-		attrs = append(attrs, slog.String("domain", ex.domain.name))
-	}
-	attrs = appendIf(attrs, "key_id", ex.keyID)
-	attrs = appendIf(attrs, "plan_id", ex.planID)
-	attrs = appendIf(attrs, "error_type", ex.errType)
-	attrs = appendIf(attrs, "reason", ex.reason)
-	attrs = appendIf(attrs, "cache", ex.cache)
-	if ex.integrationCalled {
-		attrs = append(attrs, slog.Float64("integration_latency_ms", float64(ex.integrationTime.Microseconds())/1000))
-	}
+	attrs := attrSink(make([]slog.Attr, 0, 16))
+	ex.logFields(&attrs, status, sw.bytes, elapsed)
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
-// record counts the request in the metrics (see Metrics for the labels).
+// logFields gives the fields of the request's access-log line to f, in
+// their order.
+func (ex *exchange) logFields(f fieldSink, status int, bytes int64, elapsed time.Duration) {
+	f.str("request_id", ex.id)
+	f.addr("client", ex.client)
+	f.str("api", ex.api)
+	f.str("stage", ex.stage)
+	f.str("resource", ex.resource)
+	f.str("method", ex.method)
+	f.int("status", int64(status))
+	f.int("bytes", bytes)
+	f.float("latency_ms", float64(elapsed.Microseconds())/1000)
+	if ex.domain != nil {
+		f.str("domain", ex.domain.name)
+	}
+	for _, kv := range [...][2]string{{"key_id", ex.keyID}, {"plan_id", ex.planID}, {"error_type", ex.errType},
+		{"reason", ex.reason}, {"cache", ex.cache}} {
+		if kv[1] != "" {
+			f.str(kv[0], kv[1])
+		}
+	}
+	if ex.integrationCalled {
+		f.float("integration_latency_ms", float64(ex.integrationTime.Microseconds())/1000)
+	}
+}
+
+// attrSink collects an access-log line's fields as slog attributes.
+type attrSink []slog.Attr
+
+func (a *attrSink) str(k, v string)             { *a = append(*a, slog.String(k, v)) }
+func (a *attrSink) addr(k string, v netip.Addr) { *a = append(*a, slog.String(k, v.String())) }
+func (a *attrSink) int(k string, v int64)       { *a = append(*a, slog.Int64(k, v)) }
+func (a *attrSink) float(k string, v float64)   { *a = append(*a, slog.Float64(k, v)) }
+
+// record counts the request in the metrics (see Metrics for the labels):
+// a routed request through its method's series (methodSeries), any other
+// by label lookups.
 func (s *Server) record(ex *exchange, status int, elapsed time.Duration) {
 	api, stage, resource := ex.api, ex.stage, ex.resource
 	if ex.m == nil && stage == "" {
 		api, resource = "", "" // unknown APIs and stages are not metric labels
 	}
 	method := methodLabel(ex.method)
-	s.metrics.Requests.WithLabelValues(api, stage, method, resource, statusClass(status)).Inc()
-	s.metrics.Latency.WithLabelValues(api, stage, method, resource).Observe(elapsed.Seconds())
+	var ss *seriesSet
+	if ex.m != nil && stage != "" {
+		ss = ex.m.series.set(api, stage, method, resource)
+	} else {
+		ss = &seriesSet{api: api, stage: stage, verb: method, res: resource}
+	}
+	ss.count(s.metrics, status, elapsed)
 	if ex.integrationCalled {
-		s.metrics.IntegrationLatency.WithLabelValues(api, stage, method, resource).Observe(ex.integrationTime.Seconds())
+		ss.integrationLatency(s.metrics, ex.integrationTime)
 	}
 	switch ex.cache {
 	case "": // the method does not cache, or the request was refused first
 	case cacheHit:
-		s.metrics.CacheHits.WithLabelValues(api, stage, method, resource).Inc()
+		ss.hit(s.metrics)
 	case cacheStale: // answered from the cache, past its freshness
-		s.metrics.CacheHits.WithLabelValues(api, stage, method, resource).Inc()
+		ss.hit(s.metrics)
 		s.metrics.CacheStale.WithLabelValues(api, stage, method, resource, ex.stale).Inc()
 	default: // Miss, Refresh, Bypass: served from the upstream
-		s.metrics.CacheMisses.WithLabelValues(api, stage, method, resource).Inc()
+		ss.miss(s.metrics)
 	}
 	if ex.errType == ErrorTypeInvalidKey {
 		s.metrics.KeyRefusals.WithLabelValues(api, stage, refusalLabel(ex.reason)).Inc()

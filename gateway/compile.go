@@ -41,6 +41,7 @@ type stageConfig struct {
 	plans       map[string]*stagePlan
 	responses   gatewayResponses // nil when the deployment puts none
 	rules       []*stageRule
+	series      stageSeries // its metric series, found on first use
 }
 
 // stagePlan is a usage plan as one stage sees it. throttle is nil when the
@@ -70,6 +71,7 @@ type method struct {
 	planThrottles map[string]plans.Throttle
 	cache         *methodCache // nil when the method does not cache
 	rules         []*stageRule
+	series        methodSeries // its metric series, found on first use
 }
 
 // compile validates snap and builds its compiled form. An error means the

@@ -45,6 +45,12 @@ type exchange struct {
 	cache             string        // X-Cache outcome of a caching method
 	stale             string        // why a stale entry answered (staleError, ...); "" when none did
 	body              *reqbody.Body // the request body under its deadline; nil without one
+	// held in the exchange so a request allocates them with it: its
+	// response writer, its upstream call's outbound, and the backing of
+	// its header values (request id, key id, the five rate-limit headers)
+	sw     statusWriter
+	ob     outbound
+	values [7]string
 }
 
 // ServeHTTP serves API requests on `{restApiId}.execute-api.*` hosts and
@@ -74,8 +80,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer ex.endSlots() // also when serving panics or the client went away
 	ex.peer = clientaddr.Peer(r)
 	ex.client = clientaddr.Client(r, ex.peer, s.trusted)
-	sw := &statusWriter{ResponseWriter: w}
-	sw.Header()[headerRequestID] = []string{ex.id}
+	sw := &ex.sw
+	sw.ResponseWriter = w
+	ex.values[0] = ex.id
+	sw.Header()[headerRequestID] = ex.values[0:1:1]
 	s.serveAPI(sw, r, ex)
 	s.finish(r, sw, ex)
 	if ex.unsettled {
@@ -116,7 +124,8 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 	// upstream varying on the key id gets one entry per key.
 	stripSpoofed(r.Header)
 	if ex.keyID != "" {
-		r.Header[HeaderAPIKeyID] = []string{ex.keyID}
+		ex.values[1] = ex.keyID
+		r.Header[HeaderAPIKeyID] = ex.values[1:2:2]
 	}
 	s.buildRequest(ex) // once: the limit and the cache path use ex.lreq
 	s.buildRules(r, ex)

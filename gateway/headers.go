@@ -37,8 +37,9 @@ var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRat
 // (limit.Rule.Private: a rule counting every caller together describes
 // other callers' traffic too), named after the rule (docs/rules.md). A
 // bucket at rate 0 never refills, so its items are left out. Times are
-// relative to d.Now, the limiter's (Redis) clock.
-func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket, hasQuota bool, rules []limit.Rule) {
+// relative to d.Now, the limiter's (Redis) clock. vals (5 strings) backs
+// the header values; nil allocates it.
+func writeRateLimitHeaders(h http.Header, vals []string, d limit.Decision, bucket *limit.Bucket, hasQuota bool, rules []limit.Rule) {
 	var ts, qs *limit.State
 	if bucket != nil && bucket.RateLimit > 0 {
 		ts = d.Plan
@@ -50,14 +51,20 @@ func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket
 	if qs == nil && ts == nil && shown == 0 {
 		return
 	}
-	vals := make([]string, 5) // one backing array for the five header values
+	// The five values are written into one buffer, made one string and
+	// cut into its parts: one allocation.
+	var buf [320]byte // the plan's values fit: at most 19-digit numbers
+	b := buf[:0]
+	var ends [5]int
 	if st := cmp.Or(qs, ts); st != nil {
-		vals[0] = strconv.FormatInt(st.Limit, 10)
-		vals[1] = strconv.FormatInt(max(st.Remaining, 0), 10)
-		vals[2] = strconv.FormatInt(ceilUnix(st.Reset), 10)
-		h[HeaderLimit], h[HeaderRemaining], h[HeaderReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+		b = strconv.AppendInt(b, st.Limit, 10)
+		ends[0] = len(b)
+		b = strconv.AppendInt(b, max(st.Remaining, 0), 10)
+		ends[1] = len(b)
+		b = strconv.AppendInt(b, ceilUnix(st.Reset), 10)
+		ends[2] = len(b)
 	}
-	var pbuf, cbuf [128]byte // the plan's two items fit: at most 19-digit numbers
+	var pbuf, cbuf [128]byte
 	policy, current := pbuf[:0], cbuf[:0]
 	if ts != nil {
 		policy = appendItem(policy, "throttle", 'q', ts.Limit, ceilSeconds(ts.Window))
@@ -85,7 +92,22 @@ func writeRateLimitHeaders(h http.Header, d limit.Decision, bucket *limit.Bucket
 			current = appendItem(current, rules[i].Name, 'r', max(st.Remaining, 0), t)
 		}
 	}
-	vals[3], vals[4] = string(policy), string(current)
+	b = append(b, policy...)
+	ends[3] = len(b)
+	b = append(b, current...)
+	ends[4] = len(b)
+	all := string(b)
+	if len(vals) < len(ends) {
+		vals = make([]string, len(ends))
+	}
+	start := 0
+	for i, end := range ends {
+		vals[i] = all[start:end]
+		start = end
+	}
+	if ends[2] > 0 {
+		h[HeaderLimit], h[HeaderRemaining], h[HeaderReset] = vals[0:1:1], vals[1:2:2], vals[2:3:3]
+	}
 	h[HeaderRatePolicy], h[HeaderRateLimit] = vals[3:4:4], vals[4:5:5]
 }
 

@@ -225,8 +225,17 @@ var errBadPath = errors.New("path parameter is not allowed in an upstream path")
 // segment, a greedy value forwarded as sent after checking it), and the
 // uri's query followed by the client's, then the querystring mappings.
 func (ig *integration) target(r *http.Request, ps *params, vars map[string]string) (*url.URL, error) {
-	u := ig.base
+	u := new(url.URL)
+	return u, ig.targetInto(u, r, ps, vars)
+}
+
+// targetInto is target writing the URL into u (the request's own, held
+// in its exchange: no allocation).
+func (ig *integration) targetInto(dst *url.URL, r *http.Request, ps *params, vars map[string]string) error {
+	*dst = ig.base
+	u := dst
 	var b strings.Builder
+	b.Grow(128) // one allocation for most paths
 	for _, part := range ig.path {
 		if part.param == "" {
 			b.WriteString(part.lit)
@@ -234,7 +243,7 @@ func (ig *integration) target(r *http.Request, ps *params, vars map[string]strin
 		}
 		seg, err := ig.pathValue(part.param, r, ps, vars)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.WriteString(seg)
 	}
@@ -244,14 +253,11 @@ func (ig *integration) target(r *http.Request, ps *params, vars map[string]strin
 	}
 	path, err := url.PathUnescape(raw)
 	if err != nil {
-		return nil, errBadPath
+		return errBadPath
 	}
 	u.Path, u.RawPath = path, raw
 	u.RawQuery = joinQuery(u.RawQuery, r.URL.RawQuery)
-	if err := ig.mapQuery(&u, r, ps, vars); err != nil {
-		return nil, err
-	}
-	return &u, nil
+	return ig.mapQuery(u, r, ps, vars)
 }
 
 // pathValue returns the escaped value for the uri placeholder name: a path

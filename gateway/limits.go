@@ -80,13 +80,13 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 			slog.Duration("retry_after", d.RetryAfter))
 	}
 	ex.release = d.Release // ServeHTTP calls it when the response has ended
-	writeRateLimitHeaders(w.Header(), d, ex.lreq.PlanBucket(), ex.lreq.Quota != nil, ex.lreq.Rules)
+	writeRateLimitHeaders(w.Header(), ex.values[2:7], d, ex.lreq.PlanBucket(), ex.lreq.Quota != nil, ex.lreq.Rules)
 	s.reportShadow(r.Context(), ex, &d)
 	if !d.Allowed {
 		s.writeRefusal(w, ex, d)
 		return false
 	}
-	s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
+	ex.m.stage.series.admit(s.metrics, ex.m.stage)
 	if ex.lreq.Uncounted && ex.lreq.KeyID != "" && !ex.m.partnerUsage() {
 		ex.unsettled = true
 		if d.Quota != nil {
@@ -194,7 +194,7 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	}
 	if s.failureMode == FailOpen {
 		ex.reason = "limiter unavailable: admitted without limits"
-		s.metrics.Admitted.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name).Inc()
+		ex.m.stage.series.admit(s.metrics, ex.m.stage)
 		return true
 	}
 	ex.errType, ex.reason = ErrorTypeUnavailable, "limiter: "+err.Error()

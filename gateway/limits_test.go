@@ -58,7 +58,7 @@ func TestWriteRateLimitHeaders(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
-			writeRateLimitHeaders(h, tc.d, tc.bucket, tc.hasQuota, nil)
+			writeRateLimitHeaders(h, nil, tc.d, tc.bucket, tc.hasQuota, nil)
 			for name, want := range tc.want {
 				if got := strings.Join(h[name], ","); got != want {
 					t.Errorf("%s: got %q, want %q", name, got, want)

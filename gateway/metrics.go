@@ -1,6 +1,11 @@
 package gateway
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the gateway's Prometheus collectors (docs/metrics.md),
 // named after the CloudWatch metrics of Amazon API Gateway: Count and
@@ -148,4 +153,101 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 		m.Requests, m.Admitted, m.Throttled, m.ShadowRefusals, m.CacheHits, m.CacheMisses, m.CacheStale, m.CacheFillWaits, m.Latency,
 		m.IntegrationLatency, m.KeyRefusals, m.ConfigVersion, m.ConfigRejected, m.LimiterErrors,
 	}
+}
+
+// methodLabels are the method label values in the order of a
+// methodSeries's verbs; the last, OTHER, takes every other method.
+var methodLabels = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER"}
+
+// statusClasses are the status label values a seriesSet holds, for
+// statuses 100-599; another is looked up each time.
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// methodSeries holds a compiled method's metric series, by the request's
+// method label: each series is looked up in its vector on first use and
+// then kept with the compiled config (a new snapshot compiles new methods
+// with empty series), so a request touches no label hashing or vector
+// lock. A series appears in the exposition only once it has counted.
+type methodSeries struct {
+	verbs [len(methodLabels)]atomic.Pointer[seriesSet]
+}
+
+// seriesSet is the series of one (api, stage, method label, resource).
+type seriesSet struct {
+	requests              [len(statusClasses)]lazy[prometheus.Counter]
+	latency, integration  lazy[prometheus.Observer]
+	hits, misses          lazy[prometheus.Counter]
+	api, stage, verb, res string
+}
+
+// lazy is one series, looked up once.
+type lazy[T any] struct{ p atomic.Pointer[T] }
+
+// get returns the series, looking it up with find the first time.
+func (l *lazy[T]) get(find func() T) T {
+	if p := l.p.Load(); p != nil {
+		return *p
+	}
+	v := find()
+	l.p.Store(&v)
+	return v
+}
+
+// set returns the series of a request with method label verb.
+func (ms *methodSeries) set(api, stage, verb, resource string) *seriesSet {
+	i := len(methodLabels) - 1
+	for j, l := range methodLabels[:i] {
+		if l == verb {
+			i = j
+			break
+		}
+	}
+	if s := ms.verbs[i].Load(); s != nil {
+		return s
+	}
+	s := &seriesSet{api: api, stage: stage, verb: verb, res: resource}
+	if ms.verbs[i].CompareAndSwap(nil, s) {
+		return s
+	}
+	return ms.verbs[i].Load()
+}
+
+// count counts a request answered with status, with its latency.
+func (ss *seriesSet) count(m *Metrics, status int, elapsed time.Duration) {
+	if class := status/100 - 1; class >= 0 && class < len(statusClasses) {
+		ss.requests[class].get(func() prometheus.Counter {
+			return m.Requests.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res, statusClasses[class])
+		}).Inc()
+	} else {
+		m.Requests.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res, statusClass(status)).Inc()
+	}
+	ss.latency.get(func() prometheus.Observer {
+		return m.Latency.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res)
+	}).Observe(elapsed.Seconds())
+}
+
+// integrationLatency observes the upstream call's time.
+func (ss *seriesSet) integrationLatency(m *Metrics, d time.Duration) {
+	ss.integration.get(func() prometheus.Observer {
+		return m.IntegrationLatency.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res)
+	}).Observe(d.Seconds())
+}
+
+// hit and miss count a caching method's cache outcome.
+func (ss *seriesSet) hit(m *Metrics) {
+	ss.hits.get(func() prometheus.Counter { return m.CacheHits.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res) }).Inc()
+}
+
+func (ss *seriesSet) miss(m *Metrics) {
+	ss.misses.get(func() prometheus.Counter { return m.CacheMisses.WithLabelValues(ss.api, ss.stage, ss.verb, ss.res) }).Inc()
+}
+
+// stageSeries holds a compiled stage's tollgate_admitted_total series.
+type stageSeries struct {
+	admitted lazy[prometheus.Counter]
+}
+
+// admit counts an admitted request of stage st.
+func (ss *stageSeries) admit(m *Metrics, st *stageConfig) {
+	ss.admitted.get(func() prometheus.Counter { return m.Admitted.WithLabelValues(st.apiID, st.name) }).Inc()
 }

@@ -44,12 +44,29 @@ type outbound struct {
 	ex     *exchange
 	m      *method
 	ps     *params
-	target *url.URL
+	target url.URL
 	verb   string
 	proto  string
+	values [4]string       // the backing of the X-Forwarded-* and X-Real-Ip values rewrite sets
+	ctx    outboundContext // the upstream call's context
 }
 
 type outboundKey struct{}
+
+// outboundContext is the upstream call's context (its timeout) carrying
+// the outbound under outboundKey: a context.WithValue held in the
+// exchange instead of allocated.
+type outboundContext struct {
+	context.Context
+	ob *outbound
+}
+
+func (c *outboundContext) Value(key any) any {
+	if key == (outboundKey{}) {
+		return c.ob
+	}
+	return c.Context.Value(key)
+}
 
 // newProxy builds the ReverseProxy shared by every HTTP_PROXY integration.
 func (s *Server) newProxy(t http.RoundTripper) *httputil.ReverseProxy {
@@ -86,15 +103,17 @@ func (s *Server) serveIntegration(w http.ResponseWriter, r *http.Request, ex *ex
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	m, ps := ex.m, &ex.params
 	ig := &m.integ
-	target, err := ig.target(r, ps, m.stage.vars)
-	if err != nil {
+	ob := &ex.ob
+	*ob = outbound{ex: ex, m: m, ps: ps, verb: upstreamVerb(ig.verb, r.Method), proto: s.forwardedProto(r, ex)}
+	if err := ig.targetInto(&ob.target, r, ps, m.stage.vars); err != nil {
 		ex.errType, ex.reason = ErrorTypeBadRequest, err.Error()
 		writeError(w, respBadRequest)
 		return
 	}
-	ob := &outbound{ex: ex, m: m, ps: ps, target: target, verb: upstreamVerb(ig.verb, r.Method), proto: s.forwardedProto(r, ex)}
-	ctx, cancel := upstreamContext(context.WithValue(r.Context(), outboundKey{}, ob), ex.body, ig.timeout)
+	up, cancel := upstreamContext(r.Context(), ex.body, ig.timeout)
 	defer cancel()
+	ob.ctx = outboundContext{Context: up, ob: ob}
+	ctx := &ob.ctx
 	ex.integrationCalled = true
 	start := time.Now()
 	s.proxy.ServeHTTP(w, r.WithContext(ctx))
@@ -170,22 +189,38 @@ func (s *Server) forwardedProto(r *http.Request, ex *exchange) string {
 func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	ob := pr.In.Context().Value(outboundKey{}).(*outbound)
 	out := pr.Out
-	out.URL = ob.target
+	out.URL = &ob.target
 	out.Host = ""
 	out.Method = ob.verb
 	h := out.Header
 	delete(h, headerAPIKey) // X-Tollgate-Api-Key-Id was set by serveAPI
-	hops := pr.In.Header[headerForwardedFor]
+	v := &ob.values
+	var peer, client string // one string when they are the same address
 	if ob.ex.peer.IsValid() { // not e.g. a unix socket peer
-		hops = append(hops[:len(hops):len(hops)], ob.ex.peer.String())
+		peer = ob.ex.peer.String()
 	}
-	if len(hops) > 0 {
-		h.Set(headerForwardedFor, strings.Join(hops, ", "))
+	if c := ob.ex.client; c.IsValid() {
+		client = peer
+		if c != ob.ex.peer {
+			client = c.String()
+		}
 	}
-	h.Set("X-Forwarded-Proto", ob.proto)
-	h.Set("X-Forwarded-Host", pr.In.Host)
-	if ob.ex.client.IsValid() {
-		h[headerRealIP] = []string{ob.ex.client.String()}
+	if in := pr.In.Header[headerForwardedFor]; len(in) > 0 || peer != "" { // the chain with the peer appended
+		switch {
+		case len(in) == 0:
+			v[0] = peer
+		case peer == "":
+			v[0] = strings.Join(in, ", ")
+		default:
+			v[0] = strings.Join(in, ", ") + ", " + peer
+		}
+		h[headerForwardedFor] = v[0:1:1]
+	}
+	v[1], v[2] = ob.proto, pr.In.Host
+	h["X-Forwarded-Proto"], h["X-Forwarded-Host"] = v[1:2:2], v[2:3:3]
+	if client != "" {
+		v[3] = client
+		h[headerRealIP] = v[3:4:4]
 	}
 	ob.m.integ.mapHeaders(h, pr.In, ob.ps, ob.m.stage.vars)
 }
@@ -250,13 +285,24 @@ func isTimeout(err error) bool {
 }
 
 // dropOwnedHeaders removes from an upstream response the headers the
-// gateway owns, so only the gateway's (or none) reach the client.
+// gateway owns, so only the gateway's (or none) reach the client. The
+// transport stores a response's names canonical, so the canonical names
+// are deleted, without canonicalizing them per response.
 func dropOwnedHeaders(resp *http.Response) error {
-	for _, name := range ownedHeaders {
-		resp.Header.Del(name)
+	for _, name := range ownedCanonical {
+		delete(resp.Header, name)
 	}
 	return nil
 }
+
+// ownedCanonical are ownedHeaders in canonical form.
+var ownedCanonical = func() []string {
+	out := make([]string, len(ownedHeaders))
+	for i, n := range ownedHeaders {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}()
 
 // bufferPool lends the 32 KiB copy buffers of ReverseProxy.
 type bufferPool struct{}

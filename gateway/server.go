@@ -76,9 +76,14 @@ type Options struct {
 	// BodyLimits bound how long a client may take to send a request body
 	// (see package reqbody); the zero value means reqbody.DefaultLimits.
 	BodyLimits reqbody.Limits
-	// Logger receives the access log and operational messages; nil means
-	// slog.Default().
+	// Logger receives operational messages, and the access log unless
+	// AccessLog is set; nil means slog.Default().
 	Logger *slog.Logger
+	// AccessLog, when set, writes the access log (the same lines the
+	// Logger's slog JSON or text handler would write, without their
+	// allocations); the caller sets it only when the log level writes
+	// INFO.
+	AccessLog *AccessLog
 	// Transport calls upstreams; nil means a tuned *http.Transport (see
 	// NewTransport).
 	Transport http.RoundTripper
@@ -116,6 +121,7 @@ type Server struct {
 	failureMode  string
 	trusted      []netip.Prefix
 	log          *slog.Logger
+	access       *AccessLog // nil: the access log goes through log
 	metrics      *Metrics
 	readyCheck   func(ctx context.Context) error
 	proxy        *httputil.ReverseProxy
@@ -144,6 +150,7 @@ func New(opts Options) *Server {
 		failureMode: opts.FailureMode,
 		trusted:     opts.TrustedProxies,
 		log:         opts.Logger,
+		access:      opts.AccessLog,
 		metrics:     opts.Metrics,
 		readyCheck:  opts.Ready,
 		attempts:    newAttempts(time.Now),

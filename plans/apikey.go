@@ -90,13 +90,16 @@ func ParseTime(v string) (time.Time, error) {
 // HMAC-SHA-256 under pepper when pepper is not empty. It is the only form
 // in which tollgate stores or looks up keys.
 func HashKey(value string, pepper []byte) string {
+	var h [2 * sha256.Size]byte
 	if len(pepper) == 0 {
 		sum := sha256.Sum256([]byte(value))
-		return hex.EncodeToString(sum[:])
+		hex.Encode(h[:], sum[:])
+	} else {
+		m := hmac.New(sha256.New, pepper)
+		m.Write([]byte(value))
+		hex.Encode(h[:], m.Sum(nil))
 	}
-	m := hmac.New(sha256.New, pepper)
-	m.Write([]byte(value))
-	return hex.EncodeToString(m.Sum(nil))
+	return string(h[:])
 }
 
 // KeyRecord is what the gateway knows of an API key, pushed to Redis under

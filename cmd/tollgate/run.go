@@ -81,7 +81,8 @@ type Main struct {
 	wg             sync.WaitGroup
 	closeErr       error
 	once           sync.Once
-	logs           *logWriter // buffers Logger's output; flushed by Close
+	logs           *logWriter   // buffers Logger's output; flushed by Close
+	ownLogger      *slog.Logger // the Logger NewMain built (on logs)
 }
 
 // NewMain returns a Main for cfg with a logger built from its log
@@ -89,7 +90,8 @@ type Main struct {
 // flushes.
 func NewMain(cfg Config) *Main {
 	logs := newLogWriter(os.Stderr)
-	return &Main{Config: cfg, Logger: newLogger(logs, cfg.LogLevel, cfg.LogFormat), logs: logs}
+	l := newLogger(logs, cfg.LogLevel, cfg.LogFormat)
+	return &Main{Config: cfg, Logger: l, logs: logs, ownLogger: l}
 }
 
 func newLogger(w io.Writer, level, format string) *slog.Logger {
@@ -282,7 +284,12 @@ func (m *Main) startGateway(ctx context.Context) error {
 		OnReload:   m.forgetAll,
 		Logger:     m.Logger,
 	})
+	var access *gateway.AccessLog // else the access log goes through Logger
+	if m.Logger == m.ownLogger && m.Logger.Enabled(ctx, slog.LevelInfo) {
+		access = gateway.NewAccessLog(m.logs, cfg.LogFormat == "text") // where and as Logger writes
+	}
 	m.gw = gateway.New(gateway.Options{
+		AccessLog:        access,
 		Keys:             m.reader,
 		Engine:           engine.Port{Engine: m.engine, Top: top},
 		KeyPepper:        cfg.Secrets.KeyPepper,
