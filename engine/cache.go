@@ -41,6 +41,7 @@ type entries struct {
 
 	stages *memo[stageRef, *stageCache]
 	memory *memoryGuard
+	alongs *alongBatch // the reads of requests admitted without a round trip
 }
 
 // stageRef names one stage.
@@ -57,7 +58,8 @@ func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout
 	stages := newMemo(maxNames, func(r stageRef) *stageCache {
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
-	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck)}
+	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck),
+		alongs: &alongBatch{rdb: limiter, timeout: timeout}}
 }
 
 // stage returns the cache state of (api, stage), created on first use (the

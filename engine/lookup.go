@@ -25,7 +25,8 @@ import (
 // The decision is top's (the layers stacked on the engine): when a layer
 // answers without a round trip (a capacity lease admits, or a refusal is
 // remembered), an admitted request reads the generation and entry in a
-// round trip of its own.
+// pipeline it shares with the other requests admitted so meanwhile
+// (alongBatch), with no script run.
 func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	c := e.cache
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -57,10 +58,8 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	req.Along = al
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
-	if !al.done && err == nil && d.Allowed { // decided without a round trip
-		p := c.limiter.Pipeline()
-		al.queue(callCtx, p)
-		_, _ = p.Exec(callCtx)
+	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
+		c.alongs.do(al)
 	}
 	parallel.Wait()
 	// The entry reads after the decision get a deadline of their own: the

@@ -174,10 +174,13 @@ type decider struct {
 }
 
 // shapeOf returns req's shape; ok is false when req cannot take a lease:
-// it has rules (decided per request), cache reads in its round trip, more
-// buckets than a shape holds, or no limit at all.
+// it has rules (decided per request), more buckets than a shape holds, or
+// no limit at all. A request that reads the stage cache with its decision
+// (req.Along) takes leases as any other: admitted on a lease, it leaves
+// the read undone, and the engine's DecideLookup reads in a round trip of
+// its own (no script run).
 func shapeOf(req *limit.Request) (s shape, ok bool) {
-	if len(req.Rules) > 0 || req.Along != nil || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) {
+	if len(req.Rules) > 0 || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) {
 		return s, false
 	}
 	s = shape{keyID: req.KeyID, planID: req.PlanID, api: req.API, stage: req.Stage, quota: req.Quota != nil,
@@ -206,6 +209,11 @@ func (d *decider) Decide(ctx context.Context, req *limit.Request) (limit.Decisio
 	}
 	dec, err := d.central(ctx, &s, req, want, gen)
 	waited := time.Duration(0)
+	if req.Along != nil && dec.LeaseWait > 0 { // the first decision did the cache read: once is enough
+		r := *req
+		r.Along = nil
+		req = &r
+	}
 	for err == nil && !dec.Allowed && dec.LeaseWait > 0 && waited < dec.LeaseWait+t.life {
 		if dec2, ok := t.admitAfterRefusal(ctx, &s, req); ok {
 			return dec2, nil

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"tollgate/cache"
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
 	"tollgate/internal/hammertest"
@@ -28,11 +30,45 @@ type node struct {
 	clock *clocktest.Clock // the scripts' clock; zero: Redis TIME
 }
 
-// mustNodes returns n nodes, each with its own client of the test Redis,
-// on one fresh key prefix, their leases of the production lifetime. Each
-// is closed (its leases given back) at cleanup, before its client. clock,
-// when not nil, replaces Redis TIME in the scripts.
+// way is how a test's requests reach a node: plain decisions, or those of
+// a caching method, which read the stage cache in the decision's round
+// trip (Engine.DecideLookup; in a round trip of their own when a lease
+// admits them).
+type way string
+
+const (
+	plain  way = "decide"
+	cached way = "decide with cache lookup"
+)
+
+// ways are the ways every lease test runs its requests.
+var ways = []way{plain, cached}
+
+// lookupDecider decides as a caching method's request: DecideLookup
+// through the node's layers. An admitted request whose stage cache could
+// not be read is an error.
+type lookupDecider struct{ port engine.Port }
+
+func (l lookupDecider) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
+	lk := &cache.Lookup{Request: cache.Request{APIID: req.API, Stage: req.Stage, Method: "GET", Path: "/items", Header: http.Header{}}}
+	d, err := l.port.DecideLookup(ctx, req, lk)
+	if err == nil && d.Allowed && lk.Digest == "" {
+		return d, fmt.Errorf("admitted without reading the stage cache: %v", lk.Err)
+	}
+	return d, err
+}
+
+// mustNodes returns n nodes deciding plainly (mustNodesAs).
 func mustNodes(tb testing.TB, n int, clock *clocktest.Clock) []*node {
+	return mustNodesAs(tb, n, clock, plain)
+}
+
+// mustNodesAs returns n nodes, each with its own client of the test Redis,
+// on one fresh key prefix, their leases of the production lifetime,
+// deciding their requests the way w. Each is closed (its leases given
+// back) at cleanup, before its client. clock, when not nil, replaces
+// Redis TIME in the scripts.
+func mustNodesAs(tb testing.TB, n int, clock *clocktest.Clock, w way) []*node {
 	tb.Helper()
 	_, prefix := redistest.MustClient(tb) // deletes the prefix at cleanup
 	if clock == nil {
@@ -53,6 +89,9 @@ func mustNodes(tb testing.TB, n int, clock *clocktest.Clock) []*node {
 			_ = rdb.Close()
 		})
 		nodes[i] = &node{e: e, t: t, top: limit.Stack(e, t.Layer), clock: clock}
+		if w == cached {
+			nodes[i].top = lookupDecider{engine.Port{Engine: e, Top: nodes[i].top}}
+		}
 	}
 	return nodes
 }
@@ -135,27 +174,39 @@ func trips(nodes []*node) int64 {
 // requests once the nodes gave their leases back.
 func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
-			t.Parallel()
-			const quota = 6000
-			nodes := mustNodes(t, n, nil)
-			var admitted atomic.Int64
-			// until a second with no admission: a lease may end unspent
-			// while its node's workers stop, and its units come back
-			stop := quiet(&admitted, time.Now().Add(20*time.Second))
-			load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }, stop, countInto(&admitted))
-			if got := admitted.Load(); got != quota {
-				t.Fatalf("admitted: got %d, want %d", got, quota)
-			}
-			t.Logf("%d nodes: %d round trips for %d admitted", n, trips(nodes), quota)
-			for _, x := range nodes {
-				x.t.Close()
-			}
-			if today, left := usage(t, nodes[0], quota); today != quota || left != 0 {
-				t.Errorf("usage %d and quota left %d, want %d and 0", today, left, quota)
-			}
-		})
+	onNodes(t, []int{2, 4}, leasedQuotaAdmitsExactlyItsLimit)
+}
+
+// onNodes runs test in parallel on fresh nodes, for every way and every
+// node count of counts.
+func onNodes(t *testing.T, counts []int, test func(*testing.T, []*node)) {
+	for _, w := range ways {
+		for _, n := range counts {
+			t.Run(fmt.Sprintf("%s/%d nodes", w, n), func(t *testing.T) {
+				t.Parallel()
+				test(t, mustNodesAs(t, n, nil, w))
+			})
+		}
+	}
+}
+
+// leasedQuotaAdmitsExactlyItsLimit loads nodes until a DAY quota is spent.
+func leasedQuotaAdmitsExactlyItsLimit(t *testing.T, nodes []*node) {
+	const quota = 6000
+	var admitted atomic.Int64
+	// until a second with no admission: a lease may end unspent while its
+	// node's workers stop, and its units come back
+	stop := quiet(&admitted, time.Now().Add(20*time.Second))
+	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }, stop, countInto(&admitted))
+	if got := admitted.Load(); got != quota {
+		t.Fatalf("admitted: got %d, want %d", got, quota)
+	}
+	t.Logf("%d nodes: %d round trips for %d admitted", len(nodes), trips(nodes), quota)
+	for _, x := range nodes {
+		x.t.Close()
+	}
+	if today, left := usage(t, nodes[0], quota); today != quota || left != 0 {
+		t.Errorf("usage %d and quota left %d, want %d and 0", today, left, quota)
 	}
 }
 
@@ -166,44 +217,44 @@ func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
 // from a full bucket (docs/leases.md).
 func TestLeasedThrottleStaysWithinItsBound(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
-			t.Parallel()
-			const rate, burst = 4000.0, 400
-			nodes := mustNodes(t, n, nil)
-			var mu sync.Mutex
-			var times []time.Time
-			end := time.Now().Add(1500 * time.Millisecond)
-			decided := load(t, nodes, 8, func() *limit.Request { return hotRequest(rate, burst, 0) },
-				func() bool { return time.Now().After(end) },
-				func(d limit.Decision) {
-					if d.Allowed {
-						mu.Lock()
-						times = append(times, d.Now)
-						mu.Unlock()
-					}
-				})
-			slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-			run := times[len(times)-1].Sub(times[0])
-			if got, max := float64(len(times)), burst+rate*run.Seconds(); got > max {
-				t.Errorf("run of %v: admitted %v, more than burst + rate × T = %.0f", run, got, max)
+	onNodes(t, []int{2, 4}, leasedThrottleStaysWithinItsBound)
+}
+
+// leasedThrottleStaysWithinItsBound loads nodes for 1.5 s on a throttle
+// and checks its admissions against the bounds.
+func leasedThrottleStaysWithinItsBound(t *testing.T, nodes []*node) {
+	const rate, burst = 4000.0, 400
+	var mu sync.Mutex
+	var times []time.Time
+	end := time.Now().Add(1500 * time.Millisecond)
+	decided := load(t, nodes, 8, func() *limit.Request { return hotRequest(rate, burst, 0) },
+		func() bool { return time.Now().After(end) },
+		func(d limit.Decision) {
+			if d.Allowed {
+				mu.Lock()
+				times = append(times, d.Now)
+				mu.Unlock()
 			}
-			for _, T := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
-				100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
-				most, j := 0, 0
-				for i := range times { // window [times[i], times[i] + T]
-					for j < len(times) && !times[j].After(times[i].Add(T)) {
-						j++
-					}
-					most = max(most, j-i)
-				}
-				if bound := burst + rate*(T+DefaultLifetime).Seconds(); float64(most) > bound {
-					t.Errorf("T = %v: admitted %d in one interval, more than burst + rate × (T + L) = %.0f", T, most, bound)
-				}
-			}
-			t.Logf("%d nodes: %d decided, %d admitted over %v, %d round trips", n, decided, len(times), run, trips(nodes))
 		})
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	run := times[len(times)-1].Sub(times[0])
+	if got, max := float64(len(times)), burst+rate*run.Seconds(); got > max {
+		t.Errorf("run of %v: admitted %v, more than burst + rate × T = %.0f", run, got, max)
 	}
+	for _, T := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
+		100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second} {
+		most, j := 0, 0
+		for i := range times { // window [times[i], times[i] + T]
+			for j < len(times) && !times[j].After(times[i].Add(T)) {
+				j++
+			}
+			most = max(most, j-i)
+		}
+		if bound := burst + rate*(T+DefaultLifetime).Seconds(); float64(most) > bound {
+			t.Errorf("T = %v: admitted %d in one interval, more than burst + rate × (T + L) = %.0f", T, most, bound)
+		}
+	}
+	t.Logf("%d nodes: %d decided, %d admitted over %v, %d round trips", len(nodes), decided, len(times), run, trips(nodes))
 }
 
 // A cold key (a few requests per second) takes no lease, nor does a hot
@@ -212,34 +263,39 @@ func TestLeasedThrottleStaysWithinItsBound(t *testing.T) {
 // concurrent callers is admitted on leases.
 func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 	t.Parallel()
-	nodes := mustNodes(t, 1, nil)
-	n := nodes[0]
-	for range 10 {
-		if _, err := n.top.Decide(t.Context(), hotRequest(1000, 1000, 0)); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
-	}
-	if got := n.e.Trips(); got != 10 {
-		t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
-	}
-	before := n.e.Trips()
-	for range 1000 {
-		if _, err := n.top.Decide(t.Context(), hotRequest(1e6, 1<<30, 0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := n.e.Trips() - before; got != 1000 {
-		t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
-	}
-	before = n.e.Trips()
-	var decided atomic.Int64
-	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 0) },
-		func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
-	// (a node whose round trips take over L/2 pauses its leases: only
-	// fewer round trips than requests is certain on a busy machine)
-	if got := n.e.Trips() - before; got >= decided.Load() {
-		t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
+	for _, w := range ways {
+		t.Run(string(w), func(t *testing.T) {
+			t.Parallel()
+			nodes := mustNodesAs(t, 1, nil, w)
+			n := nodes[0]
+			for range 10 {
+				if _, err := n.top.Decide(t.Context(), hotRequest(1000, 1000, 0)); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
+			}
+			if got := n.e.Trips(); got != 10 {
+				t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
+			}
+			before := n.e.Trips()
+			for range 1000 {
+				if _, err := n.top.Decide(t.Context(), hotRequest(1e6, 1<<30, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := n.e.Trips() - before; got != 1000 {
+				t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
+			}
+			before = n.e.Trips()
+			var decided atomic.Int64
+			load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 0) },
+				func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
+			// (a node whose round trips take over L/2 pauses its leases: only
+			// fewer round trips than requests is certain on a busy machine)
+			if got := n.e.Trips() - before; got >= decided.Load() {
+				t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
+			}
+		})
 	}
 }
 
@@ -411,11 +467,15 @@ func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
 // are back, never lost.
 func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{1, 2} {
-		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+	for _, c := range []struct {
+		w way
+		n int
+	}{{plain, 1}, {plain, 2}, {cached, 1}, {cached, 2}} {
+		n := c.n
+		t.Run(fmt.Sprintf("%s/%d nodes", c.w, n), func(t *testing.T) {
 			t.Parallel()
 			for round := range 5 {
-				nodes := mustNodes(t, n, nil)
+				nodes := mustNodesAs(t, n, nil, c.w)
 				req := hotRequest(0.01, 20, 0)
 				req.KeyID = fmt.Sprintf("burst%d", round)
 				admitted := hammertest.Count(100, 1, func(i, _ int) bool {
@@ -439,18 +499,23 @@ func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 // its requests never overlap, so it is decided in Redis every time.
 func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 	t.Parallel()
-	nodes := mustNodes(t, 2, nil)
-	const quota = 3000
-	var last int64 = quota
-	for i := range 600 {
-		d, err := nodes[i%2].top.Decide(t.Context(), hotRequest(1e6, 1<<30, quota))
-		if err != nil || !d.Allowed {
-			t.Fatalf("request %d: %+v, %v", i+1, d, err)
-		}
-		if d.Quota.Remaining != last-1 {
-			t.Fatalf("request %d: remaining %d after %d, want %d", i+1, d.Quota.Remaining, last, last-1)
-		}
-		last = d.Quota.Remaining
+	for _, w := range ways {
+		t.Run(string(w), func(t *testing.T) {
+			t.Parallel()
+			nodes := mustNodesAs(t, 2, nil, w)
+			const quota = 3000
+			var last int64 = quota
+			for i := range 600 {
+				d, err := nodes[i%2].top.Decide(t.Context(), hotRequest(1e6, 1<<30, quota))
+				if err != nil || !d.Allowed {
+					t.Fatalf("request %d: %+v, %v", i+1, d, err)
+				}
+				if d.Quota.Remaining != last-1 {
+					t.Fatalf("request %d: remaining %d after %d, want %d", i+1, d.Quota.Remaining, last, last-1)
+				}
+				last = d.Quota.Remaining
+			}
+		})
 	}
 }
 
