@@ -33,6 +33,13 @@ func TestPatchUsagePlan(t *testing.T) {
 			func(p *plans.UsagePlan) { p.Quota = &plans.Quota{Limit: 5, Offset: 6, Period: plans.PeriodWeek} }},
 		{"new quota with its limit", []patchOp{remove("/quota"), replace("/quota/limit", "9"), replace("/quota/period", "MONTH")},
 			func(p *plans.UsagePlan) { p.Quota = &plans.Quota{Limit: 9, Period: plans.PeriodMonth} }},
+		{"anchor, zone and alerts", []patchOp{replace("/quota/period", "MONTH"), replace("/quota/anchor", "last"),
+			replace("/quota/timeZone", "Asia/Tokyo"), replace("/alerts", "100, 80%,90")},
+			func(p *plans.UsagePlan) {
+				p.Quota = &plans.Quota{Limit: 1000, Period: plans.PeriodMonth, Anchor: "last", TimeZone: "Asia/Tokyo"}
+				p.Alerts = []int32{80, 90, 100}
+			}},
+		{"remove alerts", []patchOp{replace("/alerts", "50"), remove("/alerts")}, func(p *plans.UsagePlan) {}},
 		{"add and remove api stages", []patchOp{add("/apiStages", "api0000002:dev"), patchOp{Op: opRemove, Path: "/apiStages", Value: "api0000001:prod"}},
 			func(p *plans.UsagePlan) { p.ApiStages = []plans.ApiStage{{ApiID: "api0000002", Stage: "dev"}} }},
 		{"method throttle by raw path", []patchOp{
@@ -89,6 +96,10 @@ func TestPatchUsagePlanRefusals(t *testing.T) {
 		{"method throttle with a bad method", []patchOp{replace("/apiStages/api0000001:prod/throttle//pets/FETCH/rateLimit", "1")}, "/apiStages/api0000001:prod/throttle//pets/FETCH/rateLimit"},
 		{"method throttle unknown field", []patchOp{replace("/apiStages/api0000001:prod/throttle//pets/GET/quota", "1")}, "/apiStages/api0000001:prod/throttle//pets/GET/quota"},
 		{"replace of /throttle", []patchOp{replace("/throttle", "{}")}, "/throttle"},
+		{"an anchor for a DAY", []patchOp{replace("/quota/anchor", "15")}, "quota.anchor"},
+		{"an unknown zone", []patchOp{replace("/quota/timeZone", "Asia/Atlantis")}, "quota.timeZone"},
+		{"alerts that are not percentages", []patchOp{replace("/alerts", "80,ninety")}, "/alerts"},
+		{"an alert over 200 %", []patchOp{replace("/alerts", "300")}, "/alerts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
