@@ -17,6 +17,7 @@ import (
 	"tollgate/calendar"
 	"tollgate/internal/browsertest"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
 	"tollgate/plans"
 	"tollgate/plans/postgres"
 	"tollgate/webhook/webhooktest"
@@ -75,7 +76,7 @@ func TestQuotaAlertsArriveOnceEachInAnchoredPeriods(t *testing.T) {
 		}
 	}
 	match := map[string]any{"type": plans.EventQuotaThreshold, "keyId": *key.Id}
-	waitFor(t, "both alerts", 10*time.Second, func() bool { evs, _ := hooks.Events(match); return len(evs) >= 2 })
+	waittest.Until(t, "both alerts", 10*time.Second, func() bool { evs, _ := hooks.Events(match); return len(evs) >= 2 })
 	// knocking at the limit sends nothing more
 	for i := range 6 {
 		s.call(t, i%2, api.id, "/prod/items", *key.Value)
@@ -83,7 +84,7 @@ func TestQuotaAlertsArriveOnceEachInAnchoredPeriods(t *testing.T) {
 	var alerts struct {
 		Item []plans.QuotaAlert `json:"item"`
 	}
-	waitFor(t, "GET /alerts shows both delivered", 5*time.Second, func() bool {
+	waittest.Until(t, "GET /alerts shows both delivered", 5*time.Second, func() bool {
 		s.adminJSON(t, http.MethodGet, "/alerts?planId="+plan, nil, &alerts)
 		return len(alerts.Item) == 2 && alerts.Item[0].Delivery.State == plans.AlertDelivered && alerts.Item[1].Delivery.State == plans.AlertDelivered
 	})
@@ -145,10 +146,10 @@ func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
 	must(t, "CreateApiKey", err)
 	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")})
 	must(t, "CreateUsagePlanKey", err)
-	waitFor(t, "the key's quota runs out", 10*time.Second, func() bool {
+	waittest.Until(t, "the key's quota runs out", 10*time.Second, func() bool {
 		return s.call(t, 0, apiID, "/prod/items/1", *key.Value).StatusCode == http.StatusTooManyRequests
 	})
-	waitFor(t, "both alerts delivered", 10*time.Second, func() bool {
+	waittest.Until(t, "both alerts delivered", 10*time.Second, func() bool {
 		evs, _ := hooks.Events(map[string]any{"type": plans.EventQuotaThreshold})
 		return len(evs) == 2
 	})
@@ -216,7 +217,7 @@ func TestAnchoredPeriodFollowsRedisClockThroughARestore(t *testing.T) {
 	db, err := postgres.Open(ctx, s.admin.Config.DatabaseURL, postgres.Options{})
 	must(t, "open", err)
 	defer db.Close()
-	waitFor(t, "the ledger holds the quota state of the period before the edge", 10*time.Second, func() bool {
+	waittest.Until(t, "the ledger holds the quota state of the period before the edge", 10*time.Second, func() bool {
 		qs, err := db.QuotaUsages(ctx, "", "", 10)
 		return err == nil && len(qs) == 1 && qs[0].KeyID == keyID && qs[0].Count == 3 &&
 			qs[0].PeriodStart.Equal(time.Date(2027, 2, 14, 15, 0, 0, 0, time.UTC))
@@ -225,7 +226,7 @@ func TestAnchoredPeriodFollowsRedisClockThroughARestore(t *testing.T) {
 	r.stop(t) // the limiter restarts empty: the restore writes the period's count back
 	r.wipe(t)
 	r.start(t)
-	waitFor(t, "the restored quota answers", 20*time.Second, func() bool {
+	waittest.Until(t, "the restored quota answers", 20*time.Second, func() bool {
 		if json.Unmarshal(s.partnerUsage(t, 1, api.id, key), &usage) != nil {
 			return false
 		}
