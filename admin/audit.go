@@ -153,7 +153,7 @@ func (s *Server) changeOf(r *http.Request) json.RawMessage {
 	}
 	b, err := readBody(r)
 	if err != nil {
-		r.Body = io.NopCloser(errReader{err})
+		r.Body = io.NopCloser(failingReader{err})
 	} else {
 		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
@@ -169,11 +169,11 @@ func (s *Server) changeOf(r *http.Request) json.RawMessage {
 	return j
 }
 
-// errReader returns err on every read (a body that failed while the
+// failingReader returns err on every read (a body that failed while the
 // audit read it fails the same way for the handler).
-type errReader struct{ err error }
+type failingReader struct{ err error }
 
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+func (e failingReader) Read([]byte) (int, error) { return 0, e.err }
 
 // Redacted replaces a secret in the audit log.
 const Redacted = "REDACTED"
