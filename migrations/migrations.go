@@ -57,7 +57,8 @@ type Migration struct {
 
 var (
 	dropTable  = regexp.MustCompile(`(?i)\bDROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)`)
-	dropColumn = regexp.MustCompile(`(?i)\bALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s+DROP\s+COLUMN\s+(?:IF\s+EXISTS\s+)?(\w+)`)
+	alterTable = regexp.MustCompile(`(?is)\bALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s([^;]*)`)
+	dropColumn = regexp.MustCompile(`(?i)\bDROP\s+COLUMN\s+(?:IF\s+EXISTS\s+)?(\w+)`)
 )
 
 // All returns the embedded migrations, oldest first.
@@ -74,8 +75,10 @@ func All() []Migration {
 		for _, m := range dropTable.FindAllSubmatch(sql, -1) {
 			mg.Drops = append(mg.Drops, string(m[1]))
 		}
-		for _, m := range dropColumn.FindAllSubmatch(sql, -1) {
-			mg.Drops = append(mg.Drops, string(m[1])+"."+string(m[2]))
+		for _, alter := range alterTable.FindAllSubmatch(sql, -1) { // one ALTER TABLE may drop several columns
+			for _, m := range dropColumn.FindAllSubmatch(alter[2], -1) {
+				mg.Drops = append(mg.Drops, string(alter[1])+"."+string(m[1]))
+			}
 		}
 		out = append(out, mg)
 	}
