@@ -159,7 +159,7 @@ func (b *batcher) send(a *runArgs, batch []*call) {
 		}
 		return
 	}
-	deadline := max(runTimeout, h.timeout)
+	deadline := ReplyDeadline(h.timeout)
 	if h.downAt.Load() != 0 { // a run that tries Redis again: see down
 		deadline = h.timeout
 	}

@@ -26,6 +26,12 @@ type Clock func() time.Time
 // run's number for the fail-open charges).
 const runTimeout = time.Second
 
+// ReplyDeadline is how long a node waits for a reply of its limiter Redis
+// on a live connection, given Options.Timeout: runTimeout, or timeout when
+// longer. A key lookup waits as long, so that a busy node, not a down
+// Redis, never answers 503.
+func ReplyDeadline(timeout time.Duration) time.Duration { return max(runTimeout, timeout) }
+
 // refundTimeout bounds a give-back (phase 3 of Redis Cluster, a
 // release of CONCURRENCY requests), which runs after the callers were
 // answered.

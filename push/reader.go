@@ -57,7 +57,7 @@ type ReaderOptions struct {
 	CacheSize int
 	// LookupTimeout bounds the one Redis read of a cold key lookup; it is
 	// shared by every caller waiting on that hash, so it does not follow
-	// any one caller's context. Default 500ms.
+	// any one caller's context. Default 1s, a decision's deadline.
 	LookupTimeout time.Duration
 }
 
@@ -66,7 +66,7 @@ const (
 	DefaultBlock         = time.Second
 	DefaultNegativeTTL   = 5 * time.Second
 	DefaultCacheSize     = 100000
-	DefaultLookupTimeout = 500 * time.Millisecond
+	DefaultLookupTimeout = time.Second
 )
 
 // readCount is the most stream entries one XREAD returns.

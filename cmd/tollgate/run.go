@@ -283,6 +283,9 @@ func (m *Main) startGateway(ctx context.Context) error {
 		OnUsage:    m.forgetUsage,
 		OnReload:   m.forgetAll,
 		Logger:     m.Logger,
+		// A cold key lookup reads the same Redis as a decision, so it
+		// waits as long.
+		LookupTimeout: engine.ReplyDeadline(cfg.RedisTimeout),
 	})
 	var access *gateway.AccessLog // else the access log goes through Logger
 	if m.Logger == m.ownLogger && m.Logger.Enabled(ctx, slog.LevelInfo) {
