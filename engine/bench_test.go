@@ -59,6 +59,29 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideAnchored is BenchmarkDecide with a MONTH quota anchored
+// to the 15th in Asia/Tokyo: the period goes to the script as a table
+// (script.PeriodBounds), kept per calendar while it holds the estimate.
+func BenchmarkDecideAnchored(b *testing.B) {
+	l := mustLimiter(b)
+	reqs := limitRequests(1000)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range reqs {
+		r.Quota = &limit.Quota{Limit: 1_000_000_000, Period: plans.PeriodMonth, Anchor: 15, Zone: tokyo}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := l.Decide(b.Context(), reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
 // BenchmarkDecideParallel is BenchmarkDecide from GOMAXPROCS goroutines.
 func BenchmarkDecideParallel(b *testing.B) {
 	l := mustLimiter(b)
