@@ -129,7 +129,7 @@ func TestUsageExportAsCSVAndJSON(t *testing.T) {
 	for _, back := range []int{40, 3} {
 		for _, k := range []string{a, b} {
 			if n, ok := count[k][back]; ok {
-				want = append(want, []string{daysBack(back), plan, k, name[k], "", n})
+				want = append(want, []string{daysBack(back), plan, k, name[k], "", n, n}) // one unit a request
 			}
 		}
 	}

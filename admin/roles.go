@@ -154,8 +154,9 @@ var routeRules = map[string]rule{
 	"PATCH " + mappingPath + "/{basePath}":  write("UpdateBasePathMapping", areaAPIs),
 	"DELETE " + mappingPath + "/{basePath}": write("DeleteBasePathMapping", areaAPIs),
 
-	"GET /usageplans/{usagePlanId}/usage":                read("GetUsage", areaUsage),
-	"GET /alerts":                                        read("GetAlerts", areaUsage),
+	"GET /usageplans/{usagePlanId}/usage":                        read("GetUsage", areaUsage),
+	"GET /usageplans/{usagePlanId}/customers/{customerId}/usage": read("GetCustomerUsage", areaUsage),
+	"GET /alerts": read("GetAlerts", areaUsage),
 	"PATCH /usageplans/{usagePlanId}/keys/{keyId}/usage": write("UpdateUsage", areaUsage),
 	"GET /usageplans/{usagePlanId}/usage/export":         read("ExportUsage", areaUsage),
 	"GET /usage/records":                                 read("GetUsageRecords", areaUsage),

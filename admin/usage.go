@@ -30,6 +30,15 @@ type UsageCounter interface {
 	SetRemaining(ctx context.Context, keyID, planID string, q plans.Quota, remaining int64) error
 }
 
+// CustomerUsageReader is implemented by a UsageCounter that can read a
+// customer quota (tollgate:customer-quota; usage.Limiter does); without it
+// the customer usage read answers 400 as an unsupported operation.
+type CustomerUsageReader interface {
+	// CustomerQuota reads the quota of limit units per q's period that
+	// the keys of customerID share in planID, charging nothing.
+	CustomerQuota(ctx context.Context, customerID, planID string, q plans.Quota, limit int32) (plans.CustomerUsage, error)
+}
+
 // UsageAnnouncer is implemented by a Publisher (push.Publisher) that can
 // tell the gateways a key's usage was changed, so they clear their local
 // refusal memory for it. UpdateUsage calls it when Options.Publisher
@@ -60,6 +69,52 @@ func (s *Server) usageRoutes(r chi.Router) {
 	}
 	r.Get("/usageplans/{usagePlanId}/usage", s.handle(s.getUsage))
 	r.Patch("/usageplans/{usagePlanId}/keys/{keyId}/usage", s.handle(s.updateUsage))
+	r.Get("/usageplans/{usagePlanId}/customers/{customerId}/usage", s.handle(s.getCustomerUsage))
+}
+
+// customerUsageOutput is the customer usage read's answer (docs/cost.md).
+type customerUsageOutput struct {
+	UsagePlanID string `json:"usagePlanId"`
+	CustomerID  string `json:"customerId"`
+	Limit       int64  `json:"limit"`
+	Used        int64  `json:"used"`
+	Remaining   int64  `json:"remaining"`
+	Period      string `json:"period"`
+	PeriodStart string `json:"periodStart"`
+	PeriodEnd   string `json:"periodEnd"`
+}
+
+// getCustomerUsage: GET /usageplans/{id}/customers/{customerId}/usage →
+// 200 the customer quota of the plan (tollgate:customer-quota) that the
+// keys with that customerId share: limit, used and remaining units in the
+// current period, on the limiter's clock. 400 when the plan has no
+// customer quota, or the usage counter cannot read one (unsupported).
+func (s *Server) getCustomerUsage(w http.ResponseWriter, r *http.Request) error {
+	reader, ok := s.usage.(CustomerUsageReader)
+	if !ok {
+		return unsupported(w, r)
+	}
+	ctx := r.Context()
+	planID, customerID := param(r, "usagePlanId"), param(r, "customerId")
+	if customerID == "" || len(customerID) > plans.MaxNameLen {
+		return plans.Invalid("customerId", "customerId must be 1 to %d characters", plans.MaxNameLen)
+	}
+	plan, err := s.store.GetUsagePlan(ctx, planID)
+	if err != nil {
+		return err
+	}
+	limit, ok := plan.CustomerQuota()
+	if !ok || plan.Quota == nil {
+		return plans.Invalid("tags."+plans.CustomerQuotaTag, "usage plan %s has no customer quota (tag %s)", planID, plans.CustomerQuotaTag)
+	}
+	u, err := reader.CustomerQuota(ctx, customerID, planID, *plan.Quota, limit)
+	if err != nil {
+		return plans.Unavailable(err, "customer quota of %s is unavailable", customerID)
+	}
+	writeJSON(w, http.StatusOK, customerUsageOutput{UsagePlanID: planID, CustomerID: customerID, Limit: u.Limit, Used: u.Used,
+		Remaining: u.Remaining, Period: plan.Quota.Period, PeriodStart: u.PeriodStart.Format(time.RFC3339),
+		PeriodEnd: u.PeriodEnd.Format(time.RFC3339)})
+	return nil
 }
 
 // parseUsageDate reads a required YYYY-MM-DD query parameter.

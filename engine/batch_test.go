@@ -60,7 +60,7 @@ func runBatch(t testing.TB, l *Engine, now time.Time, reqs []*keyedRequest) []sc
 		if r.Want == 0 {
 			r.Want = 1
 		}
-		a.addDecision(r, nil, rulesAt{}, 0)
+		a.addDecision(r, nil, rulesAt{}, customerAt{}, 0)
 	}
 	keys, args, _ := a.build(runOpts{clock: strconv.FormatInt(now.UnixMicro(), 10), changes: l.r.changes0})
 	reply, err := runOnce(context.Background(), l.r.rdb, keys, args).Text()

@@ -182,7 +182,7 @@ func BenchmarkResolve(b *testing.B) {
 			var kr keyedRequest
 			var bs [4]keyedBucket
 			var q keyedQuota
-			l.res.resolve(reqs[next.Add(1)%int64(len(reqs))], &kr, bs[:0], &q)
+			l.res.resolve(reqs[next.Add(1)%int64(len(reqs))], &kr, bs[:0], &q, nil)
 		}
 	})
 }

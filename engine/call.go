@@ -42,6 +42,7 @@ type call struct {
 	own        keyedRequest
 	ownBuckets [4]keyedBucket
 	ownQuota   keyedQuota
+	ownCust    keyedQuota
 }
 
 // again returns a new call of c's request for a decision sent again after
@@ -52,8 +53,10 @@ func (c *call) again() *call {
 	if c.along != nil && !c.along.done {
 		n.along = c.along
 	}
-	if q := c.req.Quota; q != nil && q.tabled() {
-		q.Bounds = script.TableOf(q.Cal, time.UnixMicro(c.res.NowUS))
+	for _, q := range []*keyedQuota{c.req.Quota, c.req.Customer} {
+		if q != nil && q.tabled() {
+			q.Bounds = script.TableOf(q.Cal, time.UnixMicro(c.res.NowUS))
+		}
 	}
 	return n
 }

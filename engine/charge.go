@@ -41,7 +41,7 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 	for _, ch := range charges {
 		var kr keyedRequest
 		var q keyedQuota
-		e.res.resolve(ch.Req, &kr, nil, &q)
+		e.res.resolve(ch.Req, &kr, nil, &q, nil)
 		home := kr.home()
 		if kr.Quota == nil && kr.UsageKey == "" {
 			continue
@@ -53,7 +53,7 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 			bySlot[slot] = sc
 			order = append(order, sc)
 		}
-		sc.args.addCharge(&kr, ch.Units, min(ch.At.UnixMicro(), time.Now().Add(time.Hour).UnixMicro()), ch.Run)
+		sc.args.addCharge(&kr, ch.Units, ch.Requests, min(ch.At.UnixMicro(), time.Now().Add(time.Hour).UnixMicro()), ch.Run)
 		sc.charges = append(sc.charges, ch)
 	}
 	if len(order) == 0 {

@@ -20,6 +20,15 @@ import (
 // rule is never over-admitted nor charged for a refused request; it may
 // under-admit until a give-back lands, or for good when one is lost.
 //
+// A customer quota (tollgate:customer-quota) shared by keys of several
+// slots lives in its customer's slot and is decided as the shared buckets
+// are: its units are taken in phase 1 (a quota-only decision there), the
+// key's own state is decided in phase 2 knowing that outcome, and the
+// units of a request refused in phase 2 go back in phase 3 (op "settle",
+// in the period they were taken in). So a customer quota is never
+// over-admitted either; it may under-admit while a give-back is in
+// flight, or for good by the units of a give-back that is lost.
+//
 // A run that charges is sent once (onceCmd); only replies that prove it
 // did not run (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN,
 // NOSCRIPT) are sent again, within the call's deadline.
@@ -58,11 +67,32 @@ type plan struct {
 	rulesRetry  int64
 	ruleErr     error
 	rulesUndone bool
+	// cust is the customer quota decided in its own slot; nil when none
+	// or in the home slot
+	cust *custPart
+}
+
+// custPart is a customer quota taken in phase 1, in its own slot.
+type custPart struct {
+	slot    int
+	taken   bool
+	retryUS int64
+	start   int64 // the period its units were taken in (s)
+	left    int64
+	err     error
+}
+
+// custRefund gives a customer quota's units back (phase 3).
+type custRefund struct {
+	slot         int
+	key          string
+	units        int32
+	periodStartS int64
 }
 
 // take is one decision of a phase-1 run.
 type take struct {
-	plan, part, rule int // rule -1: a part; else part -1
+	plan, part, rule int // rule -1: a part; else part -1 (both -1: the customer quota)
 }
 
 // decide decides the live calls of one batch (see the comment above);
@@ -84,13 +114,14 @@ func (cl *cluster) decide(deadline time.Duration, _ *runArgs, live []*call) {
 	refunds := cl.decideHome(ctx, plans)
 	cancel()
 	undos = refusedRuleUndos(plans, undos)
-	if len(refunds) == 0 && len(undos) == 0 {
+	custs := customerRefunds(plans)
+	if len(refunds) == 0 && len(undos) == 0 && len(custs) == 0 {
 		cl.refunds.Done()
 		return
 	}
 	go func() {
 		defer cl.refunds.Done()
-		cl.giveBack(refunds, undos)
+		cl.giveBack(refunds, undos, custs)
 	}()
 }
 
@@ -115,6 +146,11 @@ func split(c *call) plan {
 			p.parts = append(p.parts, part{slot: s, refused: -1})
 		}
 		p.parts[j].buckets = append(p.parts[j].buckets, i)
+	}
+	if c := req.Customer; c != nil && p.home >= 0 {
+		if s := keyspace.Slot(c.Key); s != p.home {
+			p.cust = &custPart{slot: s}
+		}
 	}
 	p.ruleRes = make([]script.RuleReply, len(req.Rules))
 	p.ruleKnown = make([]bool, len(req.Rules))
@@ -145,14 +181,20 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 			for k, bi := range pt.buckets {
 				sub.Buckets[k] = req.Buckets[bi]
 			}
-			r.args.addDecision(&sub, nil, rulesAt{}, 0)
+			r.args.addDecision(&sub, nil, rulesAt{}, customerAt{}, 0)
 			takes[r] = append(takes[r], take{plan: pi, part: qi, rule: -1})
 		}
 		for ri := range req.Rules {
 			r := runOf(keyspace.Slot(req.Rules[ri].Key))
 			sub := keyedRequest{Rules: req.Rules[ri : ri+1], Want: 1}
-			r.args.addDecision(&sub, nil, rulesAt{}, cl.concurrencyUS)
+			r.args.addDecision(&sub, nil, rulesAt{}, customerAt{}, cl.concurrencyUS)
 			takes[r] = append(takes[r], take{plan: pi, part: -1, rule: ri})
+		}
+		if cp := plans[pi].cust; cp != nil {
+			r := runOf(cp.slot)
+			sub := keyedRequest{Quota: req.Customer, Want: 1, Cost: req.Cost}
+			r.args.addDecision(&sub, nil, rulesAt{}, customerAt{}, 0)
+			takes[r] = append(takes[r], take{plan: pi, part: -1, rule: -1})
 		}
 	}
 	if len(order) == 0 {
@@ -181,6 +223,19 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 				}
 				p.ruleRes[t.rule], p.ruleKnown[t.rule] = rr.rules[k], true
 				k++
+				continue
+			}
+			if t.part < 0 {
+				cp := p.cust
+				if err != nil {
+					cp.err = err
+					continue
+				}
+				res := &rr.decisions[i]
+				cp.taken, cp.retryUS, cp.start, cp.left = res.Allowed == 1, res.RetryUS, res.QuotaStart, res.QuotaLeft
+				if res.Refused == script.RefusedPeriod { // Decide sends it again, its tables around this time
+					cp.err, p.c.res.NowUS = errPeriodMoved, res.NowUS
+				}
 				continue
 			}
 			pt := &p.parts[t.part]
@@ -285,13 +340,45 @@ func (cl *cluster) homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun
 			runs[p.home] = r
 			order = append(order, r)
 		}
-		r.args.addDecision(p.c.req, p.remotes(), p.rulesAt(), 0)
+		r.args.addDecision(p.c.req, p.remotes(), p.rulesAt(), p.customerAt(), 0)
 		homeOf[r] = append(homeOf[r], pi)
 	}
 	for _, r := range order {
 		r.keys, r.argv, r.run = r.args.build(cl.r.decideOpts(r.slot, plans[0].c.clock))
 	}
 	return order, homeOf
+}
+
+// customerAt says how p's customer quota was decided: here, or in its
+// own slot in phase 1.
+func (p *plan) customerAt() customerAt {
+	switch {
+	case p.cust == nil:
+		return customerAt{}
+	case p.cust.taken:
+		return customerAt{elsewhere: script.CustomerAdmitted}
+	default:
+		return customerAt{elsewhere: script.CustomerRefused, retryUS: p.cust.retryUS}
+	}
+}
+
+// customerRefunds lists the customer quota units taken in phase 1 for a
+// request that was not admitted: refused, or failed with a reply that
+// proves its phase-2 run did not run (or not sent: its phase 1 failed).
+func customerRefunds(plans []plan) []custRefund {
+	var out []custRefund
+	for pi := range plans {
+		p := &plans[pi]
+		if p.cust == nil || !p.cust.taken {
+			continue
+		}
+		c := p.c
+		if c.err == nil && c.res.Allowed == 1 || c.err != nil && !notRun(c.err) && p.failed() == nil {
+			continue // admitted, or its run may have run: the units stay
+		}
+		out = append(out, custRefund{slot: p.cust.slot, key: c.req.Customer.Key, units: c.req.units(), periodStartS: p.cust.start})
+	}
+	return out
 }
 
 // rulesAt says how p's rules were decided: elsewhere, in phase 1.
@@ -328,6 +415,8 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 			p.c.res, p.c.run, p.c.rules = rr.decisions[i], r.run, p.ruleRes
 			if p.c.res.Allowed != 1 {
 				p.addRefunds(refunds)
+			} else if p.cust != nil {
+				p.c.res.CustomerLeft = p.cust.left // the state after its take
 			}
 			p.c.answer(nil)
 		}
@@ -360,6 +449,9 @@ func answerShared(plans []plan, refunds map[int][]string) {
 func (p *plan) failed() error {
 	if p.ruleErr != nil {
 		return p.ruleErr
+	}
+	if p.cust != nil && p.cust.err != nil {
+		return p.cust.err
 	}
 	for i := range p.parts {
 		if err := p.parts[i].err; err != nil {
@@ -429,10 +521,10 @@ func (p *plan) addRefunds(refunds map[int][]string) {
 // giveBack runs phase 3: one op "refund" run per slot of refunds, and the
 // rule undos. A failure loses those tokens or charges (the buckets and
 // rules under-admit by as many requests); it is logged at warn level.
-func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry) {
+func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry, custs []custRefund) {
 	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
 	defer cancel()
-	order := make([]*slotRun, 0, len(refunds))
+	order := make([]*slotRun, 0, len(refunds)+len(custs))
 	for slot, keys := range refunds {
 		var names []string
 		idx := map[string]uint16{}
@@ -443,11 +535,21 @@ func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry) {
 		}
 		order = append(order, &slotRun{slot: slot, keys: names, argv: []any{script.OpRefund, cl.r.clockArg(), spec}})
 	}
+	buckets := len(order)
+	for _, c := range custs {
+		a := script.SettleArgs{PeriodStartS: c.periodStartS, Customer: 1, Charge: -c.units}
+		order = append(order, &slotRun{slot: c.slot, keys: []string{c.key}, argv: []any{script.OpSettle, cl.r.clockArg(), a.Append(nil)}})
+	}
 	cl.r.runCluster(ctx, order, nil)
-	for _, r := range order {
-		if r.err != nil {
+	for i, r := range order {
+		switch {
+		case r.err == nil:
+		case i < buckets:
 			slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back shared tokens failed; those buckets under-admit until they refill",
 				slog.Int("slot", r.slot), slog.Int("tokens", len(refunds[r.slot])), slog.String("error", r.err.Error()))
+		default:
+			slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back a customer quota's units failed; it under-admits by as many until its period ends",
+				slog.String("key", r.keys[0]), slog.Int("units", int(custs[i-buckets].units)), slog.String("error", r.err.Error()))
 		}
 	}
 	if len(undos) == 0 {

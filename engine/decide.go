@@ -25,7 +25,7 @@ import (
 // are wrapped.
 func (e *Engine) Decide(ctx context.Context, req *limit.Request) (limit.Decision, error) {
 	c := &call{ctx: ctx, done: make(chan struct{})}
-	e.res.resolve(req, &c.own, c.ownBuckets[:0], &c.ownQuota)
+	e.res.resolve(req, &c.own, c.ownBuckets[:0], &c.ownQuota, &c.ownCust)
 	c.req = &c.own
 	if al, ok := req.Along.(*lookupAlong); ok {
 		c.along = al

@@ -44,6 +44,17 @@ type keyedRequest struct {
 	Rules []keyedRule
 	// Want is the units to take when admitted (limit.Request.Want).
 	Want uint16
+	// Cost is the units the request's own limits take, as
+	// limit.Request.Cost: 0 means 1, negative none (units).
+	Cost int32
+	// Customer is the customer quota (limit.Request.CustomerQuota); nil
+	// for none.
+	Customer *keyedQuota
+}
+
+// units returns the units the request's own limits take.
+func (r *keyedRequest) units() int32 {
+	return (&limit.Request{Cost: r.Cost}).Units()
 }
 
 // planIndex returns the index of the caller's plan or plan-method bucket

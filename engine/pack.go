@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -73,13 +74,22 @@ type rulesAt struct {
 	retryUS   int64
 }
 
+// customerAt says where a decision's customer quota is decided: here (in
+// the run), or elsewhere with an outcome (Redis Cluster: in its own slot
+// first).
+type customerAt struct {
+	elsewhere uint8 // script.CustomerHere, CustomerAdmitted or CustomerRefused
+	retryUS   int64
+}
+
 // addDecision packs req as one decision. rem, when not nil, has one
-// entry per bucket, those decided elsewhere packed with key 0; rules says
-// where its rules are decided (RulesHere: packed in the run).
-func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, concurrencyUS int64) {
+// entry per bucket, those decided elsewhere packed with key 0; rules and
+// cust say where its rules and customer quota are decided (here: packed
+// in the run).
+func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, cust customerAt, concurrencyUS int64) {
 	d := &a.decision
 	*d = script.DecisionSpec{Buckets: uint8(len(req.Buckets)), Plan: uint8(req.planIndex() + 1),
-		RulesElsewhere: rules.elsewhere, RulesRetryUS: rules.retryUS, Want: req.Want}
+		RulesElsewhere: rules.elsewhere, RulesRetryUS: rules.retryUS, Want: req.Want, Cost: req.units()}
 	if rules.elsewhere == script.RulesHere {
 		d.Rules = uint8(len(req.Rules))
 	}
@@ -87,13 +97,23 @@ func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, co
 		d.Quota = index(&a.states, a.stateIdx, q.Key)
 		d.Limit, d.Period, d.Offset = q.Limit, q.Period, q.Offset
 	}
+	if c := req.Customer; c != nil {
+		if cust.elsewhere == script.CustomerHere {
+			d.Customer = index(&a.states, a.stateIdx, c.Key)
+			d.CustomerLimit = c.Limit
+		}
+		d.CustomerAt, d.CustomerRetryUS = cust.elsewhere, cust.retryUS
+		if d.Quota == 0 {
+			d.Period, d.Offset = c.Period, c.Offset
+		}
+	}
 	if req.UsageKey != "" {
 		d.Usage = index(&a.usages, a.usageIdx, req.UsageKey)
 	} else if d.Quota != 0 {
 		a.quotaOnly = true
 	}
 	s := d.Append(a.decisions)
-	if q := req.Quota; q != nil && q.tabled() {
+	if q := cmp.Or(req.Quota, req.Customer); q != nil && q.tabled() { // the period of both
 		s = q.Bounds.Append(s)
 	}
 	for i := range req.Buckets {
@@ -141,11 +161,15 @@ func (a *runArgs) appendRule(s []byte, r *keyedRule, leaseUS int64) []byte {
 	return a.rule.Append(s)
 }
 
-// addCharge packs the charge of units of req's quota and usage admitted
-// at Redis time atUS, which run may have decided (0: none was sent).
-func (a *runArgs) addCharge(req *keyedRequest, units int32, atUS, run int64) {
+// addCharge packs the charge of units of req's quota and usage (requests
+// requests; 0: units) admitted at Redis time atUS, which run may have
+// decided (0: none was sent).
+func (a *runArgs) addCharge(req *keyedRequest, units, requests int32, atUS, run int64) {
+	if requests == 0 {
+		requests = units
+	}
 	c := &a.charge
-	*c = script.ChargeSpec{Units: units, AtUS: atUS, Run: run}
+	*c = script.ChargeSpec{Units: units, AtUS: atUS, Run: run, Requests: requests}
 	if q := req.Quota; q != nil {
 		c.Quota = index(&a.states, a.stateIdx, q.Key)
 		c.Period, c.Offset = q.Period, q.Offset

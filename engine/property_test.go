@@ -13,6 +13,7 @@ import (
 	"tollgate/limit"
 	"tollgate/limit/limittest"
 	"tollgate/plans"
+	"tollgate/script"
 )
 
 // Limits drawn by the property tests and the fuzz target: fractional rates
@@ -36,10 +37,15 @@ var (
 	}
 )
 
+// propCosts are the costs drawn when a run has costs: limit.NoCost, the
+// default, weights around the bursts and limits, and above them.
+var propCosts = []int32{limit.NoCost, 0, 1, 2, 3, 7, 50}
+
 // propConfig is the live configuration of one simulated sequence.
 type propConfig struct {
 	plan, method, stage, account plans.Throttle
 	quota                        plans.Quota
+	customer                     int32 // the customer quota of a run with costs
 }
 
 // propRun drives the script and the reference model (limittest.Model)
@@ -58,6 +64,9 @@ type propRun struct {
 	// ends the oldest open lease (op "unlease") after spending part of it.
 	leases bool
 	open   []*limit.Return
+	// costs: each decision draws its cost, and both keys share a customer
+	// quota (cfg.customer).
+	costs bool
 }
 
 // request builds the request of key k (0 or 1), via the plan bucket or
@@ -92,7 +101,9 @@ func (p *propRun) change() {
 	case 3:
 		p.cfg.account = t
 	default:
-		if v%2 == 0 {
+		if p.costs && v%4 == 1 {
+			p.cfg.customer = proptest.Pick(propLimits, v/4) * 3
+		} else if v%2 == 0 {
 			p.cfg.quota.Limit = proptest.Pick(propLimits, v/2)
 		} else {
 			p.cfg.quota = plans.Quota{Limit: p.cfg.quota.Limit, Period: proptest.Pick(propPeriods, v/2).Period, Offset: proptest.Pick(propPeriods, v/2).Offset}
@@ -131,9 +142,13 @@ func (p *propRun) decide(k int, viaMethod bool) string {
 	if p.leases {
 		req.Want = int32(p.ops.Next() % 40)
 	}
+	if p.costs {
+		req.Cost = proptest.Pick(propCosts, p.ops.Next())
+		req.CustomerID, req.CustomerQuota = "cust1", &limit.Quota{Limit: p.cfg.customer}
+	}
 	want, _ := p.m.Decide(p.ctx, req)
 	got, err := p.decideTx(req)
-	p.log = append(p.log, fmt.Sprintf("key%d method=%v want=%d allowed=%v refused=%v granted=%d", k, viaMethod, req.Want, want.Allowed, want.Refused, want.Granted))
+	p.log = append(p.log, fmt.Sprintf("key%d method=%v want=%d cost=%d allowed=%v refused=%v granted=%d", k, viaMethod, req.Want, req.Cost, want.Allowed, want.Refused, want.Granted))
 	if err != nil {
 		return "Decide: " + err.Error()
 	}
@@ -175,9 +190,12 @@ func (p *propRun) persist(req *limit.Request) {
 // keysOf lists req's quota, usage and bucket keys.
 func (p *propRun) keysOf(req *limit.Request) []string {
 	var kr keyedRequest
-	var q keyedQuota
-	p.l.res.resolve(req, &kr, nil, &q)
+	var q, cq keyedQuota
+	p.l.res.resolve(req, &kr, nil, &q, &cq)
 	keys := []string{kr.Quota.Key, kr.UsageKey}
+	if kr.Customer != nil {
+		keys = append(keys, kr.Customer.Key)
+	}
 	for _, b := range kr.Buckets {
 		keys = append(keys, b.Key)
 	}
@@ -191,10 +209,10 @@ func (p *propRun) keysOf(req *limit.Request) []string {
 // redis_test.go), and a stall of the test machine must not fail it.
 func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	var kr keyedRequest
-	var q keyedQuota
-	p.l.res.resolve(req, &kr, nil, &q)
+	var q, cq keyedQuota
+	p.l.res.resolve(req, &kr, nil, &q, &cq)
 	a := newRunArgs()
-	a.addDecision(&kr, nil, rulesAt{}, 0)
+	a.addDecision(&kr, nil, rulesAt{}, customerAt{}, 0)
 	keys, args, _ := a.build(runOpts{clock: p.l.r.clockArg(), leaseUS: p.l.r.leaseHoldUS})
 	pipe := p.l.r.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
@@ -213,17 +231,31 @@ func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	return parseDecision(&rr.decisions[0], &kr), nil
 }
 
-// checkUsage compares the usage hashes with the model's counts.
+// checkUsage compares the usage hashes with the model's counts of
+// requests and of cost units.
 func (p *propRun) checkUsage() string {
 	for k := range 2 {
 		keyID := fmt.Sprintf("key%d", k)
-		want := p.m.UsageDays(keyID, "plan1")
-		got, err := p.l.r.rdb.HGetAll(p.ctx, p.l.r.keys.Usage(keyID, "plan1")).Result()
+		want, wantUnits := p.m.UsageDays(keyID, "plan1"), p.m.UnitsDays(keyID, "plan1")
+		fields, err := p.l.r.rdb.HGetAll(p.ctx, p.l.r.keys.Usage(keyID, "plan1")).Result()
 		if err != nil {
 			return "usage: " + err.Error()
 		}
+		parsed, err := script.ParseUsage(fields)
+		if err != nil {
+			return "usage: " + err.Error()
+		}
+		got, gotUnits := map[string]string{}, map[string]int64{}
+		for day, u := range parsed {
+			got[day], gotUnits[day] = strconv.FormatInt(u.Requests, 10), u.Units
+		}
 		// the limiter keeps 100 days: compare the last 60
 		from := p.clock.Now().AddDate(0, 0, -60).Format(plans.UsageDateLayout)
+		for day, n := range wantUnits {
+			if day >= from && gotUnits[day] != n {
+				return fmtDiff("units of "+keyID+" on "+day, gotUnits[day], n)
+			}
+		}
 		for day, n := range want {
 			if day >= from && got[day] != strconv.FormatInt(n, 10) {
 				return fmtDiff("usage of "+keyID+" on "+day, got[day], n)
@@ -279,6 +311,18 @@ func seededRuns(t *testing.T, stream uint64, setup func(*propRun)) {
 
 func TestDecideMatchesModel(t *testing.T) {
 	seededRuns(t, 0x7011, func(*propRun) {})
+}
+
+// Costs and a customer quota against the model: each decision takes a
+// drawn cost (none, weights up to and past the bursts and limits) from
+// its plan bucket, quota and the customer quota both keys share, all or
+// nothing, and usage counts requests and units apart.
+func TestCostsAndCustomerQuotaMatchModel(t *testing.T) {
+	seededRuns(t, 0xc057, func(p *propRun) {
+		p.costs = true
+		p.cfg.customer = 30
+		p.cfg.quota.Limit = 100
+	})
 }
 
 // Capacity leases against the model: decisions that take several tokens

@@ -55,6 +55,8 @@ func parseDecision(r *script.DecisionReply, req *keyedRequest) limit.Decision {
 			d.Refused = req.Buckets[r.Bucket-1].Level
 		case script.RefusedRules:
 			d.Refused = limit.LevelRule
+		case script.RefusedCustomer:
+			d.Refused = limit.LevelCustomer
 		default:
 			d.Refused = limit.LevelQuota
 		}
@@ -71,6 +73,10 @@ func parseDecision(r *script.DecisionReply, req *keyedRequest) limit.Decision {
 	if req.Quota != nil {
 		start, end := time.Unix(r.QuotaStart, 0).UTC(), time.Unix(r.QuotaEnd, 0).UTC()
 		d.Quota = &limit.State{Limit: int64(req.Quota.Limit), Remaining: r.QuotaLeft, Reset: end, Window: end.Sub(start)}
+	}
+	if c := req.Customer; c != nil && r.CustomerLeft >= 0 {
+		start, end := time.Unix(r.QuotaStart, 0).UTC(), time.Unix(r.QuotaEnd, 0).UTC()
+		d.Customer = &limit.State{Limit: int64(c.Limit), Remaining: r.CustomerLeft, Reset: end, Window: end.Sub(start)}
 	}
 	return d
 }

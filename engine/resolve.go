@@ -28,17 +28,21 @@ type resolver struct {
 
 // resolve names the Redis state of req's limits into kr (reusing its
 // arrays).
-func (rs *resolver) resolve(req *limit.Request, kr *keyedRequest, buckets []keyedBucket, quota *keyedQuota) {
+func (rs *resolver) resolve(req *limit.Request, kr *keyedRequest, buckets []keyedBucket, quota, customer *keyedQuota) {
 	kr.Buckets = buckets[:0]
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
 		kr.Buckets = append(kr.Buckets, keyedBucket{Key: rs.bucketKey(req, b), RateLimit: b.RateLimit, BurstLimit: b.BurstLimit, Level: b.Level})
 	}
-	kr.Quota, kr.UsageKey = nil, ""
+	kr.Quota, kr.Customer, kr.UsageKey, kr.Cost = nil, nil, "", req.Cost
 	if req.KeyID != "" {
 		if q := req.Quota; q != nil {
 			*quota = rs.keyedQuota(req.KeyID, req.PlanID, q)
 			kr.Quota = quota
+		}
+		if cq := req.CustomerQuota; cq != nil && customer != nil {
+			*customer = rs.customerQuota(req, cq)
+			kr.Customer = customer
 		}
 		if !req.Uncounted {
 			kr.UsageKey = rs.keys.Usage(req.KeyID, req.PlanID)
@@ -79,6 +83,23 @@ func (rs *resolver) table(c calendar.Calendar, t time.Time) script.PeriodBounds 
 	b := script.TableOf(c, t)
 	rs.tables.Store(c, &b)
 	return b
+}
+
+// customerQuota resolves the customer quota cq of req: its period (offset,
+// anchor and zone) is the quota's when req has one.
+func (rs *resolver) customerQuota(req *limit.Request, cq *limit.Quota) keyedQuota {
+	q := *cq
+	if req.Quota != nil {
+		q = *req.Quota // its period, offset, anchor and zone
+		q.Limit = cq.Limit
+	}
+	kq := rs.keyedQuota(req.KeyID, req.PlanID, &q)
+	if req.CustomerID == "" {
+		kq.Key = rs.keys.KeyCustomerQuota(req.KeyID, req.PlanID)
+	} else {
+		kq.Key = rs.keys.CustomerQuota(req.CustomerID, req.PlanID)
+	}
+	return kq
 }
 
 // bucketKey names the state of bucket b of req.

@@ -149,10 +149,10 @@ func (p *rulesRun) decide(k int) string {
 // Decide would.
 func (p *rulesRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	c := &call{ctx: p.ctx, done: make(chan struct{})}
-	p.l.res.resolve(req, &c.own, nil, &c.ownQuota)
+	p.l.res.resolve(req, &c.own, nil, &c.ownQuota, &c.ownCust)
 	c.req = &c.own
 	a := newRunArgs()
-	a.addDecision(c.req, nil, rulesAt{}, p.l.holds.leaseUS)
+	a.addDecision(c.req, nil, rulesAt{}, customerAt{}, p.l.holds.leaseUS)
 	keys, args, _ := a.build(runOpts{clock: p.l.r.clockArg()})
 	pipe := p.l.r.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)

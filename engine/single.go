@@ -25,7 +25,7 @@ func (s *single) decide(deadline time.Duration, a *runArgs, live []*call) {
 	r := s.r
 	alongs := false
 	for _, c := range live {
-		a.addDecision(c.req, nil, rulesAt{}, s.concurrencyUS)
+		a.addDecision(c.req, nil, rulesAt{}, customerAt{}, s.concurrencyUS)
 		alongs = alongs || c.along != nil
 	}
 	keys, args, run := a.build(r.decideOpts(0, live[0].clock))

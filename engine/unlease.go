@@ -43,7 +43,7 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 	for _, rt := range returns {
 		var kr keyedRequest
 		var q keyedQuota
-		e.res.resolve(rt.Req, &kr, nil, &q)
+		e.res.resolve(rt.Req, &kr, nil, &q, nil)
 		home := slotOf(kr.home())
 		// the lease's part in each slot: its buckets there, and in its
 		// home slot its quota and usage

@@ -32,6 +32,7 @@ type statusWriter struct {
 	bytes   int64
 	errCtx  *errorContext // the stage's gateway responses, once routed (nil when none)
 	interim http.Header   // the header map before the first interim response
+	tee     *costTee      // keeps the body for a json: settled cost; nil when not
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -58,6 +59,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	if w.tee != nil {
+		w.tee.write(b[:n])
+	}
 	return n, err
 }
 

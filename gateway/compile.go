@@ -53,6 +53,8 @@ type stagePlan struct {
 	quota    *limit.Quota
 	shadow   bool
 	non5xx   bool             // tagged tollgate:quota-counts=non-5xx
+	cost     plans.Cost       // what a request costs (tollgate:cost)
+	customer *limit.Quota     // the customer quota (tollgate:customer-quota); nil for none
 	plan     *plans.UsagePlan // the snapshot's plan (read only)
 }
 
@@ -148,12 +150,17 @@ func compileStage(apiID string, st *plans.StageConfig, covering []*plans.UsagePl
 
 // newStagePlan copies the plan-level limits of p.
 func newStagePlan(p *plans.UsagePlan) *stagePlan {
-	sp := &stagePlan{id: p.ID, shadow: p.Shadow(), non5xx: p.CountsNon5xx(), plan: p}
+	sp := &stagePlan{id: p.ID, shadow: p.Shadow(), non5xx: p.CountsNon5xx(), cost: p.Cost(), plan: p}
 	if p.Throttle != nil {
 		t := *p.Throttle
 		sp.throttle = &t
 	}
 	sp.quota = limitQuota(p)
+	if n, ok := p.CustomerQuota(); ok && sp.quota != nil {
+		c := *sp.quota // the plan quota's period
+		c.Limit = n
+		sp.customer = &c
+	}
 	return sp
 }
 

@@ -40,7 +40,7 @@ type exchange struct {
 	lreq              limit.Request
 	planRules         []limit.Level // the levels of the shadow plan's rules, first in rules
 	release           func()        // ends the request's concurrency slots; nil without any
-	unsettled         bool          // admitted uncounted (quota-counts=non-5xx): settle after the response
+	unsettled         bool          // admitted uncounted (quota-counts=non-5xx, a settled cost): settle after the response
 	quotaStart        time.Time     // the quota period start of its decision
 	cache             string        // X-Cache outcome of a caching method
 	stale             string        // why a stale entry answered (staleError, ...); "" when none did
@@ -87,7 +87,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveAPI(sw, r, ex)
 	s.finish(r, sw, ex)
 	if ex.unsettled {
-		s.settle(ex, cmp.Or(sw.status, http.StatusOK))
+		s.settle(ex, sw, cmp.Or(sw.status, http.StatusOK))
 	}
 }
 

@@ -30,9 +30,11 @@ const (
 var ownedHeaders = []string{HeaderLimit, HeaderRemaining, HeaderReset, HeaderRateLimit, HeaderRatePolicy, headerXCache, headerAge, headerRequestID}
 
 // writeRateLimitHeaders sets the caller's own rate-limit headers from a
-// decision: X-RateLimit-* from the quota when the plan has one, else from
-// the plan (or plan-method) bucket; RateLimit-Policy and RateLimit with a
-// "throttle" item for that bucket, a "quota" item, and an item per
+// decision: X-RateLimit-* from the quota when the plan has one (or the
+// customer quota when it has fewer units left), else from the plan (or
+// plan-method) bucket; RateLimit-Policy and RateLimit with a "throttle"
+// item for that bucket, a "quota" item, a "customer" item for the
+// customer quota (docs/cost.md), and an item per
 // enforcing rule of rules that counts by something of the caller's own
 // (limit.Rule.Private: a rule counting every caller together describes
 // other callers' traffic too), named after the rule (docs/rules.md). A
@@ -47,8 +49,9 @@ func writeRateLimitHeaders(h http.Header, vals []string, d limit.Decision, bucke
 	if hasQuota {
 		qs = d.Quota
 	}
+	cs := d.Customer
 	shown := shownRules(d, rules)
-	if qs == nil && ts == nil && shown == 0 {
+	if qs == nil && ts == nil && cs == nil && shown == 0 {
 		return
 	}
 	// The five values are written into one buffer, made one string and
@@ -56,7 +59,11 @@ func writeRateLimitHeaders(h http.Header, vals []string, d limit.Decision, bucke
 	var buf [320]byte // the plan's values fit: at most 19-digit numbers
 	b := buf[:0]
 	var ends [5]int
-	if st := cmp.Or(qs, ts); st != nil {
+	st := cmp.Or(qs, ts)
+	if cs != nil && (qs == nil || cs.Remaining < qs.Remaining) {
+		st = cs
+	}
+	if st != nil {
 		b = strconv.AppendInt(b, st.Limit, 10)
 		ends[0] = len(b)
 		b = strconv.AppendInt(b, max(st.Remaining, 0), 10)
@@ -73,6 +80,10 @@ func writeRateLimitHeaders(h http.Header, vals []string, d limit.Decision, bucke
 	if qs != nil {
 		policy = appendItem(policy, "quota", 'q', qs.Limit, ceilSeconds(qs.Window))
 		current = appendItem(current, "quota", 'r', max(qs.Remaining, 0), ceilSeconds(qs.Reset.Sub(d.Now)))
+	}
+	if cs != nil {
+		policy = appendItem(policy, "customer", 'q', cs.Limit, ceilSeconds(cs.Window))
+		current = appendItem(current, "customer", 'r', max(cs.Remaining, 0), ceilSeconds(cs.Reset.Sub(d.Now)))
 	}
 	if shown > 0 {
 		for i := range d.Rules {

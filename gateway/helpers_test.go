@@ -193,8 +193,8 @@ func (c *countingEngine) KeyUsage(ctx context.Context, keyID, planID string, q *
 	return c.get().KeyUsage(ctx, keyID, planID, q)
 }
 
-func (c *countingEngine) Settle(ctx context.Context, keyID, planID string, start time.Time, counted bool) error {
-	return c.get().Settle(ctx, keyID, planID, start, counted)
+func (c *countingEngine) Settle(ctx context.Context, s limit.Settlement) error {
+	return c.get().Settle(ctx, s)
 }
 
 // limiter is a gateway node's limiter as cmd/tollgate stacks it on eng:

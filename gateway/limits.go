@@ -42,9 +42,19 @@ func (s *Server) buildRequest(ex *exchange) {
 				ex.quota = *sp.quota
 				req.Quota = &ex.quota
 			}
-			// quota-counts=non-5xx: counted (or given back) once the
-			// response is known (settle)
-			req.Uncounted = sp.non5xx
+			if sp.customer != nil {
+				req.CustomerQuota = sp.customer
+				if ex.rec != nil {
+					req.CustomerID = ex.rec.CustomerID
+				}
+			}
+			req.Cost = sp.cost.Decided()
+			if req.Cost == 0 {
+				req.Cost = limit.NoCost
+			}
+			// quota-counts=non-5xx and a settled cost: counted (or given
+			// back) once the response is known (settle)
+			req.Uncounted = sp.non5xx || sp.cost.Settled()
 		}
 	}
 	req.Buckets = append(req.Buckets, m.shared...)
@@ -92,36 +102,59 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		if d.Quota != nil {
 			ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)
 		}
+		if len(ex.sp.cost.JSON) > 0 {
+			w.tee = &costTee{}
+		}
 	}
 	return d.Delay <= 0 || s.delay(w, r, ex, d)
 }
 
 // settleTimeout bounds the settle of one request (its own round trip,
-// after the response).
-const settleTimeout = 5 * time.Second
+// after the response): a settled cost is charged within it of the
+// response's end (docs/cost.md).
+const settleTimeout = time.Second
 
-// settle settles an admitted request of a plan tagged
-// tollgate:quota-counts=non-5xx once its response has ended with status:
-// a 5xx (the upstream's, or the gateway's 502/504 for an integration that
-// failed or timed out) gives its quota unit back and is not counted in
-// usage; anything else is counted. It runs on its own goroutine; an error
-// is logged (the request stays charged and uncounted). It is the one
+// settle settles an admitted request decided uncounted once its response
+// has ended with status (sw: its header and kept body). A settled cost
+// (tollgate:cost=header:... or json:...) charges the difference between
+// the cost the response reports (or tollgate:cost-if-missing's when it
+// reports none) and the reservation its decision took, and counts the
+// request with that cost. A plan tagged tollgate:quota-counts=non-5xx
+// gives a 5xx (the upstream's, or the gateway's 502/504 for an
+// integration that failed or timed out) all its units back and does not
+// count it; anything else is counted. It runs on its own goroutine,
+// within settleTimeout of the response's end; an error is logged (the
+// request stays charged its reservation and uncounted). It is the one
 // exception to one limiter round trip per request: every admitted request
 // of such a plan pays a second one, off the request's path, because its
-// usage can be counted only once its status is known (usage is never
-// decremented: the ledger keeps the highest count of a day).
-func (s *Server) settle(ex *exchange, status int) {
-	counted := status < 500
-	if !counted && ex.lreq.Quota == nil {
-		return // nothing was charged
+// cost and count are known only once the response is.
+func (s *Server) settle(ex *exchange, sw *statusWriter, status int) {
+	cost := &ex.sp.cost
+	reserved := ex.lreq.Units()
+	set := limit.Settlement{PeriodStart: ex.quotaStart, Count: true, Units: reserved}
+	if cost.Settled() {
+		real, ok := settledCost(cost, sw.Header(), sw.tee)
+		if !ok {
+			real = cost.IfMissing()
+		}
+		set.Units, set.Charge, set.Bucket = real, real-reserved, true
 	}
-	keyID, planID, start := ex.keyID, ex.lreq.PlanID, ex.quotaStart
+	if ex.sp.non5xx && status >= 500 {
+		set = limit.Settlement{PeriodStart: ex.quotaStart, Charge: -reserved}
+		if reserved == 0 {
+			return // nothing was charged
+		}
+	}
+	req := ex.lreq // the request as decided; ex is not reused
+	req.Rules, req.Along = nil, nil
+	set.Req = &req
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 		defer cancel()
-		if err := s.engine.Settle(ctx, keyID, planID, start, counted); err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "quota settle failed", slog.String("key_id", keyID),
-				slog.String("plan_id", planID), slog.Bool("counted", counted), slog.String("error", err.Error()))
+		if err := s.engine.Settle(ctx, set); err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "settle failed", slog.String("key_id", req.KeyID),
+				slog.String("plan_id", req.PlanID), slog.Bool("counted", set.Count), slog.Int("charge", int(set.Charge)),
+				slog.String("error", err.Error()))
 		}
 	}()
 }
@@ -157,7 +190,7 @@ func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
 	e := respThrottled
 	ex.errType, ex.reason = ErrorTypeThrottled, d.Refused.String()
 	switch d.Refused {
-	case limit.LevelQuota:
+	case limit.LevelQuota, limit.LevelCustomer:
 		e, ex.errType = respQuota, ErrorTypeQuota
 	case limit.LevelRule:
 		if i := d.RefusedRule; i >= 0 && i < len(ex.lreq.Rules) {

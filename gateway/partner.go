@@ -76,10 +76,12 @@ type quotaUsage struct {
 	ResetAt   string `json:"resetAt"`
 }
 
-// dayUsage is the admitted requests of one UTC day ("YYYY-MM-DD").
+// dayUsage is the admitted requests of one UTC day ("YYYY-MM-DD"): their
+// cost units (count) and how many they were.
 type dayUsage struct {
-	Date  string `json:"date"`
-	Count int64  `json:"count"`
+	Date     string `json:"date"`
+	Count    int64  `json:"count"`
+	Requests int64  `json:"requests"`
 }
 
 // serveUsage answers the partner usage endpoint (UsagePath) for the
@@ -171,6 +173,6 @@ func (s *Server) planUsage(r *http.Request, keyID string, sp *stagePlan) (planUs
 	if st := u.Quota; st != nil {
 		pu.Quota = &quotaUsage{Used: max(0, st.Limit-st.Remaining), Remaining: st.Remaining, ResetAt: st.Reset.UTC().Format(time.RFC3339)}
 	}
-	pu.Today = dayUsage{Date: u.Now.UTC().Format(time.DateOnly), Count: u.Today}
+	pu.Today = dayUsage{Date: u.Now.UTC().Format(time.DateOnly), Count: u.TodayUnits, Requests: u.Today}
 	return pu, nil
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"time"
 
 	"tollgate/cache"
 	"tollgate/limit"
@@ -31,8 +30,8 @@ type Engine interface {
 	// in its current period (none when q is nil) and the count of the
 	// limiter's UTC day.
 	KeyUsage(ctx context.Context, keyID, planID string, q *limit.Quota) (limit.Usage, error)
-	// Settle settles a request decided with limit.Request.Uncounted once
-	// its response is known: counted counts it in today's usage, else its
-	// quota unit (of the period that started at periodStart) is given back.
-	Settle(ctx context.Context, keyID, planID string, periodStart time.Time, counted bool) error
+	// Settle charges an admitted request once its response is known: a
+	// settled cost's difference from its reservation, and its usage count
+	// when it was decided limit.Request.Uncounted (limit.Settlement).
+	Settle(ctx context.Context, s limit.Settlement) error
 }

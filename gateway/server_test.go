@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -244,6 +243,6 @@ func (allowEngine) KeyUsage(context.Context, string, string, *limit.Quota) (limi
 	return limit.Usage{}, errors.New("no limiter")
 }
 
-func (allowEngine) Settle(context.Context, string, string, time.Time, bool) error {
+func (allowEngine) Settle(context.Context, limit.Settlement) error {
 	return errors.New("no limiter")
 }

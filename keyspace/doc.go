@@ -22,6 +22,8 @@
 //	<p>:{k:<keyId>}:tb:<planId>:<apiId>:<stage>:<METHOD><path>   plan-method bucket
 //	<p>:{k:<keyId>}:q:<planId>                                   quota (period start, count)
 //	<p>:{k:<keyId>}:u:<planId>                                   usage per UTC day
+//	<p>:{k:<keyId>}:cq:<planId>                                  customer quota of a key without a customerId
+//	<p>:{c:<customerId>}:cq:<planId>                             customer quota (period start, units)
 //	<p>:{s:<apiId>:<stage>}:tb:<METHOD><path>                    stage method bucket
 //	<p>:{acct}:tb                                                account bucket
 //	<p>:{r:<counterId>:<digest>}:<tb|sw|fw|cc|lb>                rate-limit rule state

@@ -70,6 +70,19 @@ func (s Space) Quota(keyID, planID string) string {
 	return s.perKey(keyID) + "q:" + escapeID(planID)
 }
 
+// CustomerQuota names the customer quota state (tollgate:customer-quota:
+// period start and units) of one customer in one plan, shared by every key
+// with that customerId: <p>:{c:<customerId>}:cq:<planId>.
+func (s Space) CustomerQuota(customerID, planID string) string {
+	return s.prefix() + ":{c:" + escapeID(customerID) + "}:cq:" + escapeID(planID)
+}
+
+// KeyCustomerQuota names the customer quota state of a key without a
+// customerId, its own customer: <p>:{k:<keyId>}:cq:<planId>, in its slot.
+func (s Space) KeyCustomerQuota(keyID, planID string) string {
+	return s.perKey(keyID) + "cq:" + escapeID(planID)
+}
+
 // Usage names the hash of admitted requests per UTC day ("YYYY-MM-DD" →
 // count) of one API key in one plan: <p>:{k:<keyId>}:u:<planId>.
 func (s Space) Usage(keyID, planID string) string {

@@ -22,10 +22,13 @@ const (
 	LevelQuota
 	// LevelRule is a rate-limit rule (Decision.RefusedRule says which).
 	LevelRule
+	// LevelCustomer is the customer quota all keys of one customer share
+	// in a usage plan (tollgate:customer-quota).
+	LevelCustomer
 )
 
 // String returns the metric label value of l (tollgate_throttled_total's
-// "level", docs/operations.md): "plan", "method", "stage", "account", "quota", "rule", and
+// "level", docs/operations.md): "plan", "method", "stage", "account", "quota", "rule", "customer", and
 // "none" for LevelNone or an unknown value.
 func (l Level) String() string {
 	switch l {
@@ -41,6 +44,8 @@ func (l Level) String() string {
 		return "quota"
 	case LevelRule:
 		return "rule"
+	case LevelCustomer:
+		return "customer"
 	default:
 		return "none"
 	}

@@ -9,7 +9,7 @@ func TestLevelString(t *testing.T) {
 		want string
 	}{
 		{LevelNone, "none"}, {LevelPlan, "plan"}, {LevelPlanMethod, "method"}, {LevelStage, "stage"},
-		{LevelAccount, "account"}, {LevelQuota, "quota"}, {LevelRule, "rule"}, {Level(99), "none"},
+		{LevelAccount, "account"}, {LevelQuota, "quota"}, {LevelRule, "rule"}, {LevelCustomer, "customer"}, {Level(99), "none"},
 	}
 	for _, tc := range cases {
 		if got := tc.l.String(); got != tc.want {

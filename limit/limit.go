@@ -96,11 +96,42 @@ type Request struct {
 	// quota) to take when admitted: 0 or 1 the request alone, more a
 	// capacity lease (docs/leases.md). The lease layer sets it.
 	Want int32
+	// Cost is the units the request's own limits take when admitted: its
+	// plan or plan-method bucket, its quota and its customer quota; usage
+	// counts them beside the request (docs/cost.md). 0 means 1, as AWS
+	// counts; NoCost takes none (a weight of 0). Shared buckets and rules
+	// count requests. A settled cost reserves its estimate here and
+	// settles the rest once the response is known (engine.Settle).
+	Cost int32
+	// CustomerID names the customer whose CustomerQuota the key shares
+	// with the customer's other keys; "" when the key is its own customer.
+	CustomerID string
+	// CustomerQuota is the quota every key of the customer shares in the
+	// plan (tollgate:customer-quota), decided with the key's own limits,
+	// all or nothing, checked after Quota; nil for none. Its period and
+	// offset are those of Quota when both are set.
+	CustomerQuota *Quota
 	// Along, when not nil, is work the decider does in the round trip of
 	// the decision (the stage cache entry's read). A decider that answers
 	// without a round trip leaves it undone (Along.Done reports false), and
 	// the caller does it on its own.
 	Along Along
+}
+
+// NoCost is Request.Cost for a request that takes no units (it still
+// needs one left: an overdrawn quota refuses it).
+const NoCost int32 = -1
+
+// Units returns the units req's own limits take per request: Cost, 1 for
+// 0, 0 for NoCost (any negative).
+func (r *Request) Units() int32 {
+	switch {
+	case r.Cost == 0:
+		return 1
+	case r.Cost < 0:
+		return 0
+	}
+	return r.Cost
 }
 
 // Along is work done in a decision's round trip; the engine knows its
@@ -155,6 +186,9 @@ type Charge struct {
 	Units int32
 	At    time.Time
 	Run   int64
+	// Requests is how many requests they were, counted in usage beside
+	// Units; 0 means Units (requests of one unit each).
+	Requests int32
 }
 
 // Return ends a capacity lease (engine/lease): its Unspent units go back
@@ -167,6 +201,23 @@ type Return struct {
 	Taken, Unspent, Spent int32
 	At, PeriodStart       time.Time
 	KeepQuota             bool
+}
+
+// Settlement is the charge of one admitted request once its response is
+// known (the gateway's settle): Charge units beyond what its decision
+// took on its own limits (negative: given back; a settled cost's real
+// cost less its reservation), in the quota period that started at
+// PeriodStart (the decision's Quota.Reset − Quota.Window) only; and, when
+// Count, the request counted in usage with Units cost units (a request
+// decided Uncounted). Bucket says Charge applies to the plan bucket too
+// (a settled cost; a 5xx given back keeps its token).
+type Settlement struct {
+	Req         *Request
+	PeriodStart time.Time
+	Charge      int32
+	Count       bool
+	Units       int32
+	Bucket      bool
 }
 
 // PlanBucket returns the request's plan or plan-method bucket (the first
@@ -219,6 +270,10 @@ type Decision struct {
 	Plan *State
 	// Quota is the state of the caller's quota; nil if none.
 	Quota *State
+	// Customer is the state of the caller's customer quota (its Reset and
+	// Window are the quota period's); nil if none, or decided in its own
+	// Redis Cluster slot.
+	Customer *State
 	// Remembered is true when the engine answered from its memory of an
 	// earlier refusal, without Redis.
 	Remembered bool
@@ -258,4 +313,6 @@ type Usage struct {
 	Quota *State
 	// Today is the requests counted on Now's UTC day.
 	Today int64
+	// TodayUnits is the cost units of those requests.
+	TodayUnits int64
 }

@@ -194,7 +194,7 @@ func TestEveryDropOfADownFileIsListed(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(14); got != want { // 000014_quota_calendar_alerts
+	if got, want := migrations.Latest(), uint(15); got != want { // 000015_usage_requests
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -111,6 +111,9 @@ type KeyRecord struct {
 	Enabled         bool     `json:"enabled"`
 	PlanIDs         []string `json:"planIds"`
 	InvalidateCache bool     `json:"invalidateCache,omitempty"`
+	// CustomerID is the key's customerId: the keys of one customer share
+	// a plan's customer quota (CustomerQuotaTag); "" for none.
+	CustomerID string `json:"customerId,omitempty"`
 	// ExpiresAt is the key's expiry (ExpiresAtTag); zero: never. The
 	// record carries it so that every node refuses the key from then on
 	// without any further push.

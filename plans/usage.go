@@ -8,8 +8,9 @@ import "time"
 // data and can be billed from. The limiter counts in Redis; a flush worker
 // moves what it observed there into the ledger (package ledger).
 
-// UsageDay is one row of the usage ledger: Count requests admitted for key
-// KeyID in plan PlanID on the UTC day Day (00:00 UTC).
+// UsageDay is one row of the usage ledger: Requests requests admitted for
+// key KeyID in plan PlanID on the UTC day Day (00:00 UTC), costing Count
+// units (docs/cost.md: one per request unless the plan says otherwise).
 //
 // Version is the ledger version of the row's last change: it comes from
 // one sequence for the whole ledger, rises every time the row's count
@@ -22,17 +23,21 @@ type UsageDay struct {
 	KeyID      string
 	Day        time.Time
 	Count      int64
+	Requests   int64
 	Version    int64
 	UpdatedAt  time.Time
 	KeyName    string
 	CustomerID string
 }
 
-// DayCount is the absolute number of requests admitted on one UTC day, as
-// the limiter counts it (Day is 00:00 UTC of that day).
+// DayCount is the absolute number of requests admitted on one UTC day
+// (Requests) and their cost units (Count), as the limiter counts them (Day
+// is 00:00 UTC of that day). Requests 0 with a Count means Count requests
+// of one unit each.
 type DayCount struct {
-	Day   time.Time
-	Count int64
+	Day      time.Time
+	Count    int64
+	Requests int64
 }
 
 // QuotaCount is the quota state of one (key, plan) as the limiter holds it:
@@ -58,6 +63,15 @@ type UsageObservation struct {
 	PlanID string
 	Days   []DayCount
 	Quota  *QuotaCount
+}
+
+// CustomerUsage is a customer quota's state (CustomerQuotaTag) in the
+// limiter now: the units the customer's keys used in the current period
+// (a settled cost may take it past Limit by one request's excess) and
+// what is left, on the limiter's clock.
+type CustomerUsage struct {
+	Limit, Used, Remaining      int64
+	Now, PeriodStart, PeriodEnd time.Time
 }
 
 // QuotaUsage is one stored quota state of the ledger (see QuotaCount).
@@ -145,7 +159,7 @@ func (o *UsageObservation) Validate() error {
 		return Invalid("usagePlanId", "usage observation of key %s without usagePlanId", o.KeyID)
 	}
 	for _, d := range o.Days {
-		if d.Day.IsZero() || d.Count < 0 {
+		if d.Day.IsZero() || d.Count < 0 || d.Requests < 0 {
 			return Invalid("days", "usage observation of key %s: day %s count %d is not a day with a count >= 0",
 				o.KeyID, d.Day.Format(UsageDateLayout), d.Count)
 		}

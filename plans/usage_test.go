@@ -15,11 +15,11 @@ var march1 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 func TestUsageBatchKeepsTheHighestCountAndTheNewestQuota(t *testing.T) {
 	var b plans.UsageBatch
 	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.FixedZone("x", -3600)) // 2026-03-02 00:59 UTC
-	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 5}, {late, 2}},
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 5, 0}, {late, 2, 0}},
 		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 7, Seq: 7}})
-	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.Add(time.Hour), 3}, {march1.AddDate(0, 0, 2), 0}},
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.Add(time.Hour), 3, 0}, {march1.AddDate(0, 0, 2), 0, 0}},
 		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 6, Seq: 6}})
-	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.AddDate(0, 0, 1), 4}},
+	b.Add(plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1.AddDate(0, 0, 1), 4, 0}},
 		Quota: &plans.QuotaCount{PeriodStart: march1, Count: 1, Seq: 8}})
 	if got, want := dayList(&b), "[p/k/2026-03-01=5 p/k/2026-03-02=4]"; got != want {
 		t.Errorf("days: got %s, want %s", got, want)
@@ -88,7 +88,7 @@ func TestUsageBatchIsOrderFreeAndIdempotent(t *testing.T) {
 }
 
 func TestUsageObservationValidate(t *testing.T) {
-	ok := plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 0}}}
+	ok := plans.UsageObservation{KeyID: "k", PlanID: "p", Days: []plans.DayCount{{march1, 0, 0}}}
 	cases := map[string]struct {
 		edit  func(*plans.UsageObservation)
 		field string

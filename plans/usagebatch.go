@@ -7,28 +7,36 @@ import (
 
 // UsageBatch merges usage observations before they are written to the
 // ledger: per (plan, key, UTC day) it keeps the highest count, per (key,
-// plan) the quota state with the highest Seq. Because the limiter's counts
+// plan) the quota state with the highest Seq (units and requests each).
+// Because the limiter's counts
 // are absolute, merging two observations of the same day is taking the
 // larger, and adding an observation twice changes nothing. The zero value
 // is an empty batch; a batch is not safe for concurrent use.
 type UsageBatch struct {
-	days   map[UsageCursor]int64
+	days   map[UsageCursor]dayTotals
 	quotas map[usagePair]QuotaCount
 }
 
 type usagePair struct{ keyID, planID string }
 
+// dayTotals is one day's cost units and requests.
+type dayTotals struct{ units, requests int64 }
+
 // Add merges o into the batch; o should be valid (Validate). Days are
-// taken at their UTC date. A day count of 0 adds nothing (the ledger has
-// no row for a day without requests).
+// taken at their UTC date. A day without requests adds nothing (the ledger
+// has no row for it).
 func (b *UsageBatch) Add(o UsageObservation) {
 	if b.days == nil {
-		b.days, b.quotas = map[UsageCursor]int64{}, map[usagePair]QuotaCount{}
+		b.days, b.quotas = map[UsageCursor]dayTotals{}, map[usagePair]QuotaCount{}
 	}
 	for _, d := range o.Days {
 		k := UsageCursor{PlanID: o.PlanID, KeyID: o.KeyID, Day: UTCDate(d.Day)}
-		if d.Count > 0 && d.Count > b.days[k] {
-			b.days[k] = d.Count
+		if d.Count > 0 || d.Requests > 0 {
+			if d.Requests == 0 {
+				d.Requests = d.Count
+			}
+			t := b.days[k]
+			b.days[k] = dayTotals{units: max(t.units, d.Count), requests: max(t.requests, d.Requests)}
 		}
 	}
 	if q := o.Quota; q != nil {
@@ -46,8 +54,8 @@ func (b *UsageBatch) Len() int { return len(b.days) + len(b.quotas) }
 // Version and UpdatedAt zero.
 func (b *UsageBatch) Days() []UsageDay {
 	out := make([]UsageDay, 0, len(b.days))
-	for k, n := range b.days {
-		out = append(out, UsageDay{PlanID: k.PlanID, KeyID: k.KeyID, Day: k.Day, Count: n})
+	for k, t := range b.days {
+		out = append(out, UsageDay{PlanID: k.PlanID, KeyID: k.KeyID, Day: k.Day, Count: t.units, Requests: t.requests})
 	}
 	slices.SortFunc(out, func(x, y UsageDay) int {
 		return cmp.Or(cmp.Compare(x.PlanID, y.PlanID), cmp.Compare(x.KeyID, y.KeyID), x.Day.Compare(y.Day))

@@ -19,13 +19,15 @@ const (
 )
 
 // UsageExportHeader is the CSV export's header row. Rows follow in (day,
-// key) order, one per key and UTC day with requests.
-var UsageExportHeader = []string{"date", "usagePlanId", "keyId", "keyName", "customerId", "count"}
+// key) order, one per key and UTC day with requests: count is their cost
+// units (docs/cost.md), requests how many they were.
+var UsageExportHeader = []string{"date", "usagePlanId", "keyId", "keyName", "customerId", "count", "requests"}
 
 // UsageExport writes the billing export of one plan's usage (docs/usage.md)
 // as CSV (RFC 4180, CRLF line ends, the header row UsageExportHeader) or
 // JSON ({"usagePlanId", "startDate", "endDate", "item": [{"date",
-// "usagePlanId", "keyId", "keyName", "customerId", "count"}, ...]}), row
+// "usagePlanId", "keyId", "keyName", "customerId", "count", "requests"},
+// ...]}), row
 // by row, so an export of any size streams. Close ends it.
 //
 // In CSV, a keyName or customerId that a spreadsheet would read as a
@@ -48,6 +50,7 @@ type usageItem struct {
 	KeyName     string `json:"keyName"`
 	CustomerID  string `json:"customerId"`
 	Count       int64  `json:"count"`
+	Requests    int64  `json:"requests"`
 }
 
 // NewUsageExport starts an export of plan planID from from to to (UTC
@@ -102,12 +105,12 @@ func (e *UsageExport) writeCSV(r UsageDay) {
 	}
 	if e.err == nil {
 		e.err = e.csv.Write([]string{r.Day.Format(UsageDateLayout), r.PlanID, r.KeyID,
-			spreadsheetText(r.KeyName), spreadsheetText(r.CustomerID), strconv.FormatInt(r.Count, 10)})
+			spreadsheetText(r.KeyName), spreadsheetText(r.CustomerID), strconv.FormatInt(r.Count, 10), strconv.FormatInt(r.Requests, 10)})
 	}
 }
 
 func (e *UsageExport) writeJSON(r UsageDay) {
-	b, err := json.Marshal(usageItem{r.Day.Format(UsageDateLayout), r.PlanID, r.KeyID, r.KeyName, r.CustomerID, r.Count})
+	b, err := json.Marshal(usageItem{r.Day.Format(UsageDateLayout), r.PlanID, r.KeyID, r.KeyName, r.CustomerID, r.Count, r.Requests})
 	if err != nil {
 		e.err = err
 		return

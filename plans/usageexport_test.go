@@ -13,9 +13,9 @@ import (
 )
 
 var exportRows = []plans.UsageDay{
-	{PlanID: "p1", KeyID: "k1", Day: march1, Count: 12, KeyName: "acme, inc.", CustomerID: "=HYPERLINK(\"x\")"},
-	{PlanID: "p1", KeyID: "k1", Day: march1.AddDate(0, 0, 1), Count: 3, KeyName: "acme, inc.", CustomerID: "c-1"},
-	{PlanID: "p1", KeyID: "k2", Day: march1, Count: 1, KeyName: "-dash \"quoted\"\nline"},
+	{PlanID: "p1", KeyID: "k1", Day: march1, Count: 12, Requests: 4, KeyName: "acme, inc.", CustomerID: "=HYPERLINK(\"x\")"},
+	{PlanID: "p1", KeyID: "k1", Day: march1.AddDate(0, 0, 1), Count: 3, Requests: 3, KeyName: "acme, inc.", CustomerID: "c-1"},
+	{PlanID: "p1", KeyID: "k2", Day: march1, Count: 0, Requests: 1, KeyName: "-dash \"quoted\"\nline"},
 }
 
 func export(t *testing.T, format string, batches ...[]plans.UsageDay) []byte {
@@ -38,7 +38,7 @@ func export(t *testing.T, format string, batches ...[]plans.UsageDay) []byte {
 
 func TestUsageExportCSVReadsBackWithAHeaderAndNoFormulas(t *testing.T) {
 	out := export(t, plans.UsageFormatCSV, exportRows[:1], exportRows[1:])
-	if !bytes.HasSuffix(out, []byte("\r\n")) || !bytes.HasPrefix(out, []byte("date,usagePlanId,keyId,keyName,customerId,count\r\n")) {
+	if !bytes.HasSuffix(out, []byte("\r\n")) || !bytes.HasPrefix(out, []byte("date,usagePlanId,keyId,keyName,customerId,count,requests\r\n")) {
 		t.Fatalf("got %q, want a CRLF CSV starting with the header", out)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
@@ -46,14 +46,14 @@ func TestUsageExportCSVReadsBackWithAHeaderAndNoFormulas(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{plans.UsageExportHeader,
-		{"2026-03-01", "p1", "k1", "acme, inc.", "'=HYPERLINK(\"x\")", "12"},
-		{"2026-03-02", "p1", "k1", "acme, inc.", "c-1", "3"},
-		{"2026-03-01", "p1", "k2", "'-dash \"quoted\"\nline", "", "1"},
+		{"2026-03-01", "p1", "k1", "acme, inc.", "'=HYPERLINK(\"x\")", "12", "4"},
+		{"2026-03-02", "p1", "k1", "acme, inc.", "c-1", "3", "3"},
+		{"2026-03-01", "p1", "k2", "'-dash \"quoted\"\nline", "", "0", "1"},
 	}
 	if !reflect.DeepEqual(recs, want) {
 		t.Fatalf("got records %q, want %q", recs, want)
 	}
-	if got := export(t, plans.UsageFormatCSV); string(got) != "date,usagePlanId,keyId,keyName,customerId,count\r\n" {
+	if got := export(t, plans.UsageFormatCSV); string(got) != "date,usagePlanId,keyId,keyName,customerId,count,requests\r\n" {
 		t.Fatalf("empty export: got %q, want the header alone", got)
 	}
 }
@@ -70,7 +70,7 @@ func TestUsageExportJSONIsOneDocument(t *testing.T) {
 	if got.UsagePlanID != "p1" || got.StartDate != "2026-03-01" || got.EndDate != "2026-03-31" || len(got.Item) != 3 {
 		t.Fatalf("got %+v, want plan p1 2026-03-01..2026-03-31 with 3 items", got)
 	}
-	if s := fmt.Sprint(got.Item[0]); s != `map[count:12 customerId:=HYPERLINK("x") date:2026-03-01 keyId:k1 keyName:acme, inc. usagePlanId:p1]` {
+	if s := fmt.Sprint(got.Item[0]); s != `map[count:12 customerId:=HYPERLINK("x") date:2026-03-01 keyId:k1 keyName:acme, inc. requests:4 usagePlanId:p1]` {
 		t.Fatalf("got item %s", s)
 	}
 	var empty doc

@@ -200,7 +200,10 @@ func (p *UsagePlan) Validate() error {
 			return Invalid("tags."+AlertsTag, "tag %s=%q: %v", AlertsTag, v, err)
 		}
 	}
-	return validateQuotaCountsTag(p.Tags)
+	if err := validateQuotaCountsTag(p.Tags); err != nil {
+		return err
+	}
+	return p.validateCostTags()
 }
 
 // ModeTag is the usage plan tag that puts a plan in shadow mode:

@@ -124,6 +124,7 @@ type wireRecord struct {
 	Enabled         bool     `json:"enabled,omitempty"`
 	PlanIDs         []string `json:"planIds,omitempty"`
 	InvalidateCache bool     `json:"invalidateCache,omitempty"`
+	CustomerID      string   `json:"customerId,omitempty"`
 	ExpiresAt       int64    `json:"expiresAt,omitempty"`      // Unix milliseconds; 0: never
 	ValueExpiresAt  int64    `json:"valueExpiresAt,omitempty"` // a previous value's end, Unix ms
 }
@@ -137,7 +138,7 @@ func encodeRecord(rec *plans.KeyRecord, version int64) ([]byte, int64) {
 	w := wireRecord{Version: version, Deleted: true}
 	if rec != nil {
 		w = wireRecord{Version: rec.Version, KeyID: rec.KeyID, Enabled: rec.Enabled,
-			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache, ExpiresAt: unixMilli(rec.ExpiresAt),
+			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache, CustomerID: rec.CustomerID, ExpiresAt: unixMilli(rec.ExpiresAt),
 			ValueExpiresAt: unixMilli(rec.ValueExpiresAt)}
 	}
 	b, _ := json.Marshal(w) // cannot fail: strings, bools and integers only
@@ -158,7 +159,7 @@ func decodeRecord(b []byte) (*plans.KeyRecord, error) {
 		planIDs = []string{}
 	}
 	return &plans.KeyRecord{KeyID: w.KeyID, Enabled: w.Enabled, PlanIDs: planIDs,
-		InvalidateCache: w.InvalidateCache, ExpiresAt: fromUnixMilli(w.ExpiresAt),
+		InvalidateCache: w.InvalidateCache, CustomerID: w.CustomerID, ExpiresAt: fromUnixMilli(w.ExpiresAt),
 		ValueExpiresAt: fromUnixMilli(w.ValueExpiresAt), Version: w.Version}, nil
 }
 

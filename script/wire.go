@@ -35,6 +35,11 @@ const (
 	RulesAdmitted = 1 // decided in their own slots (Redis Cluster): admitted
 	RulesRefused  = 2 // decided in their own slots: refused
 
+	// DecisionSpec.CustomerAt
+	CustomerHere     = 0 // decided in this run, from Customer
+	CustomerAdmitted = 1 // decided in its own slot (Redis Cluster): its units were taken
+	CustomerRefused  = 2 // decided in its own slot: refused
+
 	// DecideReply.Status
 	RunDone       = 0
 	RunDuplicate  = 1 // the run window says this run ran already: nothing was done
@@ -47,6 +52,7 @@ const (
 	RefusedQuota      = 3
 	RefusedUnrestored = 4 // the slot awaits its restore (DecideArgs.Await)
 	RefusedPeriod     = 5 // the PeriodBounds does not hold the run's time: nothing was charged
+	RefusedCustomer   = 6 // the customer quota
 
 	// WindowRuns is how many run numbers a RunWindow remembers.
 	WindowRuns = 256
@@ -56,6 +62,11 @@ const (
 	// admin's restore once it wrote them back from the ledger, lost with
 	// the slot's data (package usage).
 	RestoreMark = "~r"
+
+	// UsageExtra ends the field of a usage hash's day ("YYYY-MM-DD#x")
+	// that holds its requests' cost units beyond one per request, when
+	// not 0 (ParseUsage).
+	UsageExtra = "#x"
 )
 
 // DecideArgs is the head of op "decide": Charges × ChargeSpec, then
@@ -76,21 +87,29 @@ type DecideArgs struct {
 }
 
 // DecisionSpec is one decision of op "decide". Check order: its buckets,
-// then its rules, then the quota; admitted only when all admit, then all
-// are charged Want units (a capacity lease when more than 1). A Period of
-// PeriodTable has its PeriodBounds right after it, before its BucketSpecs.
+// then its rules, then the quota, then the customer quota; admitted only
+// when all admit, then all are charged Want units (a capacity lease when
+// more than 1). The caller's own limits (the plan bucket, the quota, the
+// customer quota) take Cost units per request, the shared buckets and the
+// rules one. A Period of PeriodTable has its PeriodBounds right after it,
+// before its BucketSpecs.
 type DecisionSpec struct {
-	Buckets        uint8  // BucketSpecs that follow
-	Rules          uint8  // RuleSpecs after them
-	Plan           uint8  // 1-based index of the caller's plan bucket among Buckets; 0 none
-	RulesElsewhere uint8  // RulesHere, RulesAdmitted or RulesRefused
-	RulesRetryUS   int64  // RulesRefused: the refusing rule's retry (-1 never)
-	Quota          uint16 // index among the states of the quota state; 0 none
-	Limit          int32  // quota limit (units)
-	Period         uint8  // PeriodDay, PeriodWeek, PeriodMonth or PeriodTable
-	Offset         uint8  // quota offset (days)
-	Usage          uint16 // index among the usage hashes; 0: no usage count
-	Want           uint16 // units to take when admitted; 0 counts as 1
+	Buckets         uint8  // BucketSpecs that follow
+	Rules           uint8  // RuleSpecs after them
+	Plan            uint8  // 1-based index of the caller's plan bucket among Buckets; 0 none
+	RulesElsewhere  uint8  // RulesHere, RulesAdmitted or RulesRefused
+	RulesRetryUS    int64  // RulesRefused: the refusing rule's retry (-1 never)
+	Quota           uint16 // index among the states of the quota state; 0 none
+	Limit           int32  // quota limit (units)
+	Period          uint8  // PeriodDay, PeriodWeek, PeriodMonth or PeriodTable
+	Offset          uint8  // quota offset (days)
+	Usage           uint16 // index among the usage hashes; 0: no usage count
+	Want            uint16 // units to take when admitted; 0 counts as 1
+	Cost            int32  // units of the caller's own limits per request (0: none; usage counts the request and them)
+	Customer        uint16 // index among the states of the customer quota state (same Period and Offset); 0 none
+	CustomerLimit   int32  // the customer quota's limit (units)
+	CustomerAt      uint8  // CustomerHere, CustomerAdmitted or CustomerRefused
+	CustomerRetryUS int64  // CustomerRefused: its retry-after
 }
 
 // PeriodBounds is the bounds of a quota period the script cannot compute:
@@ -141,13 +160,14 @@ type RuleSpec struct {
 // of PeriodTable has its PeriodBounds (around AtUS) right after it; a
 // table that does not hold AtUS charges no quota.
 type ChargeSpec struct {
-	Quota  uint16 // index among the states; 0 none
-	Period uint8
-	Offset uint8
-	Usage  uint16 // index among the usage hashes; 0 none
-	Units  int32
-	AtUS   int64 // the node's estimate of Redis time at admission
-	Run    int64 // the run that may have decided them (in the window); 0: never sent
+	Quota    uint16 // index among the states; 0 none
+	Period   uint8
+	Offset   uint8
+	Usage    uint16 // index among the usage hashes; 0 none
+	Units    int32  // quota units
+	AtUS     int64  // the node's estimate of Redis time at admission
+	Run      int64  // the run that may have decided them (in the window); 0: never sent
+	Requests int32  // requests counted in usage (with Units, their cost)
 }
 
 // DecideReply heads op "decide"'s reply: then one DecisionReply per
@@ -160,18 +180,19 @@ type DecideReply struct {
 
 // DecisionReply is the outcome of one decision.
 type DecisionReply struct {
-	Allowed     uint8
-	Refused     uint8 // RefusedNone, RefusedBucket, RefusedRules, RefusedQuota, RefusedUnrestored
-	Bucket      uint8 // RefusedBucket: the 1-based index of the refusing bucket
-	NowUS       int64 // the run's time
-	RetryUS     int64 // refused: until it could admit (-1 never)
-	PlanLeft    int64 // whole tokens left in the plan bucket; -1 none
-	PlanFullUS  int64 // until the plan bucket is full (-1 never)
-	QuotaLeft   int64 // quota units left; -1 no quota
-	QuotaStart  int64 // quota period start (s)
-	QuotaEnd    int64 // quota period end (s)
-	Granted     int32 // units taken (0 refused; more than 1: a lease)
-	LeaseWaitUS int64 // refused while leases on the refusing level have units out: how long they may still take
+	Allowed      uint8
+	Refused      uint8 // RefusedNone, RefusedBucket, RefusedRules, RefusedQuota, RefusedUnrestored
+	Bucket       uint8 // RefusedBucket: the 1-based index of the refusing bucket
+	NowUS        int64 // the run's time
+	RetryUS      int64 // refused: until it could admit (-1 never)
+	PlanLeft     int64 // whole tokens left in the plan bucket; -1 none
+	PlanFullUS   int64 // until the plan bucket is full (-1 never)
+	QuotaLeft    int64 // quota units left; -1 no quota
+	QuotaStart   int64 // quota period start (s)
+	QuotaEnd     int64 // quota period end (s)
+	Granted      int32 // units taken (0 refused; more than 1: a lease)
+	LeaseWaitUS  int64 // refused while leases on the refusing level have units out: how long they may still take
+	CustomerLeft int64 // customer quota units left; -1 no customer quota (or decided in its own slot)
 }
 
 // RuleReply is the outcome of one rule.
@@ -244,11 +265,20 @@ type RenewSpec struct {
 	Seq  uint32
 }
 
-// SettleArgs is op "settle": KEYS 1 the quota state, 2 the usage hash, 3
-// the change set.
+// SettleArgs is op "settle": the charge of one admitted request once its
+// response is known (a settled cost, tollgate:quota-counts=non-5xx), and
+// Redis Cluster's give-back of a customer quota's units. Fields name KEYS
+// indexes (0: none).
 type SettleArgs struct {
-	PeriodStartS int64 // the quota period of the decision
-	Count        uint8 // 1: count the request in usage; 0: give its quota unit back
+	PeriodStartS int64  // the quota period of the decision: quota units change only in it
+	Quota        uint16 // a quota state (the key's, or a customer's)
+	Customer     uint16 // a customer quota state
+	Bucket       uint16 // the plan bucket's state
+	Usage        uint16 // the usage hash: count Requests and Units on today
+	Changes      uint16 // the usage change set (the hash is marked in it)
+	Charge       int32  // units added to the quotas and taken from the bucket (negative: given back)
+	Requests     int32
+	Units        int32
 }
 
 // QuotaArgs is op "quota": KEYS 1 the quota state, 2 the usage hash
@@ -270,6 +300,8 @@ type QuotaReply struct {
 	PeriodEndS   int64 // 0: the PeriodBounds does not hold NowUS (nothing was set)
 	NowUS        int64
 	Today        int64 // today's count (UTC day of NowUS); -1 not read
+	TodayUnits   int64 // their cost units; -1 not read
+	Used         int64 // units used in the period (may pass the limit by a settled cost's excess)
 }
 
 // BucketState is a token bucket's stored state.

@@ -47,9 +47,9 @@ func (v *DecideArgs) Decode(s string) (string, error) {
 }
 
 // DecisionSpecSize is the packed size of DecisionSpec.
-const DecisionSpecSize = 24
+const DecisionSpecSize = 43
 
-// Append appends v packed (format "<BBBBi8Hi4BBHH").
+// Append appends v packed (format "<BBBBi8Hi4BBHHi4Hi4Bi8").
 func (v *DecisionSpec) Append(b []byte) []byte {
 	b = append(b, v.Buckets)
 	b = append(b, v.Rules)
@@ -62,6 +62,11 @@ func (v *DecisionSpec) Append(b []byte) []byte {
 	b = append(b, v.Offset)
 	b = le.AppendUint16(b, v.Usage)
 	b = le.AppendUint16(b, v.Want)
+	b = le.AppendUint32(b, uint32(v.Cost))
+	b = le.AppendUint16(b, v.Customer)
+	b = le.AppendUint32(b, uint32(v.CustomerLimit))
+	b = append(b, v.CustomerAt)
+	b = le.AppendUint64(b, uint64(v.CustomerRetryUS))
 	return b
 }
 
@@ -82,6 +87,11 @@ func (v *DecisionSpec) Decode(s string) (string, error) {
 	v.Offset = s[19]
 	v.Usage = uint16(u64(s, 20, 2))
 	v.Want = uint16(u64(s, 22, 2))
+	v.Cost = int32(uint32(u64(s, 24, 4)))
+	v.Customer = uint16(u64(s, 28, 2))
+	v.CustomerLimit = int32(uint32(u64(s, 30, 4)))
+	v.CustomerAt = s[34]
+	v.CustomerRetryUS = int64(u64(s, 35, 8))
 	return s[DecisionSpecSize:], nil
 }
 
@@ -181,9 +191,9 @@ func (v *RuleSpec) Decode(s string) (string, error) {
 }
 
 // ChargeSpecSize is the packed size of ChargeSpec.
-const ChargeSpecSize = 26
+const ChargeSpecSize = 30
 
-// Append appends v packed (format "<HBBHi4i8i8").
+// Append appends v packed (format "<HBBHi4i8i8i4").
 func (v *ChargeSpec) Append(b []byte) []byte {
 	b = le.AppendUint16(b, v.Quota)
 	b = append(b, v.Period)
@@ -192,6 +202,7 @@ func (v *ChargeSpec) Append(b []byte) []byte {
 	b = le.AppendUint32(b, uint32(v.Units))
 	b = le.AppendUint64(b, uint64(v.AtUS))
 	b = le.AppendUint64(b, uint64(v.Run))
+	b = le.AppendUint32(b, uint32(v.Requests))
 	return b
 }
 
@@ -208,6 +219,7 @@ func (v *ChargeSpec) Decode(s string) (string, error) {
 	v.Units = int32(uint32(u64(s, 6, 4)))
 	v.AtUS = int64(u64(s, 10, 8))
 	v.Run = int64(u64(s, 18, 8))
+	v.Requests = int32(uint32(u64(s, 26, 4)))
 	return s[ChargeSpecSize:], nil
 }
 
@@ -235,9 +247,9 @@ func (v *DecideReply) Decode(s string) (string, error) {
 }
 
 // DecisionReplySize is the packed size of DecisionReply.
-const DecisionReplySize = 71
+const DecisionReplySize = 79
 
-// Append appends v packed (format "<BBBi8i8i8i8i8i8i8i4i8").
+// Append appends v packed (format "<BBBi8i8i8i8i8i8i8i4i8i8").
 func (v *DecisionReply) Append(b []byte) []byte {
 	b = append(b, v.Allowed)
 	b = append(b, v.Refused)
@@ -251,6 +263,7 @@ func (v *DecisionReply) Append(b []byte) []byte {
 	b = le.AppendUint64(b, uint64(v.QuotaEnd))
 	b = le.AppendUint32(b, uint32(v.Granted))
 	b = le.AppendUint64(b, uint64(v.LeaseWaitUS))
+	b = le.AppendUint64(b, uint64(v.CustomerLeft))
 	return b
 }
 
@@ -272,6 +285,7 @@ func (v *DecisionReply) Decode(s string) (string, error) {
 	v.QuotaEnd = int64(u64(s, 51, 8))
 	v.Granted = int32(uint32(u64(s, 59, 4)))
 	v.LeaseWaitUS = int64(u64(s, 63, 8))
+	v.CustomerLeft = int64(u64(s, 71, 8))
 	return s[DecisionReplySize:], nil
 }
 
@@ -478,12 +492,19 @@ func (v *RenewSpec) Decode(s string) (string, error) {
 }
 
 // SettleArgsSize is the packed size of SettleArgs.
-const SettleArgsSize = 9
+const SettleArgsSize = 30
 
-// Append appends v packed (format "<i8B").
+// Append appends v packed (format "<i8HHHHHi4i4i4").
 func (v *SettleArgs) Append(b []byte) []byte {
 	b = le.AppendUint64(b, uint64(v.PeriodStartS))
-	b = append(b, v.Count)
+	b = le.AppendUint16(b, v.Quota)
+	b = le.AppendUint16(b, v.Customer)
+	b = le.AppendUint16(b, v.Bucket)
+	b = le.AppendUint16(b, v.Usage)
+	b = le.AppendUint16(b, v.Changes)
+	b = le.AppendUint32(b, uint32(v.Charge))
+	b = le.AppendUint32(b, uint32(v.Requests))
+	b = le.AppendUint32(b, uint32(v.Units))
 	return b
 }
 
@@ -494,7 +515,14 @@ func (v *SettleArgs) Decode(s string) (string, error) {
 		return s, shortError("SettleArgs", len(s), SettleArgsSize)
 	}
 	v.PeriodStartS = int64(u64(s, 0, 8))
-	v.Count = s[8]
+	v.Quota = uint16(u64(s, 8, 2))
+	v.Customer = uint16(u64(s, 10, 2))
+	v.Bucket = uint16(u64(s, 12, 2))
+	v.Usage = uint16(u64(s, 14, 2))
+	v.Changes = uint16(u64(s, 16, 2))
+	v.Charge = int32(uint32(u64(s, 18, 4)))
+	v.Requests = int32(uint32(u64(s, 22, 4)))
+	v.Units = int32(uint32(u64(s, 26, 4)))
 	return s[SettleArgsSize:], nil
 }
 
@@ -528,15 +556,17 @@ func (v *QuotaArgs) Decode(s string) (string, error) {
 }
 
 // QuotaReplySize is the packed size of QuotaReply.
-const QuotaReplySize = 40
+const QuotaReplySize = 56
 
-// Append appends v packed (format "<i8i8i8i8i8").
+// Append appends v packed (format "<i8i8i8i8i8i8i8").
 func (v *QuotaReply) Append(b []byte) []byte {
 	b = le.AppendUint64(b, uint64(v.Remaining))
 	b = le.AppendUint64(b, uint64(v.PeriodStartS))
 	b = le.AppendUint64(b, uint64(v.PeriodEndS))
 	b = le.AppendUint64(b, uint64(v.NowUS))
 	b = le.AppendUint64(b, uint64(v.Today))
+	b = le.AppendUint64(b, uint64(v.TodayUnits))
+	b = le.AppendUint64(b, uint64(v.Used))
 	return b
 }
 
@@ -551,6 +581,8 @@ func (v *QuotaReply) Decode(s string) (string, error) {
 	v.PeriodEndS = int64(u64(s, 16, 8))
 	v.NowUS = int64(u64(s, 24, 8))
 	v.Today = int64(u64(s, 32, 8))
+	v.TodayUnits = int64(u64(s, 40, 8))
+	v.Used = int64(u64(s, 48, 8))
 	return s[QuotaReplySize:], nil
 }
 

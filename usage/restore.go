@@ -142,7 +142,11 @@ func (l *Limiter) restoreDays(ctx context.Context, ledger RestoreLedger, inLost 
 				continue
 			}
 			key := l.keys.Usage(d.KeyID, d.PlanID)
-			pipe.HSetNX(ctx, key, d.Day.Format(plans.UsageDateLayout), d.Count)
+			day := d.Day.Format(plans.UsageDateLayout)
+			pipe.HSetNX(ctx, key, day, d.Requests)
+			if extra := d.Count - d.Requests; extra != 0 {
+				pipe.HSetNX(ctx, key, day+script.UsageExtra, extra)
+			}
 			pipe.Expire(ctx, key, usageKeepDays*24*time.Hour)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

@@ -279,7 +279,11 @@ func (s *Source) observe(ctx context.Context, takes []taken) ([]plans.UsageObser
 					from = today.AddDate(0, 0, -usageKeepDays)
 				}
 				r.days = daysBetween(from, today)
-				r.hmget = pipe.HMGet(ctx, m, r.days...)
+				fields := make([]string, 0, 2*len(r.days))
+				for _, d := range r.days {
+					fields = append(fields, d, d+script.UsageExtra)
+				}
+				r.hmget = pipe.HMGet(ctx, m, fields...)
 			} else {
 				r.all = pipe.HGetAll(ctx, m) // the mark's day was lost with an ended hold
 			}
@@ -295,26 +299,26 @@ func (s *Source) observe(ctx context.Context, takes []taken) ([]plans.UsageObser
 	}
 	out := make([]plans.UsageObservation, 0, len(reads))
 	for _, r := range reads {
-		counts := map[string]string{}
+		fields := map[string]string{}
 		if r.hmget != nil {
 			for i, v := range r.hmget.Val() {
 				if str, ok := v.(string); ok {
-					counts[r.days[i]] = str
+					fields[r.hmget.Args()[2+i].(string)] = str
 				}
 			}
 		} else {
-			counts = r.all.Val()
+			fields = r.all.Val()
 		}
-		for day, v := range counts {
+		days, err := script.ParseUsage(fields)
+		if err != nil {
+			return nil, fmt.Errorf("usage of key %s: %w", r.obs.KeyID, err)
+		}
+		for day, u := range days {
 			d, err := time.Parse(plans.UsageDateLayout, day)
 			if err != nil {
-				continue // not a day field
+				continue // not a day
 			}
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("usage of key %s on %s: count %q", r.obs.KeyID, day, v)
-			}
-			r.obs.Days = append(r.obs.Days, plans.DayCount{Day: d, Count: n})
+			r.obs.Days = append(r.obs.Days, plans.DayCount{Day: d, Count: u.Units, Requests: u.Requests})
 		}
 		if q, ok := decodeQuota(r.quota.Val()); ok {
 			r.obs.Quota = &q

@@ -13,6 +13,7 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -101,8 +102,9 @@ func (l *Limiter) run(ctx context.Context, keys []string, op string, args ...any
 	return cmd
 }
 
-// Usage returns the admitted requests of one key in one plan per UTC day,
-// for every day from from's to to's UTC date inclusive, keyed
+// Usage returns the cost units of the admitted requests of one key in one
+// plan per UTC day (docs/cost.md; one per request unless the plan says
+// otherwise), for every day from from's to to's UTC date inclusive, keyed
 // "YYYY-MM-DD" (0 for a day without requests, and for days older than the
 // 100 days the limiter keeps). to before from gives an empty map. Callers
 // bound the range (GetUsage allows 90 days). Errors are wrapped.
@@ -112,19 +114,26 @@ func (l *Limiter) Usage(ctx context.Context, keyID, planID string, from, to time
 	if len(days) == 0 {
 		return out, nil
 	}
-	vals, err := l.rdb.HMGet(ctx, l.keys.Usage(keyID, planID), days...).Result()
+	fields := make([]string, 0, 2*len(days))
+	for _, d := range days {
+		fields = append(fields, d, d+script.UsageExtra)
+	}
+	vals, err := l.rdb.HMGet(ctx, l.keys.Usage(keyID, planID), fields...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("usage of key %s: %w", keyID, err)
 	}
-	for i, d := range days {
-		out[d] = 0
-		if s, ok := vals[i].(string); ok {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("usage of key %s on %s: %w", keyID, d, err)
-			}
-			out[d] = n
+	got := make(map[string]string, len(fields))
+	for i, v := range vals {
+		if s, ok := v.(string); ok {
+			got[fields[i]] = s
 		}
+	}
+	parsed, err := script.ParseUsage(got)
+	if err != nil {
+		return nil, fmt.Errorf("usage of key %s: %w", keyID, err)
+	}
+	for _, d := range days {
+		out[d] = parsed[d].Units
 	}
 	return out, nil
 }
@@ -158,6 +167,15 @@ func (l *Limiter) SetRemaining(ctx context.Context, keyID, planID string, q plan
 // goes as a table around the limiter's time (script.PeriodBounds): the
 // admin's clock first, then the time a reply that missed gave.
 func (l *Limiter) quota(ctx context.Context, keyID, planID string, q plans.Quota, set bool, remaining int64) (script.QuotaReply, error) {
+	r, err := l.quotaOf(ctx, l.keys.Quota(keyID, planID), q, set, remaining)
+	if err != nil {
+		return r, fmt.Errorf("quota of key %s: %w", keyID, err)
+	}
+	return r, nil
+}
+
+// quotaOf runs op "quota" on the quota state key under q.
+func (l *Limiter) quotaOf(ctx context.Context, key string, q plans.Quota, set bool, remaining int64) (script.QuotaReply, error) {
 	code, _ := script.PeriodCode(q.Period)
 	a := script.QuotaArgs{Limit: max(0, q.Limit), Period: code, Offset: uint8(min(max(q.Offset, 0), 255)), Remaining: remaining}
 	if set {
@@ -180,17 +198,30 @@ func (l *Limiter) quota(ctx context.Context, keyID, planID string, q plans.Quota
 			b := script.TableOf(c, at)
 			spec = b.Append(spec)
 		}
-		reply, err := l.run(ctx, []string{l.keys.Quota(keyID, planID)}, script.OpQuota, spec).Text()
+		reply, err := l.run(ctx, []string{key}, script.OpQuota, spec).Text()
 		if err == nil {
 			_, err = r.Decode(reply)
 		}
 		if err != nil {
-			return r, fmt.Errorf("quota of key %s: %w", keyID, err)
+			return r, err
 		}
 		if r.PeriodEndS != 0 {
 			return r, nil
 		}
 		at = time.UnixMicro(r.NowUS)
 	}
-	return r, fmt.Errorf("quota of key %s: the period table did not hold the limiter's time", keyID)
+	return r, errors.New("the period table did not hold the limiter's time")
+}
+
+// CustomerQuota reads the customer quota (tollgate:customer-quota, limit
+// units per q's period) of customerID in planID now, charging nothing.
+// Errors are wrapped.
+func (l *Limiter) CustomerQuota(ctx context.Context, customerID, planID string, q plans.Quota, limit int32) (plans.CustomerUsage, error) {
+	q.Limit = limit
+	r, err := l.quotaOf(ctx, l.keys.CustomerQuota(customerID, planID), q, false, 0)
+	if err != nil {
+		return plans.CustomerUsage{}, fmt.Errorf("customer quota of %s: %w", customerID, err)
+	}
+	return plans.CustomerUsage{Limit: int64(limit), Used: r.Used, Remaining: r.Remaining, Now: time.UnixMicro(r.NowUS).UTC(),
+		PeriodStart: time.Unix(r.PeriodStartS, 0).UTC(), PeriodEnd: time.Unix(r.PeriodEndS, 0).UTC()}, nil
 }

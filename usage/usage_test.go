@@ -350,7 +350,11 @@ func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
 			if err != nil || !d.Allowed {
 				t.Fatalf("decision %d: %+v, %v", i+1, d, err)
 			}
-			if err := e.Settle(ctx, "k", "p1", d.Quota.Reset.Add(-d.Quota.Window), counted); err != nil {
+			set := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), Count: true, Units: 1}
+			if !counted {
+				set = limit.Settlement{Req: req, PeriodStart: set.PeriodStart, Charge: -1}
+			}
+			if err := e.Settle(ctx, set); err != nil {
 				t.Fatal(err)
 			}
 		}

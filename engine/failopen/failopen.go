@@ -134,7 +134,7 @@ func (c *Charges) add(req *limit.Request, err error) {
 	if req.KeyID == "" || (req.Quota == nil && req.Uncounted) {
 		return
 	}
-	ch := limit.Charge{Units: 1, At: time.Now()}
+	ch := limit.Charge{Units: req.Units(), Requests: 1, At: time.Now()}
 	var ue *limit.UndecidedError
 	if errors.As(err, &ue) {
 		ch.Run = ue.Run
@@ -159,6 +159,7 @@ func (c *Charges) put(ch limit.Charge) {
 	defer c.mu.Unlock()
 	if p := c.pending[k]; p != nil {
 		p.Units += ch.Units
+		p.Requests += ch.Requests
 	} else {
 		if len(c.pending) >= c.opts.MaxPending {
 			c.dropped.Add(int64(ch.Units))

@@ -174,13 +174,15 @@ type decider struct {
 }
 
 // shapeOf returns req's shape; ok is false when req cannot take a lease:
-// it has rules (decided per request), more buckets than a shape holds, or
-// no limit at all. A request that reads the stage cache with its decision
-// (req.Along) takes leases as any other: admitted on a lease, it leaves
-// the read undone, and the engine's DecideLookup reads in a round trip of
-// its own (no script run).
+// it has rules (decided per request), more buckets than a shape holds, no
+// limit at all, a cost other than one unit or a customer quota (decided
+// in Redis every time: docs/cost.md). A request that reads the stage
+// cache with its decision (req.Along) takes leases as any other: admitted
+// on a lease, it leaves the read undone, and the engine's DecideLookup
+// reads in a round trip of its own (no script run).
 func shapeOf(req *limit.Request) (s shape, ok bool) {
-	if len(req.Rules) > 0 || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) {
+	if len(req.Rules) > 0 || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) ||
+		req.Units() != 1 || req.CustomerQuota != nil {
 		return s, false
 	}
 	s = shape{keyID: req.KeyID, planID: req.PlanID, api: req.API, stage: req.Stage, quota: req.Quota != nil,

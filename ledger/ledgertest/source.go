@@ -19,6 +19,7 @@ import (
 
 	"tollgate/internal/redistest"
 	"tollgate/plans"
+	"tollgate/script"
 )
 
 // RedisSource is a ledger.UsageSource on Redis, under a test's key prefix:
@@ -174,17 +175,17 @@ func (s *RedisSource) observe(ctx context.Context, pairs []string) ([]plans.Usag
 }
 
 func dayCounts(h map[string]string) ([]plans.DayCount, error) {
+	days, err := script.ParseUsage(h)
+	if err != nil {
+		return nil, fmt.Errorf("ledgertest: %w", err)
+	}
 	var out []plans.DayCount
-	for day, v := range h {
+	for day, u := range days {
 		d, err := time.Parse(plans.UsageDateLayout, day)
 		if err != nil {
 			return nil, fmt.Errorf("ledgertest: usage day %q: %w", day, err)
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("ledgertest: usage count %q: %w", v, err)
-		}
-		out = append(out, plans.DayCount{Day: d, Count: n})
+		out = append(out, plans.DayCount{Day: d, Count: u.Units, Requests: u.Requests})
 	}
 	return out, nil
 }

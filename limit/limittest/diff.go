@@ -40,6 +40,9 @@ func Diff(got, want limit.Decision) string {
 	if s := diffState("Quota", got.Quota, want.Quota); s != "" {
 		return s
 	}
+	if s := diffState("Customer", got.Customer, want.Customer); s != "" {
+		return s
+	}
 	for i := range got.Rules {
 		g, w := got.Rules[i], want.Rules[i]
 		name := fmt.Sprintf("Rules[%d]", i)

@@ -7,7 +7,9 @@
 // the script against it, and the limiter layers (engine/refusal,
 // engine/lease, engine/failopen) are tested on it as their tiny core.
 // Rate-limit rules are modelled too (rules.go), as one level of the
-// decision after the buckets and before the quota.
+// decision after the buckets and before the quota. Costs (a request's
+// units on its own limits) and customer quotas are modelled as
+// docs/cost.md says.
 package limittest
 
 import (
@@ -33,6 +35,7 @@ type Model struct {
 	buckets map[string]*bucket
 	quotas  map[string]*quota
 	usage   map[string]map[string]int64 // usage name → day → requests
+	units   map[string]map[string]int64 // usage name → day → their cost units
 	rules   ruleState
 	// Decisions counts the decisions made (Decide calls).
 	decisions int64
@@ -84,6 +87,15 @@ func (nameSpace) AccountBucket() string             { return "a" }
 func (nameSpace) Quota(keyID, planID string) string { return "q\x00" + keyID + "\x00" + planID }
 func (nameSpace) Usage(keyID, planID string) string { return "u\x00" + keyID + "\x00" + planID }
 
+// customerQuota names req's customer quota: its customer's, or its key's
+// when it has none.
+func customerQuota(req *limit.Request) string {
+	if req.CustomerID == "" {
+		return "ck\x00" + req.KeyID + "\x00" + req.PlanID
+	}
+	return "c\x00" + req.CustomerID + "\x00" + req.PlanID
+}
+
 var (
 	ratUS     = big.NewRat(1_000_000, 1)
 	ratEps    = big.NewRat(1, 1_000_000_000)
@@ -97,7 +109,7 @@ const leaseShare = 4
 
 func (m *Model) init() {
 	if m.buckets == nil {
-		m.buckets, m.quotas, m.usage = map[string]*bucket{}, map[string]*quota{}, map[string]map[string]int64{}
+		m.buckets, m.quotas, m.usage, m.units = map[string]*bucket{}, map[string]*quota{}, map[string]map[string]int64{}, map[string]map[string]int64{}
 	}
 }
 
@@ -184,7 +196,8 @@ func tokens(s *bucket, r float64, b int32, now int64) (*big.Rat, bool) {
 }
 
 // Decide is the reference decision of req at Clock's time, taking
-// req.Want units when admitted (a capacity lease above 1).
+// req.Want units when admitted (a capacity lease above 1), each of
+// req.Units() on its plan bucket, quota and customer quota.
 func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -198,13 +211,22 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 	us := now.UnixMicro()
 	d := limit.Decision{Now: time.UnixMicro(us).UTC()}
 	n := len(req.Buckets)
+	cost, plan := int64(req.Units()), planIndex(req)
+	// need is the tokens bucket i must hold: one, or the cost on the plan
+	// bucket (at most its burst)
+	need := func(i int) *big.Rat {
+		if i != plan {
+			return big.NewRat(1, 1)
+		}
+		return big.NewRat(max(1, min(cost, int64(req.Buckets[i].BurstLimit))), 1)
+	}
 	toks, rebase, bnames := make([]*big.Rat, n), make([]bool, n), make([]string, n)
 	refused := -1
 	for i := range req.Buckets {
 		bk := &req.Buckets[i]
 		bnames[i] = bucketName(req, bk)
 		toks[i], rebase[i] = tokens(m.buckets[bnames[i]], bk.RateLimit, bk.BurstLimit, us)
-		if refused < 0 && toks[i].Cmp(ratOneEps) < 0 {
+		if refused < 0 && new(big.Rat).Add(toks[i], ratEps).Cmp(need(i)) < 0 {
 			refused, d.Refused = i, bk.Level
 		}
 	}
@@ -223,13 +245,33 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 		if s := m.quotas[qName]; s != nil && !s.start.Before(qStart) {
 			used, qStored = s.used, s.start
 		}
-		if refused < 0 && used+1 > int64(q.Limit) {
+		if refused < 0 && used+max(cost, 1) > int64(q.Limit) {
 			refused, d.Refused = n, limit.LevelQuota
+		}
+	}
+	var cused int64
+	var cStored time.Time
+	cName := customerQuota(req)
+	if cq := req.CustomerQuota; keyed && cq != nil {
+		p := *cq
+		if req.Quota != nil {
+			p.Period, p.Offset = req.Quota.Period, req.Quota.Offset
+		}
+		qStart, qEnd = plans.Quota{Period: p.Period, Offset: p.Offset}.Bounds(d.Now)
+		cStored = qStart
+		if s := m.quotas[cName]; s != nil && !s.start.Before(qStart) {
+			cused, cStored = s.used, s.start
+		}
+		if refused < 0 && cused+max(cost, 1) > int64(cq.Limit) {
+			refused, d.Refused = n+2, limit.LevelCustomer
 		}
 	}
 	d.Allowed = refused < 0
 	if d.Allowed {
 		k := max(1, int64(req.Want))
+		if cost != 1 || (keyed && req.CustomerQuota != nil) {
+			k = 1
+		}
 		if k > 1 {
 			for i := range req.Buckets {
 				share := new(big.Rat).Add(toks[i], ratEps)
@@ -246,8 +288,9 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 		}
 		for i := range req.Buckets {
 			bk := &req.Buckets[i]
-			toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(k, 1))
-			if toks[i].Sign() < 0 {
+			if i == plan {
+				toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(k*cost, 1))
+			} else if toks[i] = new(big.Rat).Sub(toks[i], big.NewRat(k, 1)); toks[i].Sign() < 0 {
 				toks[i] = new(big.Rat)
 			}
 			nb := &bucket{t: toks[i], l: us, r: bk.RateLimit, b: bk.BurstLimit}
@@ -257,8 +300,16 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			leaseOut(&nb.leases, &nb.leased, us, leased)
 			m.buckets[bnames[i]] = nb
 		}
+		if keyed && req.CustomerQuota != nil {
+			cused += cost
+			nq := &quota{start: cStored, used: cused}
+			if s := m.quotas[cName]; s != nil {
+				nq.leases, nq.leased = s.leases, s.leased
+			}
+			m.quotas[cName] = nq
+		}
 		if keyed && req.Quota != nil {
-			used += k
+			used += k * cost
 			nq := &quota{start: qStored, used: used}
 			if s := m.quotas[qName]; s != nil {
 				nq.leases, nq.leased = s.leases, s.leased
@@ -267,7 +318,7 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			m.quotas[qName] = nq
 		}
 		if keyed && !req.Uncounted {
-			m.count(names.Usage(req.KeyID, req.PlanID), d.Now, 1)
+			m.count(names.Usage(req.KeyID, req.PlanID), d.Now, 1, cost)
 		}
 		d.Granted = int32(k)
 	} else {
@@ -285,23 +336,32 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 				d.RetryAfter = time.Duration(rulesRetry) * time.Microsecond
 			}
 		} else {
-			m.retry(&d, req, toks, refused, qEnd, bnames, qName, us)
+			m.retry(&d, req, toks, refused, qEnd, bnames, qName, us, need)
 		}
 	}
 	m.commitRules(&d, req, checks, us)
 	m.states(&d, req, toks, used, qStart, qEnd)
+	if cq := req.CustomerQuota; keyed && cq != nil {
+		d.Customer = &limit.State{Limit: int64(cq.Limit), Remaining: max(0, int64(cq.Limit)-cused), Reset: qEnd, Window: qEnd.Sub(qStart)}
+	}
 	return d, nil
 }
 
-// count adds n requests to day's count of the usage named name.
-func (m *Model) count(name string, day time.Time, n int64) {
+// count adds n requests of units cost units to day's count of the usage
+// named name.
+func (m *Model) count(name string, day time.Time, n, units int64) {
 	if m.usage[name] == nil {
-		m.usage[name] = map[string]int64{}
+		m.usage[name], m.units[name] = map[string]int64{}, map[string]int64{}
 	}
 	m.usage[name][day.UTC().Format(plans.UsageDateLayout)] += n
+	m.units[name][day.UTC().Format(plans.UsageDateLayout)] += units
 }
 
-func (m *Model) retry(d *limit.Decision, req *limit.Request, toks []*big.Rat, refused int, qEnd time.Time, bnames []string, qName string, us int64) {
+func (m *Model) retry(d *limit.Decision, req *limit.Request, toks []*big.Rat, refused int, qEnd time.Time, bnames []string, qName string, us int64, need func(int) *big.Rat) {
+	if refused == len(req.Buckets)+2 { // the customer quota
+		d.RetryAfter = qEnd.Sub(d.Now)
+		return
+	}
 	if refused == len(req.Buckets) {
 		d.RetryAfter = qEnd.Sub(d.Now)
 		if s := m.quotas[qName]; s != nil && s.leases > 0 && s.leased > us {
@@ -317,7 +377,7 @@ func (m *Model) retry(d *limit.Decision, req *limit.Request, toks []*big.Rat, re
 		d.NoRetry = true
 		return
 	}
-	x := new(big.Rat).Sub(big.NewRat(1, 1), toks[refused])
+	x := new(big.Rat).Sub(need(refused), toks[refused])
 	x.Mul(x, ratUS)
 	x.Quo(x, ratFloat(bk.RateLimit))
 	d.RetryAfter = time.Duration(max(1, ceilRat(x))) * time.Microsecond
@@ -326,7 +386,7 @@ func (m *Model) retry(d *limit.Decision, req *limit.Request, toks []*big.Rat, re
 func (m *Model) states(d *limit.Decision, req *limit.Request, toks []*big.Rat, used int64, qStart, qEnd time.Time) {
 	if i := planIndex(req); i >= 0 {
 		bk := &req.Buckets[i]
-		s := &limit.State{Limit: int64(bk.BurstLimit), Remaining: floorRat(new(big.Rat).Add(toks[i], ratEps))}
+		s := &limit.State{Limit: int64(bk.BurstLimit), Remaining: max(0, floorRat(new(big.Rat).Add(toks[i], ratEps)))}
 		if f := untilFull(toks[i], bk.RateLimit, bk.BurstLimit); f >= 0 {
 			s.Reset = d.Now.Add(time.Duration(f) * time.Microsecond)
 		}
@@ -392,7 +452,7 @@ func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 			m.buckets[name] = &bucket{t: t, l: max(s.l, us), r: s.r, b: s.b, leases: s.leases, leased: s.leased}
 		}
 		if req.KeyID != "" && !req.Uncounted && rt.Spent > 0 {
-			m.count(names.Usage(req.KeyID, req.PlanID), rt.At, int64(rt.Spent))
+			m.count(names.Usage(req.KeyID, req.PlanID), rt.At, int64(rt.Spent), int64(rt.Spent))
 		}
 	}
 	return nil
@@ -428,7 +488,11 @@ func (m *Model) Charge(_ context.Context, charges []limit.Charge) ([]limit.Charg
 			}
 		}
 		if !req.Uncounted {
-			m.count(names.Usage(req.KeyID, req.PlanID), at, int64(ch.Units))
+			n := int64(ch.Requests)
+			if n == 0 {
+				n = int64(ch.Units)
+			}
+			m.count(names.Usage(req.KeyID, req.PlanID), at, n, int64(ch.Units))
 		}
 	}
 	return nil, nil
@@ -447,6 +511,18 @@ func (m *Model) UsageDays(keyID, planID string) map[string]int64 {
 	defer m.mu.Unlock()
 	out := map[string]int64{}
 	for d, n := range m.usage[names.Usage(keyID, planID)] {
+		out[d] = n
+	}
+	return out
+}
+
+// UnitsDays returns every day's cost units of keyID in planID
+// ("YYYY-MM-DD").
+func (m *Model) UnitsDays(keyID, planID string) map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int64{}
+	for d, n := range m.units[names.Usage(keyID, planID)] {
 		out[d] = n
 	}
 	return out

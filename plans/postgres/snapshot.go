@@ -87,6 +87,7 @@ type keyRecordRow struct {
 	KeyHash        string            `db:"key_hash"`
 	ID             string            `db:"id"`
 	Enabled        bool              `db:"enabled"`
+	CustomerID     string            `db:"customer_id"`
 	Tags           map[string]string `db:"tags"`
 	PlanIDs        []string          `db:"plan_ids"`
 	ExpiresAt      *time.Time        `db:"expires_at"`
@@ -97,11 +98,11 @@ type keyRecordRow struct {
 // one, and the previous values of rotated keys (their value_expires_at
 // set), as rows of one relation r to filter and order by key_hash.
 const keyRecordSelect = `SELECT * FROM (
-	SELECT a.key_hash, a.id, a.enabled, a.tags, a.expires_at, NULL::timestamptz AS value_expires_at,
+	SELECT a.key_hash, a.id, a.enabled, a.customer_id, a.tags, a.expires_at, NULL::timestamptz AS value_expires_at,
 		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
 	FROM api_keys a
 	UNION ALL
-	SELECT p.key_hash, a.id, a.enabled, a.tags, a.expires_at, p.expires_at,
+	SELECT p.key_hash, a.id, a.enabled, a.customer_id, a.tags, a.expires_at, p.expires_at,
 		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id)
 	FROM api_key_previous_values p JOIN api_keys a ON a.id = p.key_id) r`
 
@@ -110,7 +111,7 @@ func (r keyRecordRow) record(version int64) *plans.KeyRecord {
 	if ids == nil {
 		ids = []string{}
 	}
-	rec := &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids,
+	rec := &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids, CustomerID: r.CustomerID,
 		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version}
 	if r.ExpiresAt != nil {
 		rec.ExpiresAt = r.ExpiresAt.UTC()

@@ -66,17 +66,25 @@ func upsertDays(ctx context.Context, tx pgx.Tx, days []plans.UsageDay, now time.
 		return 0, nil
 	}
 	planIDs, keyIDs := make([]string, len(days)), make([]string, len(days))
-	dates, counts := make([]time.Time, len(days)), make([]int64, len(days))
+	dates, counts, requests := make([]time.Time, len(days)), make([]int64, len(days)), make([]int64, len(days))
 	for i, d := range days {
-		planIDs[i], keyIDs[i], dates[i], counts[i] = d.PlanID, d.KeyID, d.Day, d.Count
+		planIDs[i], keyIDs[i], dates[i], counts[i], requests[i] = d.PlanID, d.KeyID, d.Day, d.Count, d.Requests
+		if requests[i] == 0 {
+			requests[i] = d.Count // requests of one unit each
+		}
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO usage_days AS u (plan_id, key_id, day, count, updated_at)
-		SELECT t.plan_id, t.key_id, t.day, t.count, $5
-		FROM unnest($1::text[], $2::text[], $3::date[], $4::bigint[]) WITH ORDINALITY AS t(plan_id, key_id, day, count, n)
+	// requests NULL: a row of before migration 000015, its count of
+	// requests of one unit each
+	tag, err := tx.Exec(ctx, `INSERT INTO usage_days AS u (plan_id, key_id, day, count, requests, updated_at)
+		SELECT t.plan_id, t.key_id, t.day, t.count, t.requests, $6
+		FROM unnest($1::text[], $2::text[], $3::date[], $4::bigint[], $5::bigint[])
+			WITH ORDINALITY AS t(plan_id, key_id, day, count, requests, n)
 		ORDER BY t.n
 		ON CONFLICT (plan_id, key_id, day) DO UPDATE
-		SET count = EXCLUDED.count, version = nextval('usage_version_seq'), updated_at = EXCLUDED.updated_at
-		WHERE EXCLUDED.count > u.count`, planIDs, keyIDs, dates, counts, now)
+		SET count = GREATEST(EXCLUDED.count, u.count), requests = GREATEST(EXCLUDED.requests, COALESCE(u.requests, u.count)),
+			version = nextval('usage_version_seq'), updated_at = EXCLUDED.updated_at
+		WHERE EXCLUDED.count > u.count OR EXCLUDED.requests > COALESCE(u.requests, u.count)`,
+		planIDs, keyIDs, dates, counts, requests, now)
 	return tag.RowsAffected(), err
 }
 
@@ -104,7 +112,7 @@ func upsertQuotas(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 
 // usageColumns are the columns of a plans.UsageDay, from usage_days u
 // joined to api_keys a.
-const usageColumns = `u.plan_id, u.key_id, u.day, u.count, u.version, u.updated_at,
+const usageColumns = `u.plan_id, u.key_id, u.day, u.count, COALESCE(u.requests, u.count) AS requests, u.version, u.updated_at,
 	COALESCE(a.name, '') AS key_name, COALESCE(a.customer_id, '') AS customer_id`
 
 // UsageDays returns the ledger rows q selects, in (day, plan, key) order,

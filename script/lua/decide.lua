@@ -155,14 +155,21 @@ local function decide()
     mark(ki)
   end
 
-  local usage = {} -- usage key index -> day -> requests counted in this run
-  local function count(ui, day, n)
+  -- usage key index -> day -> {requests, cost units beyond one per
+  -- request} counted in this run
+  local usage = {}
+  local function count(ui, day, n, extra)
     local by_day = usage[ui]
     if not by_day then
       by_day = {}
       usage[ui] = by_day
     end
-    by_day[day] = (by_day[day] or 0) + n
+    local c = by_day[day]
+    if not c then
+      c = {0, 0}
+      by_day[day] = c
+    end
+    c[1], c[2] = c[1] + n, c[2] + extra
   end
 
   -- Charges of requests admitted without a decision.
@@ -187,7 +194,7 @@ local function decide()
         end
         if start and stop * US > now then charge_quota(c.quota, start, stop, c.units, 0) end
       end
-      if c.usage > 0 then count(c.usage, day_of(at), c.units) end
+      if c.usage > 0 then count(c.usage, day_of(at), c.requests, c.units - c.requests) end
       if c.run ~= 0 and win then window_enter(win, c.run) end
       reply.counted = reply.counted + 1
     end
@@ -207,15 +214,24 @@ local function decide()
   end
 
   local check_rule -- rule_run over the rule states, made on first use
+  local d, bk, rl, tokens, times, rebase = {}, {}, {}, {}, {}, {}
+  -- need(i, b): the tokens bucket i must hold to admit: one, or the cost
+  -- of the caller's plan bucket (at most its burst, so a cost above the
+  -- burst is admitted on a full bucket and takes it below 0)
+  local function need(i, b)
+    if i ~= d.plan then return 1 end
+    return mmax(1, mmin(d.cost, b.burst))
+  end
   local leased = now + a.lease_us
   local out, rules_out = {wire.pack_decide_reply(reply)}, {}
-  local d, bk, rl, tokens, times, rebase = {}, {}, {}, {}, {}, {}
   for n = 1, a.decisions do
     pos = wire.read_decision_spec(spec, pos, d)
     if d.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
     local nb, nr = d.buckets, d.rules
     local r = {allowed = 0, refused = wire.REFUSED_NONE, bucket = 0, now_us = now, retry_us = 0, plan_left = -1,
-      plan_full_us = -1, quota_left = -1, quota_start = 0, quota_end = 0, granted = 0, lease_wait_us = 0}
+      plan_full_us = -1, quota_left = -1, quota_start = 0, quota_end = 0, granted = 0, lease_wait_us = 0,
+      customer_left = -1}
+    local cost = d.cost
 
     -- Buckets: tokens now, and whether the state must be rebased. A bucket
     -- decided in another slot (key 0) has a token when it admitted there.
@@ -228,7 +244,7 @@ local function decide()
       else
         tokens[i], times[i], rebase[i] = tokens_now(bucket_at(b.key), b.rate, b.burst)
       end
-      if r.refused == wire.REFUSED_NONE and tokens[i] < 1 - EPS then r.refused, r.bucket = wire.REFUSED_BUCKET, i end
+      if r.refused == wire.REFUSED_NONE and tokens[i] < need(i, b) - EPS then r.refused, r.bucket = wire.REFUSED_BUCKET, i end
     end
 
     -- Rules: every rule is checked (its result is reported either way);
@@ -252,11 +268,14 @@ local function decide()
     -- a keyed decision waits for the restore: refused, charging nothing
     if (d.usage > 0 or d.quota > 0) and not is_restored then r.refused = wire.REFUSED_UNRESTORED end
 
-    -- Quota: the units used in the current period. A table that misses
-    -- the run's time refuses before any other limit: the node decides
-    -- again with a table around now_us.
+    -- Quota and customer quota: the units used in the current period (the
+    -- customer's in its own slot on Redis Cluster: decided there first). A
+    -- table that misses the run's time refuses before any other limit: the
+    -- node decides again with a table around now_us. A request costing 0
+    -- units still needs one left: an overdrawn quota refuses every request.
     local used, kept, start, stop = 0, 0, 0, 0
-    if d.quota > 0 then
+    local cused, ckept = 0, 0
+    if d.quota > 0 or d.customer > 0 then
       if d.period == wire.PERIOD_TABLE then
         start, stop = period_in(pt, now)
       else
@@ -265,14 +284,25 @@ local function decide()
       if not start then
         r.refused, start, stop = wire.REFUSED_PERIOD, 0, 0
       else
-        used, kept = quota_used(quota_at(d.quota), start)
-        if r.refused == wire.REFUSED_NONE and used + 1 > d.limit then r.refused = wire.REFUSED_QUOTA end
+        if d.quota > 0 then
+          used, kept = quota_used(quota_at(d.quota), start)
+          if r.refused == wire.REFUSED_NONE and used + mmax(cost, 1) > d.limit then r.refused = wire.REFUSED_QUOTA end
+        end
+        if d.customer > 0 then
+          cused, ckept = quota_used(quota_at(d.customer), start)
+          if r.refused == wire.REFUSED_NONE and cused + mmax(cost, 1) > d.customer_limit then r.refused = wire.REFUSED_CUSTOMER end
+        end
       end
+    end
+    if d.customer == 0 and d.customer_at == wire.CUSTOMER_REFUSED and r.refused == wire.REFUSED_NONE then
+      r.refused = wire.REFUSED_CUSTOMER
     end
 
     if r.refused == wire.REFUSED_NONE then
       -- a lease takes at most 1/LEASE_SHARE of what every level has left
+      -- (no lease for a cost other than 1, nor with a customer quota)
       local k = mmax(d.want, 1)
+      if cost ~= 1 or d.customer > 0 or d.customer_at ~= wire.CUSTOMER_HERE then k = 1 end
       for i = 1, nb do
         if bk[i].key > 0 and k > 1 then k = mmin(k, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
       end
@@ -282,7 +312,11 @@ local function decide()
       for i = 1, nb do
         local b = bk[i]
         if b.key > 0 then
-          tokens[i] = mmax(0, tokens[i] - k)
+          if i == d.plan then
+            tokens[i] = tokens[i] - k * cost
+          else
+            tokens[i] = mmax(0, tokens[i] - k)
+          end
           put_bucket(b.key, tokens[i], times[i], b.rate, b.burst, hold)
         end
       end
@@ -290,10 +324,14 @@ local function decide()
         if commits[i] then commits[i]() end
       end
       if d.quota > 0 then
-        charge_quota(d.quota, kept, stop, k, hold)
-        used = used + k
+        charge_quota(d.quota, kept, stop, k * cost, hold)
+        used = used + k * cost
       end
-      if d.usage > 0 then count(d.usage, days, 1) end
+      if d.customer > 0 then
+        charge_quota(d.customer, ckept, stop, cost, 0)
+        cused = cused + cost
+      end
+      if d.usage > 0 then count(d.usage, days, 1, cost - 1) end
       r.allowed, r.granted = 1, k
     else
       for i = 1, nb do
@@ -309,7 +347,7 @@ local function decide()
       else
         if b.rate > 0 then
           -- refill starts at times[i], later than now only if time went back
-          r.retry_us = mmax(1, times[r.bucket] - now + ceil_us((1 - tokens[r.bucket]) * US / b.rate))
+          r.retry_us = mmax(1, times[r.bucket] - now + ceil_us((need(r.bucket, b) - tokens[r.bucket]) * US / b.rate))
         else
           r.retry_us = -1
         end
@@ -322,18 +360,27 @@ local function decide()
       r.retry_us = stop * US - now
       local q = quota_at(d.quota)
       if q and q.leases > 0 and q.leased_until_us > now then r.lease_wait_us = q.leased_until_us - now end
+    elseif r.refused == wire.REFUSED_CUSTOMER then
+      if d.customer > 0 then
+        r.retry_us = stop * US - now
+      else
+        r.retry_us = d.customer_retry_us
+      end
     elseif r.refused == wire.REFUSED_UNRESTORED then
       r.retry_us = US
     end
 
     if d.plan >= 1 then
       local b = bk[d.plan]
-      r.plan_left = mfloor(tokens[d.plan] + EPS)
+      r.plan_left = mmax(0, mfloor(tokens[d.plan] + EPS))
       r.plan_full_us = until_full(tokens[d.plan], b.rate, b.burst)
       if r.plan_full_us > 0 then r.plan_full_us = r.plan_full_us + times[d.plan] - now end
     end
     if d.quota > 0 then
       r.quota_left, r.quota_start, r.quota_end = mmax(0, d.limit - used), start, stop
+    end
+    if d.customer > 0 then
+      r.customer_left, r.quota_start, r.quota_end = mmax(0, d.customer_limit - cused), start, stop
     end
     out[#out + 1] = wire.pack_decision_reply(r)
   end
@@ -348,7 +395,7 @@ local function decide()
     end
   end
   for ui, by_day in pairs(usage) do
-    for day, n in pairs(by_day) do count_usage(KEYS[m + ui], n, day, changes) end
+    for day, n in pairs(by_day) do count_usage(KEYS[m + ui], n[1], n[2], day, changes) end
   end
   if win then
     window_enter(win, a.run)

@@ -120,7 +120,7 @@ local function unlease()
       end
       if give_back_at(vals, b.key, held) then written = written + 1 end
     end
-    if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, l.day, changes) end
+    if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, 0, l.day, changes) end
   end
   return written
 end

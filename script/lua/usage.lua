@@ -2,7 +2,7 @@
 usage: quota states, usage counts, the usage change sets and the restore
 gate; ops "settle", "quota" and "hold". Takes wire, and US, SLACK_US, mmax,
 mfloor, mceil, now, days, day_of, date_string, period, period_in
-(clock.lua).
+(clock.lua), tokens_now, give_back, write_bucket (bucket.lua).
 
 A quota state (wire.quota_state) holds the latest period start seen and the
 units used since; a period that starts after the stored start resets the
@@ -10,7 +10,9 @@ count, and a clock that goes back across a period edge never resets it
 early. Its TTL is the period end + 1 hour.
 
 Usage is counted per (key, plan) in a hash of UTC days ("YYYY-MM-DD" →
-admitted requests), kept 100 days. Every hash a run counts into is marked
+admitted requests; "YYYY-MM-DD#x" → their cost units beyond one per
+request, written only when not 0, so a day's units are the two summed),
+kept 100 days. Every hash a run counts into is marked
 in its slot's usage change set (a sorted set: one on a single primary, one
 per Redis Cluster slot), scored by the earliest day counted since the
 ledger's flush worker last took it (ZADD LT); a member the worker holds
@@ -20,7 +22,7 @@ mark: it vanishes with the slot's data, and while it is missing keyed
 decisions wait (restored).
 
 Defines: QUOTA_MARGIN_S, quota_used(q, start), write_quota,
-count_usage(key, count, day, changes), restored(changes).
+count_usage(key, count, extra, day, changes), restored(changes).
 ]]
 
 local QUOTA_MARGIN_S = 3600
@@ -45,15 +47,18 @@ local function write_quota(key, q, ttl_end)
   end
 end
 
--- count_usage adds count requests to day's field of the usage hash key and
--- marks it in the change set changes (a key name, or nil). Only this
--- library writes usage hashes, so the TTL is renewed with the first count
--- of each day, when days older than USAGE_KEEP_DAYS are deleted.
-local function count_usage(key, count, day, changes)
+-- count_usage adds count requests, and extra cost units beyond one per
+-- request, to day's fields of the usage hash key and marks it in the
+-- change set changes (a key name, or nil). Only this library writes usage
+-- hashes, so the TTL is renewed with the first count of each day, when
+-- days older than USAGE_KEEP_DAYS are deleted.
+local function count_usage(key, count, extra, day, changes)
   if changes then redis.call('ZADD', changes, 'LT', day, key) end
+  local field = date_string(day)
+  if extra ~= 0 then redis.pcall('HINCRBY', key, field .. wire.USAGE_EXTRA, extra) end
   -- pcall: a key of another type (not tollgate's) loses its count rather
   -- than failing every decision of the run
-  if redis.pcall('HINCRBY', key, date_string(day), count) == count then
+  if redis.pcall('HINCRBY', key, field, count) == count then
     local cutoff = date_string(days - USAGE_KEEP_DAYS)
     for _, f in ipairs(redis.call('HKEYS', key)) do
       if f < cutoff then redis.call('HDEL', key, f) end
@@ -68,30 +73,59 @@ local function restored(changes)
 end
 
 --[[
-op "settle": settle one request decided with a quota but no usage count
-(a plan tagged tollgate:quota-counts=non-5xx, docs/usage.md) once its
-response is known: count it in today's usage, or give its quota unit back
-unless the state is of another period by now.
-  KEYS  1 the quota state  2 the usage hash  3 the usage change set
+op "settle": the charge of one admitted request once its response is
+known. A settled cost (tollgate:cost=header:... or json:...) reserved
+units in the decision: charge adds the difference to the quota and the
+customer quota (given back when negative, never below 0) and takes it
+from the plan bucket (which may go below 0: it refills from there); a
+request of a plan tagged tollgate:quota-counts=non-5xx is counted in
+today's usage (requests, units) or its units given back. Quota units
+change only while the state is of the decision's period. Redis Cluster
+gives a customer quota's units back with it too (charge < 0, the
+customer's state alone).
+  KEYS  as wire.settle_args names them (1-based; 0 none)
   ARGV  3 wire.settle_args
   Reply: 1 when it wrote, else 0.
 ]]
 local function settle()
   local a = {}
   wire.read_settle_args(ARGV[3], 1, a)
-  if a.count == 1 then
-    count_usage(KEYS[2], 1, days, KEYS[3])
-    return 1
+  local wrote = 0
+  local function adjust(ki)
+    if ki == 0 or a.charge == 0 then return end
+    local q = wire.quota_state(redis.call('GET', KEYS[ki]))
+    if q and q.period_start_s == a.period_start_s then
+      local used = mmax(0, q.used + a.charge)
+      if used ~= q.used then
+        q.used, q.seq = used, q.seq + 1
+        redis.call('SET', KEYS[ki], wire.pack_quota_state(q), 'KEEPTTL')
+        wrote = 1
+      end
+    end
   end
-  local q = wire.quota_state(redis.call('GET', KEYS[1]))
-  if q and q.period_start_s == a.period_start_s and q.used > 0 then
-    q.used, q.seq = q.used - 1, q.seq + 1
-    redis.call('SET', KEYS[1], wire.pack_quota_state(q), 'KEEPTTL')
-    -- marked, so the flush takes the lower count to the ledger
-    redis.call('ZADD', KEYS[3], 'LT', days, KEYS[2])
-    return 1
+  adjust(a.quota)
+  adjust(a.customer)
+  -- an absent bucket state is a full bucket (it refilled and expired):
+  -- nothing to charge or give back
+  local s = a.bucket > 0 and a.charge ~= 0 and wire.bucket_state(redis.call('GET', KEYS[a.bucket]))
+  if s and a.charge < 0 then
+    s = give_back(s, -a.charge)
+    if s then write_bucket(KEYS[a.bucket], s) else redis.call('DEL', KEYS[a.bucket]) end
+    wrote = 1
+  elseif s then
+    local tokens, at = tokens_now(s, s.rate, s.burst)
+    s.tokens, s.at_us = tokens - a.charge, at
+    write_bucket(KEYS[a.bucket], s)
+    wrote = 1
   end
-  return 0
+  if a.usage > 0 and a.requests > 0 then
+    count_usage(KEYS[a.usage], a.requests, a.units - a.requests, days, a.changes > 0 and KEYS[a.changes] or nil)
+    wrote = 1
+  elseif a.usage > 0 and a.changes > 0 and wrote == 1 and a.quota > 0 then
+    -- marked, so the flush takes the changed quota to the ledger
+    redis.call('ZADD', KEYS[a.changes], 'LT', days, KEYS[a.usage])
+  end
+  return wrote
 end
 
 --[[
@@ -126,12 +160,14 @@ local function quota()
     local seq = q and q.seq or 0
     write_quota(KEYS[1], {period_start_s = kept, used = used, period_end_s = stop, seq = seq + 1, leases = 0, leased_until_us = 0}, -1)
   end
-  local today = -1
+  local today, units = -1, -1
   if a.today == 1 then
-    today = tonumber(redis.call('HGET', KEYS[2], date_string(days)) or '0') or 0
+    local f = redis.call('HMGET', KEYS[2], date_string(days), date_string(days) .. wire.USAGE_EXTRA)
+    today = tonumber(f[1] or '0') or 0
+    units = mmax(0, today + (tonumber(f[2] or '0') or 0))
   end
   return wire.pack_quota_reply({remaining = mmax(0, a.limit - used), period_start_s = start, period_end_s = stop,
-    now_us = now, today = today})
+    now_us = now, today = today, today_units = units, used = used})
 end
 
 --[[

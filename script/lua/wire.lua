@@ -19,6 +19,9 @@ wire.PERIOD_TABLE = 3
 wire.RULES_HERE = 0
 wire.RULES_ADMITTED = 1
 wire.RULES_REFUSED = 2
+wire.CUSTOMER_HERE = 0
+wire.CUSTOMER_ADMITTED = 1
+wire.CUSTOMER_REFUSED = 2
 wire.RUN_DONE = 0
 wire.RUN_DUPLICATE = 1
 wire.RUN_UNRESTORED = 2
@@ -28,8 +31,10 @@ wire.REFUSED_RULES = 2
 wire.REFUSED_QUOTA = 3
 wire.REFUSED_UNRESTORED = 4
 wire.REFUSED_PERIOD = 5
+wire.REFUSED_CUSTOMER = 6
 wire.WINDOW_RUNS = 256
 wire.RESTORE_MARK = "~r"
+wire.USAGE_EXTRA = "#x"
 
 -- DecideArgs, 31 bytes
 function wire.read_decide_args(s, pos, t)
@@ -40,13 +45,13 @@ function wire.pack_decide_args(t)
   return struct.pack('<HHHHHHHi8Bi8', t.decisions, t.charges, t.states, t.usages, t.rule_states, t.changes, t.window, t.run, t.await, t.lease_us)
 end
 
--- DecisionSpec, 24 bytes
+-- DecisionSpec, 43 bytes
 function wire.read_decision_spec(s, pos, t)
-  t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, pos = struct.unpack('<BBBBi8Hi4BBHH', s, pos)
+  t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us, pos = struct.unpack('<BBBBi8Hi4BBHHi4Hi4Bi8', s, pos)
   return pos
 end
 function wire.pack_decision_spec(t)
-  return struct.pack('<BBBBi8Hi4BBHH', t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want)
+  return struct.pack('<BBBBi8Hi4BBHHi4Hi4Bi8', t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us)
 end
 
 -- PeriodBounds, 32 bytes
@@ -76,13 +81,13 @@ function wire.pack_rule_spec(t)
   return struct.pack('<BBHdi4i4i8i8i8I4I4BB', t.algorithm, t.shadow, t.key, t.rate, t.burst, t.limit, t.window_us, t.max_delay_us, t.lease_us, t.node, t.seq, t.period, t.offset)
 end
 
--- ChargeSpec, 26 bytes
+-- ChargeSpec, 30 bytes
 function wire.read_charge_spec(s, pos, t)
-  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, pos = struct.unpack('<HBBHi4i8i8', s, pos)
+  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, pos = struct.unpack('<HBBHi4i8i8i4', s, pos)
   return pos
 end
 function wire.pack_charge_spec(t)
-  return struct.pack('<HBBHi4i8i8', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run)
+  return struct.pack('<HBBHi4i8i8i4', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests)
 end
 
 -- DecideReply, 5 bytes
@@ -94,13 +99,13 @@ function wire.pack_decide_reply(t)
   return struct.pack('<BHH', t.status, t.counted, t.skipped)
 end
 
--- DecisionReply, 71 bytes
+-- DecisionReply, 79 bytes
 function wire.read_decision_reply(s, pos, t)
-  t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, pos = struct.unpack('<BBBi8i8i8i8i8i8i8i4i8', s, pos)
+  t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left, pos = struct.unpack('<BBBi8i8i8i8i8i8i8i4i8i8', s, pos)
   return pos
 end
 function wire.pack_decision_reply(t)
-  return struct.pack('<BBBi8i8i8i8i8i8i8i4i8', t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us)
+  return struct.pack('<BBBi8i8i8i8i8i8i8i4i8i8', t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left)
 end
 
 -- RuleReply, 33 bytes
@@ -175,13 +180,13 @@ function wire.pack_renew_spec(t)
   return struct.pack('<HI4I4', t.key, t.node, t.seq)
 end
 
--- SettleArgs, 9 bytes
+-- SettleArgs, 30 bytes
 function wire.read_settle_args(s, pos, t)
-  t.period_start_s, t.count, pos = struct.unpack('<i8B', s, pos)
+  t.period_start_s, t.quota, t.customer, t.bucket, t.usage, t.changes, t.charge, t.requests, t.units, pos = struct.unpack('<i8HHHHHi4i4i4', s, pos)
   return pos
 end
 function wire.pack_settle_args(t)
-  return struct.pack('<i8B', t.period_start_s, t.count)
+  return struct.pack('<i8HHHHHi4i4i4', t.period_start_s, t.quota, t.customer, t.bucket, t.usage, t.changes, t.charge, t.requests, t.units)
 end
 
 -- QuotaArgs, 16 bytes
@@ -193,13 +198,13 @@ function wire.pack_quota_args(t)
   return struct.pack('<i4BBBi8B', t.limit, t.period, t.offset, t.set, t.remaining, t.today)
 end
 
--- QuotaReply, 40 bytes
+-- QuotaReply, 56 bytes
 function wire.read_quota_reply(s, pos, t)
-  t.remaining, t.period_start_s, t.period_end_s, t.now_us, t.today, pos = struct.unpack('<i8i8i8i8i8', s, pos)
+  t.remaining, t.period_start_s, t.period_end_s, t.now_us, t.today, t.today_units, t.used, pos = struct.unpack('<i8i8i8i8i8i8i8', s, pos)
   return pos
 end
 function wire.pack_quota_reply(t)
-  return struct.pack('<i8i8i8i8i8', t.remaining, t.period_start_s, t.period_end_s, t.now_us, t.today)
+  return struct.pack('<i8i8i8i8i8i8i8', t.remaining, t.period_start_s, t.period_end_s, t.now_us, t.today, t.today_units, t.used)
 end
 
 -- BucketState, 49 bytes

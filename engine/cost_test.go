@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"testing"
+
+	"tollgate/internal/redistest"
+	"tollgate/limit"
+	"tollgate/plans"
+	"tollgate/script"
+)
+
+// costRequest is key keyID's request in plan p1 with a plan bucket, a
+// quota of 100 a month, the customer quota of 50 units of customer (its
+// own when ""), and cost units.
+func costRequest(keyID, customer string, cost int32) *limit.Request {
+	return &limit.Request{KeyID: keyID, PlanID: "p1", API: "a1", Stage: "prod", Cost: cost,
+		Buckets:    []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 1000}, {Level: limit.LevelAccount, RateLimit: 1000, BurstLimit: 1000}},
+		Quota:      &limit.Quota{Limit: 100, Period: plans.PeriodMonth},
+		CustomerID: customer, CustomerQuota: &limit.Quota{Limit: 50}}
+}
+
+func mustDecideReq(tb testing.TB, l *Engine, req *limit.Request) limit.Decision {
+	tb.Helper()
+	d, err := l.Decide(tb.Context(), req)
+	if err != nil {
+		tb.Fatalf("Decide: %v", err)
+	}
+	l.settle() // the give-backs of a refusal have landed
+	return d
+}
+
+// customerUsed reads the units the customer quota state of customer in p1
+// holds.
+func customerUsed(tb testing.TB, l *Engine, customer string) float64 {
+	tb.Helper()
+	v, err := l.r.rdb.Get(tb.Context(), l.r.keys.CustomerQuota(customer, "p1")).Result()
+	if err != nil {
+		tb.Fatalf("customer quota of %s: %v", customer, err)
+	}
+	var q script.QuotaState
+	if _, err := q.Decode(v); err != nil {
+		tb.Fatal(err)
+	}
+	return q.Used
+}
+
+// A settled cost: the decision takes the reservation from the plan
+// bucket, the quota and the customer quota; the settle charges the rest,
+// or gives back, on each of them, the customer's in its own slot on
+// Redis Cluster.
+func TestSettleChargesTheDifferenceOnEveryOwnLimit(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		req := costRequest("k1", "acme", 10)
+		req.Uncounted = true
+		d := mustDecideReq(t, l, req)
+		if !d.Allowed || d.Quota.Remaining != 90 || d.Plan.Remaining != 990 || d.Customer == nil || d.Customer.Remaining != 40 {
+			t.Fatalf("reservation: %+v quota %+v plan %+v customer %+v; want 90, 990, 40 left", d, d.Quota, d.Plan, d.Customer)
+		}
+		start := d.Quota.Reset.Add(-d.Quota.Window)
+		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, Charge: 15, Count: true, Units: 25, Bucket: true}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := l.KeyUsage(t.Context(), "k1", "p1", req.Quota)
+		if err != nil || u.Quota.Remaining != 75 || u.Today != 1 || u.TodayUnits != 25 {
+			t.Fatalf("after the settle: %+v %+v, %v; want 75 left, 1 request of 25 units", u, u.Quota, err)
+		}
+		if got := customerUsed(t, l, "acme"); got != 25 {
+			t.Fatalf("customer used %v, want 25", got)
+		}
+		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, Charge: -20, Bucket: true}); err != nil {
+			t.Fatal(err)
+		}
+		d = mustDecideReq(t, l, costRequest("k1", "acme", 1))
+		if !d.Allowed || d.Quota.Remaining != 94 || d.Plan.Remaining != 994 || customerUsed(t, l, "acme") != 6 {
+			t.Fatalf("after a give-back: quota %+v plan %+v customer used %v; want 94, 994 left, 6 used", d.Quota, d.Plan, customerUsed(t, l, "acme"))
+		}
+		// a settle of another period changes no quota
+		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start.AddDate(0, -1, 0), Charge: 50}); err != nil {
+			t.Fatal(err)
+		}
+		if got := customerUsed(t, l, "acme"); got != 6 {
+			t.Fatalf("a settle of an older period: customer used %v, want 6", got)
+		}
+	})
+}
+
+// The first limit hit refuses and costs nothing: a key whose own quota
+// refuses takes nothing from its customer's quota (on Redis Cluster its
+// units, taken in the customer's slot first, come back), and a customer
+// quota that refuses takes nothing from the key.
+func TestCustomerQuotaAllOrNothingWithTheKeysLimits(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2026-06-15T12:00:00Z"))
+		if d := mustDecideReq(t, l, costRequest("k2", "acme", 45)); !d.Allowed {
+			t.Fatalf("k2: refused by %v", d.Refused)
+		}
+		d := mustDecideReq(t, l, costRequest("k1", "acme", 10))
+		if d.Allowed || d.Refused != limit.LevelCustomer || d.RetryAfter <= 0 {
+			t.Fatalf("k1 past acme's budget: %+v, want refused by the customer quota until the month ends", d)
+		}
+		if u, err := l.KeyUsage(t.Context(), "k1", "p1", &limit.Quota{Limit: 100, Period: plans.PeriodMonth}); err != nil || u.Quota.Remaining != 100 {
+			t.Fatalf("k1's quota after the customer refused: %+v, %v; want 100 left", u.Quota, err)
+		}
+		tight := costRequest("k3", "acme", 4)
+		tight.Quota.Limit = 3
+		if d := mustDecideReq(t, l, tight); d.Allowed || d.Refused != limit.LevelQuota {
+			t.Fatalf("k3 past its own quota: %+v, want refused by its quota", d)
+		}
+		if got := customerUsed(t, l, "acme"); got != 45 {
+			t.Fatalf("acme used %v after k3's refusal, want 45 (nothing taken)", got)
+		}
+		d = mustDecideReq(t, l, costRequest("k1", "acme", 5))
+		if !d.Allowed || d.Customer == nil || d.Customer.Remaining != 0 {
+			t.Fatalf("k1 with what is left: %+v customer %+v, want admitted, 0 left", d, d.Customer)
+		}
+		// a key without a customerId is its own customer
+		if d := mustDecideReq(t, l, costRequest("k4", "", 50)); !d.Allowed {
+			t.Fatalf("k4, its own customer: refused by %v", d.Refused)
+		}
+	})
+}
