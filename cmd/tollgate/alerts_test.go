@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
-	"tollgate/internal/waittest"
 	"tollgate/calendar"
 	"tollgate/internal/browsertest"
 	"tollgate/internal/redistest"
