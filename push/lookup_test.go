@@ -136,13 +136,18 @@ func TestRunReconcilerRepairsFlushedRedis(t *testing.T) {
 	})
 }
 
-// slowPipelines delays every pipeline by d, so concurrent lookups overlap.
-type slowPipelines struct{ d time.Duration }
+// slowPipelines delays every pipeline by d, so concurrent lookups
+// overlap, and counts the pipelines it holds in started.
+type slowPipelines struct {
+	d       time.Duration
+	started *atomic.Int64
+}
 
 func (s slowPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (s slowPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (s slowPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		s.started.Add(1)
 		time.Sleep(s.d)
 		return next(ctx, cmds)
 	}
@@ -156,7 +161,8 @@ func TestLookupSurvivesFirstCallerCancelling(t *testing.T) {
 	h := testHash(7)
 	src.putKey(h, true, "plan01")
 	mustPublish(t, p)
-	rdb.AddHook(slowPipelines{d: 150 * time.Millisecond})
+	var started atomic.Int64
+	rdb.AddHook(slowPipelines{d: 150 * time.Millisecond, started: &started})
 	r := NewReader(rdb, ReaderOptions{Prefix: prefix})
 
 	first, cancel := context.WithCancel(context.Background())
@@ -165,7 +171,7 @@ func TestLookupSurvivesFirstCallerCancelling(t *testing.T) {
 		_, err := r.Lookup(first, h)
 		firstDone <- err
 	}()
-	time.Sleep(30 * time.Millisecond) // the first caller's read is in flight
+	waittest.Until(t, "the first caller's read in flight", 5*time.Second, func() bool { return started.Load() >= 1 })
 	secondDone := make(chan *plans.KeyRecord, 1)
 	go func() {
 		rec, err := r.Lookup(context.Background(), h)
