@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"tollgate/engine/lease"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/plans"
@@ -119,4 +123,74 @@ func TestCustomerQuotaAllOrNothingWithTheKeysLimits(t *testing.T) {
 			t.Fatalf("k4, its own customer: refused by %v", d.Refused)
 		}
 	})
+}
+
+// Over two and four nodes with capacity leases on, the keys of one
+// customer sending from every node at once are admitted exactly as many
+// times as the customer quota holds their cost, on one primary and on
+// Redis Cluster (where the customer's state is in a slot of its own).
+func TestCustomerQuotaIsExactOverNodesWithLeases(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, n := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) { customerQuotaOverNodes(t, b, n) })
+		}
+	})
+}
+
+func customerQuotaOverNodes(t *testing.T, b redistest.Backend, nodeCount int) {
+	const cost, budget = 3, 300
+	var nodes []limit.Decider
+	var first *Engine
+	prefix := ""
+	for range nodeCount {
+		rdb, p := b.Open(t)
+		if prefix == "" {
+			prefix = p
+		}
+		e := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout}))
+		t.Cleanup(func() { _ = e.Close() })
+		leases := lease.New(e, lease.Options{})
+		t.Cleanup(leases.Close)
+		nodes = append(nodes, limit.Stack(e, leases.Layer))
+		if first == nil {
+			first = e
+		}
+	}
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for i, n := range nodes {
+		for j := range 8 / nodeCount {
+			key := fmt.Sprintf("k%d", (i*8+j)%3) // three keys of acme, on every node
+			wg.Go(func() {
+				for {
+					req := costRequest(key, "acme", cost)
+					req.Quota.Limit, req.CustomerQuota.Limit = 10000, budget
+					d, err := n.Decide(t.Context(), req)
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+					if !d.Allowed {
+						if d.Refused != limit.LevelCustomer {
+							failed.Store(fmt.Errorf("refused by %v, want the customer quota", d.Refused))
+						}
+						return
+					}
+					admitted.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	first.settle()
+	if got := admitted.Load(); got != budget/cost {
+		t.Fatalf("admitted %d, want %d (%d units of %d each)", got, budget/cost, budget, cost)
+	}
+	if got := customerUsed(t, first, "acme"); got != budget {
+		t.Fatalf("acme used %v, want %d", got, budget)
+	}
 }
