@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -23,7 +24,7 @@ func (s *Server) gatewayResponseRoutes(r chi.Router) {
 func responseType(r *http.Request) (string, error) {
 	t := param(r, "responseType")
 	if !plans.ValidGatewayResponseType(t) {
-		return "", plans.Invalid("responseType", "responseType %q is not one tollgate produces: use one of DEFAULT_4XX, DEFAULT_5XX, THROTTLED, QUOTA_EXCEEDED, INVALID_API_KEY, ACCESS_DENIED, MISSING_AUTHENTICATION_TOKEN, RESOURCE_NOT_FOUND, REQUEST_TOO_LARGE, INTEGRATION_TIMEOUT, INTEGRATION_FAILURE, API_CONFIGURATION_ERROR", t)
+		return "", plans.Invalid("responseType", "responseType %q is not one tollgate produces: use one of %s", t, strings.Join(plans.GatewayResponseTypes, ", "))
 	}
 	return t, nil
 }
@@ -71,7 +72,7 @@ func (s *Server) allGatewayResponses(r *http.Request) ([]plans.GatewayResponse, 
 }
 
 // getGatewayResponses: GET /restapis/{id}/gatewayresponses → 200 list of
-// every type tollgate produces (not paged: there are twelve).
+// every type tollgate produces (not paged: there are thirteen).
 func (s *Server) getGatewayResponses(w http.ResponseWriter, r *http.Request) error {
 	all, err := s.allGatewayResponses(r)
 	if err != nil {

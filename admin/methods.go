@@ -33,9 +33,11 @@ func target(r *http.Request) (methodTarget, error) {
 
 // putMethodInput is PutMethod's body (fields outside the subset ignored).
 type putMethodInput struct {
-	AuthorizationType string          `json:"authorizationType"`
-	APIKeyRequired    bool            `json:"apiKeyRequired"`
-	RequestParameters map[string]bool `json:"requestParameters"`
+	AuthorizationType   string          `json:"authorizationType"`
+	AuthorizerID        string          `json:"authorizerId"`
+	AuthorizationScopes []string        `json:"authorizationScopes"`
+	APIKeyRequired      bool            `json:"apiKeyRequired"`
+	RequestParameters   map[string]bool `json:"requestParameters"`
 }
 
 // putMethod: PUT .../methods/{httpMethod} → 201 Method (replacing any).
@@ -48,7 +50,8 @@ func (s *Server) putMethod(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &in); err != nil {
 		return err
 	}
-	m := &plans.Method{HTTPMethod: t.method, AuthorizationType: in.AuthorizationType, APIKeyRequired: in.APIKeyRequired, RequestParameters: in.RequestParameters}
+	m := &plans.Method{HTTPMethod: t.method, AuthorizationType: in.AuthorizationType, AuthorizerID: in.AuthorizerID,
+		AuthorizationScopes: in.AuthorizationScopes, APIKeyRequired: in.APIKeyRequired, RequestParameters: in.RequestParameters}
 	m.Normalize()
 	if err := m.Validate(); err != nil {
 		return err
@@ -76,7 +79,9 @@ func (s *Server) getMethod(w http.ResponseWriter, r *http.Request) error {
 }
 
 // updateMethod: PATCH .../methods/{httpMethod}; paths /apiKeyRequired,
-// /authorizationType, /requestParameters/{name}.
+// /authorizationType (NONE opens a method an authorizer or AWS_IAM
+// closed), /authorizerId, /authorizationScopes (add or remove one scope),
+// /requestParameters/{name}.
 func (s *Server) updateMethod(w http.ResponseWriter, r *http.Request) error {
 	t, err := target(r)
 	if err != nil {
@@ -102,6 +107,10 @@ func patchMethod(m *plans.Method, op patchOp) error {
 			return err
 		}
 		return setString(op, &m.AuthorizationType)
+	case "/authorizerId":
+		return setString(op, &m.AuthorizerID)
+	case "/authorizationScopes":
+		return patchList(op, &m.AuthorizationScopes)
 	}
 	if name, ok := strings.CutPrefix(op.Path, "/requestParameters/"); ok && name != "" {
 		if op.Op == opRemove {

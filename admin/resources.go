@@ -19,6 +19,7 @@ func (s *Server) resourceRoutes(r chi.Router) {
 	s.integrationRoutes(r)
 	s.responseRoutes(r)
 	s.gatewayResponseRoutes(r)
+	s.authorizerRoutes(r)
 }
 
 // resourceView is a Resource as sent: without ?embed=methods each method

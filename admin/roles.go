@@ -17,7 +17,7 @@ import (
 type area string
 
 const (
-	areaAPIs        area = "apis"                  // REST APIs, resources, methods, deployments, stages, rules, gateway responses, domain names
+	areaAPIs        area = "apis"                  // REST APIs, resources, methods, authorizers, deployments, stages, rules, gateway responses, domain names
 	areaPlans       area = "plans"                 // usage plans
 	areaKeys        area = "keys"                  // API keys and their plan memberships
 	areaUsage       area = "usage"                 // GetUsage, UpdateUsage, the usage ledger
@@ -94,6 +94,12 @@ var routeRules = map[string]rule{
 	"GET " + integrationResponsePath:    read("GetIntegrationResponse", areaAPIs),
 	"PATCH " + integrationResponsePath:  write("UpdateIntegrationResponse", areaAPIs),
 	"DELETE " + integrationResponsePath: write("DeleteIntegrationResponse", areaAPIs),
+
+	"POST /restapis/{restApiId}/authorizers": create("CreateAuthorizer", areaAPIs, "/restapis/{restApiId}/authorizers/{id}"),
+	"GET /restapis/{restApiId}/authorizers":  read("GetAuthorizers", areaAPIs),
+	"GET " + authorizerPath:                  read("GetAuthorizer", areaAPIs),
+	"PATCH " + authorizerPath:                write("UpdateAuthorizer", areaAPIs),
+	"DELETE " + authorizerPath:               write("DeleteAuthorizer", areaAPIs),
 
 	"GET /restapis/{restApiId}/gatewayresponses": read("GetGatewayResponses", areaAPIs),
 	"PUT " + gatewayResponsePath:                 write("PutGatewayResponse", areaAPIs),

@@ -54,12 +54,24 @@ func TestRandomAPIsBuiltCallByCallSurviveExportAndImport(t *testing.T) {
 }
 
 // buildDefinition creates def's API through the SDK, one call per
-// resource, method, integration, method response, integration response
-// and gateway response, and deploys it to prod.
+// authorizer, resource, method, integration, method response,
+// integration response and gateway response, and deploys it to prod.
 func buildDefinition(t *testing.T, e *env, def *plans.ApiDefinition) string {
 	t.Helper()
 	api := call(e.c.CreateRestApi(e.ctx, &apigateway.CreateRestApiInput{Name: aws.String(def.Name), Description: aws.String(def.Description)})).must(t)
-	b := builder{e, *api.Id}
+	b := builder{e: e, apiID: *api.Id, authorizers: map[string]string{}}
+	for _, a := range def.Authorizers {
+		in := &apigateway.CreateAuthorizerInput{RestApiId: api.Id, Name: aws.String(a.Name), Type: types.AuthorizerType(a.Type),
+			ProviderARNs: a.ProviderARNs, AuthorizerResultTtlInSeconds: a.AuthorizerResultTTLInSeconds}
+		for field, v := range map[**string]string{&in.AuthType: a.AuthType, &in.AuthorizerUri: a.AuthorizerURI,
+			&in.AuthorizerCredentials: a.AuthorizerCredentials, &in.IdentitySource: a.IdentitySource,
+			&in.IdentityValidationExpression: a.IdentityValidationExpression} {
+			if v != "" {
+				*field = aws.String(v)
+			}
+		}
+		b.authorizers[a.Name] = *call(e.c.CreateAuthorizer(e.ctx, in)).must(t).Id
+	}
 	ids := map[string]string{"/": aws.ToString(api.RootResourceId)}
 	for _, r := range def.Resources {
 		if r.Path != "/" {
@@ -85,8 +97,12 @@ func buildDefinition(t *testing.T, e *env, def *plans.ApiDefinition) string {
 // putMethod puts m (its integration and responses included) on resource res.
 func (b builder) putMethod(res, verb string, m *plans.Method) {
 	t, id := b.e.t, &b.apiID
-	call(b.e.c.PutMethod(b.e.ctx, &apigateway.PutMethodInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb,
-		AuthorizationType: aws.String("NONE"), ApiKeyRequired: m.APIKeyRequired, RequestParameters: m.RequestParameters})).must(t)
+	put := &apigateway.PutMethodInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb, AuthorizationType: aws.String(m.AuthorizationType),
+		AuthorizationScopes: m.AuthorizationScopes, ApiKeyRequired: m.APIKeyRequired, RequestParameters: m.RequestParameters}
+	if m.AuthorizerID != "" {
+		put.AuthorizerId = aws.String(b.authorizers[m.AuthorizerID])
+	}
+	call(b.e.c.PutMethod(b.e.ctx, put)).must(t)
 	for _, mr := range m.MethodResponses {
 		call(b.e.c.PutMethodResponse(b.e.ctx, &apigateway.PutMethodResponseInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb,
 			StatusCode: aws.String(mr.StatusCode), ResponseParameters: mr.ResponseParameters, ResponseModels: mr.ResponseModels})).must(t)
@@ -95,16 +111,16 @@ func (b builder) putMethod(res, verb string, m *plans.Method) {
 	if in == nil {
 		return
 	}
-	put := &apigateway.PutIntegrationInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb, Type: types.IntegrationType(in.Type),
+	putIn := &apigateway.PutIntegrationInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb, Type: types.IntegrationType(in.Type),
 		TimeoutInMillis: aws.Int32(in.TimeoutInMillis), CacheKeyParameters: in.CacheKeyParameters, RequestParameters: in.RequestParameters,
 		RequestTemplates: in.RequestTemplates, ConnectionType: types.ConnectionType(in.ConnectionType)}
-	for field, v := range map[**string]string{&put.IntegrationHttpMethod: in.HTTPMethod, &put.Uri: in.URI,
-		&put.CacheNamespace: in.CacheNamespace, &put.PassthroughBehavior: in.PassthroughBehavior} {
+	for field, v := range map[**string]string{&putIn.IntegrationHttpMethod: in.HTTPMethod, &putIn.Uri: in.URI,
+		&putIn.CacheNamespace: in.CacheNamespace, &putIn.PassthroughBehavior: in.PassthroughBehavior} {
 		if v != "" {
 			*field = aws.String(v)
 		}
 	}
-	call(b.e.c.PutIntegration(b.e.ctx, put)).must(t)
+	call(b.e.c.PutIntegration(b.e.ctx, putIn)).must(t)
 	for _, ir := range in.IntegrationResponses {
 		put := &apigateway.PutIntegrationResponseInput{RestApiId: id, ResourceId: &res, HttpMethod: &verb, StatusCode: aws.String(ir.StatusCode),
 			ResponseParameters: ir.ResponseParameters, ResponseTemplates: ir.ResponseTemplates, ContentHandling: types.ContentHandlingStrategy(ir.ContentHandling)}
@@ -116,7 +132,8 @@ func (b builder) putMethod(res, verb string, m *plans.Method) {
 }
 
 // definition reads an API back as a definition: name, description,
-// resources with methods (GetResources, embed=methods) and the gateway
+// authorizers, resources with methods (GetResources, embed=methods; each
+// naming its authorizer by name, as a definition does) and the gateway
 // responses put on it.
 func (e *env) definition(apiID string) *plans.ApiDefinition {
 	e.t.Helper()
@@ -125,7 +142,12 @@ func (e *env) definition(apiID string) *plans.ApiDefinition {
 	def := &plans.ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource}
 	var rs struct{ Item []plans.Resource }
 	e.getJSON("/restapis/"+apiID+"/resources?embed=methods&limit=500", &rs)
-	def.Resources = rs.Item
+	var as struct{ Item []plans.Authorizer }
+	e.getJSON("/restapis/"+apiID+"/authorizers", &as)
+	def.Resources = plans.NameAuthorizers(rs.Item, as.Item)
+	if len(as.Item) > 0 {
+		def.Authorizers = as.Item
+	}
 	var grs struct{ Item []plans.GatewayResponse }
 	e.getJSON("/restapis/"+apiID+"/gatewayresponses?limit=500", &grs)
 	for _, gr := range grs.Item {

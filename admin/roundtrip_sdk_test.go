@@ -11,8 +11,9 @@ import (
 
 // builder puts methods of one API through the admin routes.
 type builder struct {
-	e     *env
-	apiID string
+	e           *env
+	apiID       string
+	authorizers map[string]string // authorizer name → id, for putMethod
 }
 
 // resource creates pathPart under parent and returns its id.
@@ -46,7 +47,7 @@ func (b builder) method(res, verb string, keyed bool, params map[string]bool, in
 // part an export carries, and deploys it to prod.
 func buildPetstore(t *testing.T, e *env) string {
 	api := call(e.c.CreateRestApi(e.ctx, &apigateway.CreateRestApiInput{Name: aws.String("built"), Description: aws.String("built call by call")})).must(t)
-	b := builder{e, *api.Id}
+	b := builder{e: e, apiID: *api.Id}
 	root := call(e.c.GetResources(e.ctx, &apigateway.GetResourcesInput{RestApiId: api.Id})).must(t).Items[0].Id
 	pets := b.resource(*root, "pets")
 	pet := b.resource(pets, "{petId}")

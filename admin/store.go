@@ -25,6 +25,7 @@ type Store interface {
 	RestApiStore
 	ResourceStore
 	MethodStore
+	AuthorizerStore
 	IntegrationStore
 	GatewayResponseStore
 	DeploymentStore
@@ -57,7 +58,19 @@ type ResourceStore interface {
 	DeleteResource(ctx context.Context, apiID, resourceID string) error // with its subtree; the root is 400
 }
 
-// MethodStore keeps a resource's methods.
+// AuthorizerStore keeps an API's authorizers: CreateAuthorizer fills the
+// ID; DeleteAuthorizer is 409 while a method uses the authorizer.
+type AuthorizerStore interface {
+	CreateAuthorizer(ctx context.Context, apiID string, a *plans.Authorizer) error
+	GetAuthorizer(ctx context.Context, apiID, id string) (*plans.Authorizer, error)
+	Authorizers(ctx context.Context, apiID string) ([]plans.Authorizer, error)
+	UpdateAuthorizer(ctx context.Context, apiID, id string, fn func(*plans.Authorizer) error) (*plans.Authorizer, error)
+	DeleteAuthorizer(ctx context.Context, apiID, id string) error
+}
+
+// MethodStore keeps a resource's methods. PutMethod and UpdateMethod are
+// 400 for an authorizerId that is not one of the API's, of the matching
+// type.
 type MethodStore interface {
 	PutMethod(ctx context.Context, apiID, resourceID string, m *plans.Method) error // 409 when the method exists
 	GetMethod(ctx context.Context, apiID, resourceID, httpMethod string) (*plans.Method, error)

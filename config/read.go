@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"tollgate/openapi"
 	"tollgate/plans"
@@ -18,6 +16,7 @@ type Store interface {
 	GetRestApi(ctx context.Context, id string) (*plans.RestApi, error)
 	ListResources(ctx context.Context, apiID string, p plans.Page) ([]plans.Resource, string, error)
 	GatewayResponses(ctx context.Context, apiID string) (map[string]plans.GatewayResponse, error)
+	Authorizers(ctx context.Context, apiID string) ([]plans.Authorizer, error)
 	ListStages(ctx context.Context, apiID string) ([]plans.Stage, error)
 	RateLimitRules(ctx context.Context, apiID string) (map[string][]plans.RateLimitRule, error)
 	ListUsagePlans(ctx context.Context, keyID string, p plans.Page) ([]plans.UsagePlan, string, error)
@@ -124,8 +123,11 @@ func readApi(ctx context.Context, st Store, a plans.RestApi) (*Api, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(rs, func(x, y plans.Resource) int { return strings.Compare(x.Path, y.Path) })
-	def := &plans.ApiDefinition{Name: a.Name, Description: a.Description, ApiKeySource: a.ApiKeySource, Resources: rs, GatewayResponses: grs}
+	as, err := st.Authorizers(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	def := plans.Definition(&a, rs, grs, as)
 	b, _, err := openapi.Export(def, openapi.ExportOptions{Extensions: true})
 	if err != nil {
 		return nil, err

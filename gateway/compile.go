@@ -63,10 +63,13 @@ type stagePlan struct {
 // (when the stage has one for this method) and the account bucket.
 // planThrottles holds the per-method throttles plans set for
 // this method, by plan id. rules are the stage's rate-limit rules that
-// may apply to it (methodRules).
+// may apply to it (methodRules). authorization is the method's
+// authorizationType when tollgate cannot perform it (plans.Method.Closed):
+// every call is refused; "" for an open method.
 type method struct {
 	stage         *stageConfig
 	path, verb    string
+	authorization string
 	keyRequired   bool
 	integ         integration
 	shared        []limit.Bucket
@@ -188,6 +191,9 @@ func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *pl
 		shared:      make([]limit.Bucket, 0, 2),
 		cache:       compileCache(stage, path, verb, m.MethodIntegration),
 		rules:       methodRules(sc.rules, path, verb),
+	}
+	if m.Closed() {
+		cm.authorization = m.AuthorizationType
 	}
 	if t, ok := stage.StageThrottle(path, verb, acct); ok {
 		cm.shared = append(cm.shared, limit.Bucket{Level: limit.LevelStage, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit, Method: verb, Path: path})

@@ -116,6 +116,10 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 		return
 	}
 	ex.resource = ex.m.path
+	if ex.m.authorization != "" {
+		refuseAuthorization(w, r, ex)
+		return
+	}
 	if ex.m.keyRequired && !s.checkKey(w, r, ex) {
 		return
 	}
@@ -137,6 +141,24 @@ func (s *Server) serveAPI(w *statusWriter, r *http.Request, ex *exchange) {
 		return
 	}
 	s.serveIntegration(w, r, ex)
+}
+
+// refuseAuthorization answers a call of a method secured by an
+// authorizer or AWS_IAM, which tollgate cannot perform, as AWS answers a
+// call it does not authorize: 401 Unauthorized (UNAUTHORIZED) for a
+// Lambda or Cognito authorizer; for AWS_IAM, 403 Missing Authentication
+// Token without an Authorization header and 403 Forbidden
+// (ACCESS_DENIED) with one. It charges nothing.
+func refuseAuthorization(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	ex.errType, ex.reason = ErrorTypeUnauthorized, "authorizationType "+ex.m.authorization+" cannot be performed by tollgate"
+	switch {
+	case ex.m.authorization != plans.AuthorizationIAM:
+		writeError(w, respUnauthorized)
+	case len(r.Header["Authorization"]) == 0:
+		writeError(w, respMissingToken)
+	default:
+		writeError(w, respAccessDenied)
+	}
 }
 
 // checkInput enforces the URL, header and body limits up front: 414 for a

@@ -23,6 +23,7 @@ const (
 // Error types of the access log (docs/behaviour.md, "Logs, metrics, health").
 const (
 	ErrorTypeInvalidKey     = "INVALID_API_KEY"
+	ErrorTypeUnauthorized   = "UNAUTHORIZED" // a method secured by an authorizer or AWS_IAM: closed
 	ErrorTypeThrottled      = "THROTTLED"
 	ErrorTypeQuota          = "QUOTA_EXCEEDED"
 	ErrorTypeUnavailable    = "UNAVAILABLE"

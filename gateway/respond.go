@@ -21,6 +21,8 @@ var (
 	respNotFound       = errorResponse{http.StatusNotFound, "Not Found", "NotFoundException"}
 	respMethodNotAllow = errorResponse{http.StatusMethodNotAllowed, "Method Not Allowed", "MethodNotAllowedException"}
 	respForbidden      = errorResponse{http.StatusForbidden, "Forbidden", "ForbiddenException"}
+	respUnauthorized   = errorResponse{http.StatusUnauthorized, "Unauthorized", "UnauthorizedException"}
+	respMissingToken   = errorResponse{http.StatusForbidden, "Missing Authentication Token", "MissingAuthenticationTokenException"}
 	respMisdirected    = errorResponse{http.StatusMisdirectedRequest, "Misdirected Request", "MisdirectedRequestException"}
 	respThrottled      = errorResponse{http.StatusTooManyRequests, "Too Many Requests", "TooManyRequestsException"}
 	respQuota          = errorResponse{http.StatusTooManyRequests, "Limit Exceeded", "LimitExceededException"}
@@ -84,16 +86,18 @@ func writeUnavailable(w http.ResponseWriter) {
 // x-amzn-ErrorType) to its AWS gateway response type; the others fall
 // back to DEFAULT_4XX or DEFAULT_5XX by status.
 var responseTypes = map[string]string{
-	"NotFoundException":            plans.ResponseResourceNotFound,
-	"MethodNotAllowedException":    plans.ResponseMissingAuthenticationToken,
-	"ForbiddenException":           plans.ResponseInvalidAPIKey,
-	"AccessDeniedException":        plans.ResponseAccessDenied,
-	"TooManyRequestsException":     plans.ResponseThrottled,
-	"LimitExceededException":       plans.ResponseQuotaExceeded,
-	"RequestTooLargeException":     plans.ResponseRequestTooLarge,
-	"BadGatewayException":          plans.ResponseIntegrationFailure,
-	"IntegrationTimeoutException":  plans.ResponseIntegrationTimeout,
-	"InternalServerErrorException": plans.ResponseAPIConfigurationError,
+	"NotFoundException":                   plans.ResponseResourceNotFound,
+	"MethodNotAllowedException":           plans.ResponseMissingAuthenticationToken,
+	"ForbiddenException":                  plans.ResponseInvalidAPIKey,
+	"UnauthorizedException":               plans.ResponseUnauthorized,
+	"MissingAuthenticationTokenException": plans.ResponseMissingAuthenticationToken,
+	"AccessDeniedException":               plans.ResponseAccessDenied,
+	"TooManyRequestsException":            plans.ResponseThrottled,
+	"LimitExceededException":              plans.ResponseQuotaExceeded,
+	"RequestTooLargeException":            plans.ResponseRequestTooLarge,
+	"BadGatewayException":                 plans.ResponseIntegrationFailure,
+	"IntegrationTimeoutException":         plans.ResponseIntegrationTimeout,
+	"InternalServerErrorException":        plans.ResponseAPIConfigurationError,
 }
 
 // gatewayResponses is a stage's compiled gateway responses, by type.

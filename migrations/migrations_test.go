@@ -98,7 +98,7 @@ func TestUpDownUp(t *testing.T) {
 		"usage_plans", "usage_plan_stages", "api_keys", "usage_plan_keys", "key_stage_claims",
 		"account", "config_version", "config_changes", "usage_days", "usage_quotas", "gateway_responses",
 		"rate_limit_rules", "domain_names", "base_path_mappings", "admin_credentials", "audit_log", "webhook_outbox",
-		"api_key_previous_values", "api_key_rotations", "portal_accounts", "portal_invites", "portal_sessions"}
+		"api_key_previous_values", "api_key_rotations", "portal_accounts", "portal_invites", "portal_sessions", "authorizers"}
 	for round := range 2 {
 		if err := migrations.Up(u); err != nil {
 			t.Fatalf("round %d: up: %v", round, err)
@@ -194,7 +194,7 @@ func TestEveryDropOfADownFileIsListed(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(15); got != want { // 000015_usage_requests
+	if got, want := migrations.Latest(), uint(16); got != want { // 000016_authorizers
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

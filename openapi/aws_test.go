@@ -160,6 +160,46 @@ func TestImportTakesWhatAPIGatewayTakes(t *testing.T) {
 		{"root-level security naming a Cognito authorizer", oas3(`"security":[{"c":[]}],"paths":{"/a":{"get":{}}},
 			"components":{"securitySchemes":{"c":{"type":"apiKey","name":"Authorization","in":"header","x-amazon-apigateway-authtype":"cognito_user_pools"}}}`),
 			[]string{"security"}, nil},
+		{"operations secured by authorizers and AWS_IAM, imported closed", swagger2(`"paths":{"/a":{
+			"get":{"security":[{"tok":[]}]},
+			"post":{"security":[{"pool":["email"]},{"api_key":[]}]},
+			"put":{"security":[{"sigv4":[]}]},
+			"delete":{"security":[{"req":[],"api_key":[]}]}}},
+			"securityDefinitions":{"api_key":{"type":"apiKey","name":"x-api-key","in":"header"},
+			"tok":{"type":"apiKey","name":"Authorization","in":"header","x-amazon-apigateway-authtype":"custom",
+				"x-amazon-apigateway-authorizer":{"type":"token","authorizerUri":"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/arn:aws:lambda:us-east-1:1:function:auth/invocations","authorizerResultTtlInSeconds":60}},
+			"req":{"type":"apiKey","name":"Unused","in":"header","x-amazon-apigateway-authtype":"custom",
+				"x-amazon-apigateway-authorizer":{"type":"request","identitySource":"method.request.header.Auth, method.request.querystring.t","authorizerUri":"arn:aws:lambda:req"}},
+			"pool":{"type":"apiKey","name":"Authorization","in":"header","x-amazon-apigateway-authtype":"cognito_user_pools",
+				"x-amazon-apigateway-authorizer":{"type":"cognito_user_pools","providerARNs":["arn:aws:cognito-idp:us-east-1:1:userpool/us-east-1_X"]}},
+			"sigv4":{"type":"apiKey","name":"Authorization","in":"header","x-amazon-apigateway-authtype":"awsSigv4"},
+			"spare":{"type":"apiKey","name":"X-Token","in":"header","x-amazon-apigateway-authorizer":{"type":"TOKEN","authorizerUri":"arn:aws:lambda:spare"}}}`),
+			[]string{"paths./a.get.security", "paths./a.post.security", "paths./a.put.security", "paths./a.delete.security"},
+			func(def *plans.ApiDefinition) string {
+				var names []string
+				for _, a := range def.Authorizers {
+					names = append(names, a.Name+":"+a.Type+":"+a.IdentitySource)
+				}
+				if got := strings.Join(names, " "); got != "pool:COGNITO_USER_POOLS: req:REQUEST:method.request.header.Auth, method.request.querystring.t "+
+					"spare:TOKEN:method.request.header.X-Token tok:TOKEN:method.request.header.Authorization" {
+					return "authorizers " + got
+				}
+				get, post, put, del := findMethod(def, "/a", "GET"), findMethod(def, "/a", "POST"), findMethod(def, "/a", "PUT"), findMethod(def, "/a", "DELETE")
+				switch {
+				case get.AuthorizationType != plans.AuthorizationCustom || get.AuthorizerID != "tok" || get.APIKeyRequired:
+					return fmt.Sprintf("GET %+v, want CUSTOM tok", get)
+				case post.AuthorizationType != plans.AuthorizationCognito || post.AuthorizerID != "pool" || !post.APIKeyRequired ||
+					!slices.Equal(post.AuthorizationScopes, []string{"email"}):
+					return fmt.Sprintf("POST %+v, want COGNITO_USER_POOLS pool with scope email and a key", post)
+				case put.AuthorizationType != plans.AuthorizationIAM || put.AuthorizerID != "":
+					return fmt.Sprintf("PUT %+v, want AWS_IAM", put)
+				case del.AuthorizationType != plans.AuthorizationCustom || del.AuthorizerID != "req" || !del.APIKeyRequired:
+					return fmt.Sprintf("DELETE %+v, want CUSTOM req and a key", del)
+				case !get.Closed() || !post.Closed() || !put.Closed() || !del.Closed():
+					return "want every method closed"
+				}
+				return ""
+			}},
 		{"invalid by OpenAPI's rules, read as AWS reads it", oas3(`"paths":{"/a":{"get":{"operationId":"x","responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"nonsense","pattern":"("}}}}}},"post":{"operationId":"x"}}}`),
 			nil, noResponses("/a", "POST")},
 	}

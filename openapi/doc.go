@@ -19,6 +19,11 @@
 //   - an operation's security requirement naming an apiKey scheme sent in
 //     the x-api-key header: apiKeyRequired (the document's own security is
 //     ignored, as API Gateway ignores it, with a warning);
+//   - security schemes with x-amazon-apigateway-authorizer: the API's
+//     authorizers, by scheme name; an operation naming one, or a scheme
+//     whose x-amazon-apigateway-authtype is awsSigv4, gets authorizationType
+//     CUSTOM, COGNITO_USER_POOLS or AWS_IAM and is closed (tollgate cannot
+//     run authorizers), with a warning naming it;
 //   - x-amazon-apigateway-integration: type (http_proxy, mock), uri,
 //     httpMethod, passthroughBehavior, requestParameters, requestTemplates,
 //     cacheKeyParameters, cacheNamespace, timeoutInMillis, connectionType and
@@ -41,9 +46,9 @@
 // does not parse or whose references do not resolve, resources API
 // Gateway refuses too, values no integration can have, a chain of more
 // than MaxRefChain components that are only a $ref, and an operation
-// secured by anything but an x-api-key apiKey scheme (a Cognito or Lambda
-// authorizer, IAM, OAuth): importing it without its authorizer would open
-// it.
+// secured by a scheme that is neither an x-api-key apiKey scheme nor an
+// API Gateway authorizer or awsSigv4 (plain OAuth 2, HTTP basic):
+// importing it without it would open it.
 //
 // Export writes the inverse, so that Import(Export(def)) gives def again
 // (up to the normalisation Import applies to any document: every path

@@ -148,6 +148,12 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 	if opts.Stage != "" {
 		doc.Servers = openapi3.Servers{{URL: "/" + opts.Stage}}
 	}
+	authorizers := make(map[string]*plans.Authorizer, len(def.Authorizers))
+	for i := range def.Authorizers {
+		a := &def.Authorizers[i]
+		authorizers[a.Name] = a
+		declareScheme(doc, a.Name, authorizerScheme(a))
+	}
 	parents := map[string]bool{}
 	for _, r := range def.Resources {
 		if r.Path != "/" {
@@ -156,7 +162,7 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 	}
 	for i := range def.Resources {
 		r := &def.Resources[i]
-		if item := exportPath(doc, r, parents[r.Path], opts); item != nil {
+		if item := exportPath(doc, r, parents[r.Path], authorizers, opts); item != nil {
 			doc.Paths.Set(r.Path, item)
 		}
 	}
@@ -174,13 +180,13 @@ func exportDoc(def *plans.ApiDefinition, opts ExportOptions) *openapi3.T {
 
 // exportPath returns the path item of r, or nil for a resource that needs
 // none (the root or a resource with children, without methods).
-func exportPath(doc *openapi3.T, r *plans.Resource, hasChildren bool, opts ExportOptions) *openapi3.PathItem {
+func exportPath(doc *openapi3.T, r *plans.Resource, hasChildren bool, authorizers map[string]*plans.Authorizer, opts ExportOptions) *openapi3.PathItem {
 	if len(r.ResourceMethods) == 0 && (r.Path == "/" || hasChildren) {
 		return nil
 	}
 	item := &openapi3.PathItem{}
 	for _, verb := range sortedKeys(r.ResourceMethods) {
-		op := exportOperation(doc, r, r.ResourceMethods[verb], opts)
+		op := exportOperation(doc, r, r.ResourceMethods[verb], authorizers, opts)
 		if verb != "ANY" {
 			item.SetOperation(verb, op)
 			continue
@@ -192,17 +198,11 @@ func exportPath(doc *openapi3.T, r *plans.Resource, hasChildren bool, opts Expor
 	return item
 }
 
-// exportOperation writes one method.
-func exportOperation(doc *openapi3.T, r *plans.Resource, m *plans.Method, opts ExportOptions) *openapi3.Operation {
-	op := &openapi3.Operation{Parameters: exportParameters(r.Path, m.RequestParameters), Responses: exportResponses(doc, m.MethodResponses)}
-	if m.APIKeyRequired {
-		op.Security = &openapi3.SecurityRequirements{{apiKeyScheme: []string{}}}
-		if doc.Components.SecuritySchemes == nil {
-			doc.Components.SecuritySchemes = openapi3.SecuritySchemes{}
-		}
-		doc.Components.SecuritySchemes[apiKeyScheme] = &openapi3.SecuritySchemeRef{Value: &openapi3.SecurityScheme{
-			Type: "apiKey", Name: apiKeyHeader, In: "header"}}
-	}
+// exportOperation writes one method (authorizers by name, as def's
+// methods name them).
+func exportOperation(doc *openapi3.T, r *plans.Resource, m *plans.Method, authorizers map[string]*plans.Authorizer, opts ExportOptions) *openapi3.Operation {
+	op := &openapi3.Operation{Parameters: exportParameters(r.Path, m.RequestParameters), Responses: exportResponses(doc, m.MethodResponses),
+		Security: exportSecurity(doc, m, authorizers)}
 	if opts.Extensions && m.MethodIntegration != nil {
 		op.Extensions = map[string]any{extIntegration: exportIntegration(r, m.MethodIntegration)}
 	}

@@ -69,6 +69,8 @@ type importer struct {
 	warnings warnings
 	byPath   map[string]*plans.Resource
 	varChild map[string]string // parent path → its {variable} child's path part
+	// authorizers are those the operations' security names, by scheme name.
+	authorizers map[string]*plans.Authorizer
 }
 
 func (im *importer) warn(at loc, format string, args ...any) { im.warnings.add(at, format, args...) }
@@ -86,6 +88,9 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 	}
 	im.rootExtensions()
 	im.rootSecurity()
+	if err := im.schemes(); err != nil {
+		return nil, err
+	}
 	if err := im.gatewayResponses(def); err != nil {
 		return nil, err
 	}
@@ -104,6 +109,7 @@ func (im *importer) run() (*plans.ApiDefinition, error) {
 		}
 	}
 	def.Resources = im.resources()
+	def.Authorizers = im.definitionAuthorizers()
 	return def, nil
 }
 

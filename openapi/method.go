@@ -13,12 +13,10 @@ import (
 
 // method imports one operation as the method verb of res.
 func (im *importer) method(at loc, res *plans.Resource, verb string, item *openapi3.PathItem, op *openapi3.Operation) error {
-	m := &plans.Method{HTTPMethod: verb, AuthorizationType: "NONE"}
-	keyed, err := im.apiKeyRequired(at, op)
-	if err != nil {
+	m := &plans.Method{HTTPMethod: verb, AuthorizationType: plans.AuthorizationNone}
+	if err := im.security(at, m, op); err != nil {
 		return err
 	}
-	m.APIKeyRequired = keyed
 	m.RequestParameters = im.requestParameters(at, res.Path, item, op)
 	m.MethodResponses = im.methodResponses(at.at("responses"), op)
 	m.Normalize()
@@ -124,42 +122,6 @@ func lookup[R any, V any](im *importer, at loc, ref, section string, parts map[s
 	}
 	im.warn(at, "$ref %q names nothing in the document; ignored", ref)
 	return nil
-}
-
-// apiKeyRequired reads the operation's own security (API Gateway ignores
-// the document's, see rootSecurity): a requirement naming an x-api-key
-// apiKey scheme requires a key; one naming any other scheme is an error,
-// as tollgate cannot enforce it.
-func (im *importer) apiKeyRequired(at loc, op *openapi3.Operation) (bool, error) {
-	if op.Security == nil {
-		return false, nil
-	}
-	keyed := false
-	for _, req := range *op.Security {
-		for _, name := range sortedKeys(req) {
-			if !im.isAPIKeyScheme(name) {
-				return false, errorf(at.at("security"), "security scheme %q is not supported: tollgate authorizes only by API key (an apiKey scheme named x-api-key in the header); importing the method without it would open it", name)
-			}
-			keyed = true
-		}
-	}
-	return keyed, nil
-}
-
-// isAPIKeyScheme reports whether the named security scheme is an apiKey
-// scheme read from the x-api-key header without an API Gateway authorizer.
-func (im *importer) isAPIKeyScheme(name string) bool {
-	ref := im.doc.Components.SecuritySchemes[name]
-	if ref == nil || ref.Value == nil {
-		return false
-	}
-	s := ref.Value
-	if s.Type != "apiKey" || s.In != "header" || !strings.EqualFold(s.Name, apiKeyHeader) {
-		return false
-	}
-	_, authorizer := s.Extensions["x-amazon-apigateway-authorizer"]
-	authType, _ := s.Extensions["x-amazon-apigateway-authtype"].(string)
-	return !authorizer && (authType == "" || strings.EqualFold(authType, "apiKey"))
 }
 
 // requestParameters maps the operation's and path item's parameters to

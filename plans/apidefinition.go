@@ -11,6 +11,9 @@ import (
 // with methods, integrations and responses; their ids are empty when the
 // definition comes from a document. GatewayResponses are by type.
 //
+// Authorizers are the API's authorizers, sorted by name; a method names
+// its authorizer by that name in AuthorizerID (the store gives ids).
+//
 // RateLimitRules are rate-limit rules by stage name (the tollgate
 // extension RulesExtension); nil leaves every stored rule as it is.
 type ApiDefinition struct {
@@ -19,6 +22,7 @@ type ApiDefinition struct {
 	ApiKeySource     string
 	Resources        []Resource
 	GatewayResponses map[string]GatewayResponse
+	Authorizers      []Authorizer
 	RateLimitRules   map[string][]RateLimitRule
 }
 
@@ -38,10 +42,20 @@ const (
 
 // StageDefinition is the definition a stage serves, as exports write it:
 // api's name, description and key source with deployment d's resources
-// (sorted by path) and gateway responses; no rate-limit rules.
+// (sorted by path), gateway responses and authorizers; no rate-limit
+// rules.
 func StageDefinition(api *RestApi, d *Deployment) *ApiDefinition {
-	rs := slices.Clone(d.Resources)
+	return Definition(api, d.Resources, d.GatewayResponses, d.Authorizers)
+}
+
+// Definition is the definition of api with the resources, gateway
+// responses and authorizers given as the store holds them: resources
+// sorted by path, authorizers by name, methods naming their authorizer.
+func Definition(api *RestApi, rs []Resource, grs map[string]GatewayResponse, as []Authorizer) *ApiDefinition {
+	rs = NameAuthorizers(rs, as)
 	slices.SortFunc(rs, func(a, b Resource) int { return strings.Compare(a.Path, b.Path) })
+	as = slices.Clone(as)
+	SortAuthorizers(as)
 	return &ApiDefinition{Name: api.Name, Description: api.Description, ApiKeySource: api.ApiKeySource,
-		Resources: rs, GatewayResponses: d.GatewayResponses}
+		Resources: rs, GatewayResponses: grs, Authorizers: as}
 }

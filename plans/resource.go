@@ -74,37 +74,68 @@ var httpMethods = map[string]bool{
 // OPTIONS or ANY (upper case).
 func ValidHTTPMethod(m string) bool { return httpMethods[m] }
 
-// Method is an HTTP method on a resource. AuthorizationType is always NONE
-// (API keys are the only authorization tollgate has). APIKeyRequired
+// Method is an HTTP method on a resource. AuthorizationType is NONE (the
+// default), CUSTOM or COGNITO_USER_POOLS (with AuthorizerID, the API's
+// authorizer of the matching type; AuthorizationScopes for a user pool)
+// or AWS_IAM: tollgate cannot run authorizers or check IAM signatures, so
+// a method of any type but NONE is closed (Closed). APIKeyRequired
 // defaults to false, as AWS. RequestParameters maps
 // "method.request.{querystring|header|path}.name" to whether it is required.
 // MethodResponses are the method's declared responses by status code.
 type Method struct {
-	HTTPMethod        string                     `json:"httpMethod"`
-	AuthorizationType string                     `json:"authorizationType"`
-	APIKeyRequired    bool                       `json:"apiKeyRequired"`
-	RequestParameters map[string]bool            `json:"requestParameters,omitempty"`
-	MethodResponses   map[string]*MethodResponse `json:"methodResponses,omitempty"`
-	MethodIntegration *Integration               `json:"methodIntegration,omitempty"`
+	HTTPMethod          string                     `json:"httpMethod"`
+	AuthorizationType   string                     `json:"authorizationType"`
+	AuthorizerID        string                     `json:"authorizerId,omitempty"`
+	AuthorizationScopes []string                   `json:"authorizationScopes,omitempty"`
+	APIKeyRequired      bool                       `json:"apiKeyRequired"`
+	RequestParameters   map[string]bool            `json:"requestParameters,omitempty"`
+	MethodResponses     map[string]*MethodResponse `json:"methodResponses,omitempty"`
+	MethodIntegration   *Integration               `json:"methodIntegration,omitempty"`
 }
 
-// Normalize fills the default a method is stored with: authorizationType
-// NONE.
+// Normalize fills the default a method is stored with (authorizationType
+// NONE) and drops what its type does not use: the authorizer of a NONE or
+// AWS_IAM method, the scopes of any but COGNITO_USER_POOLS (AWS applies
+// them to user pools only).
 func (m *Method) Normalize() {
 	if m.AuthorizationType == "" {
-		m.AuthorizationType = "NONE"
+		m.AuthorizationType = AuthorizationNone
+	}
+	if m.AuthorizationType == AuthorizationNone || m.AuthorizationType == AuthorizationIAM {
+		m.AuthorizerID = ""
+	}
+	if m.AuthorizationType != AuthorizationCognito || len(m.AuthorizationScopes) == 0 {
+		m.AuthorizationScopes = nil
 	}
 }
 
-// Validate checks the method name, authorizationType (empty means NONE),
-// parameter names and method responses (each stored under its own status
-// code). It does not change m.
+// Closed reports whether the gateway refuses every call of m: its
+// authorization is one tollgate cannot perform (anything but NONE).
+func (m *Method) Closed() bool {
+	return m.AuthorizationType != "" && m.AuthorizationType != AuthorizationNone
+}
+
+// Validate checks the method name, authorizationType (empty means NONE;
+// CUSTOM and COGNITO_USER_POOLS need an authorizerId), parameter names
+// and method responses (each stored under its own status code). It does
+// not change m.
 func (m *Method) Validate() error {
 	if !ValidHTTPMethod(m.HTTPMethod) {
 		return Invalid("httpMethod", "httpMethod %q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, ANY", m.HTTPMethod)
 	}
-	if m.AuthorizationType != "" && m.AuthorizationType != "NONE" {
-		return Invalid("authorizationType", "authorizationType %q is not supported: only NONE", m.AuthorizationType)
+	switch m.AuthorizationType {
+	case "", AuthorizationNone, AuthorizationIAM:
+	case AuthorizationCustom, AuthorizationCognito:
+		if m.AuthorizerID == "" {
+			return Invalid("authorizerId", "authorizerId is required for authorizationType %s", m.AuthorizationType)
+		}
+	default:
+		return Invalid("authorizationType", "authorizationType %q is not one of NONE, CUSTOM, COGNITO_USER_POOLS, AWS_IAM", m.AuthorizationType)
+	}
+	for _, s := range m.AuthorizationScopes {
+		if s == "" || len(s) > MaxNameLen {
+			return Invalid("authorizationScopes", "authorizationScopes must be scopes of 1 to %d characters", MaxNameLen)
+		}
 	}
 	for p := range m.RequestParameters {
 		if _, _, ok := ParseRequestParameter("method.request.", p); !ok {

@@ -68,6 +68,7 @@ const (
 	ResponseQuotaExceeded              = "QUOTA_EXCEEDED"
 	ResponseInvalidAPIKey              = "INVALID_API_KEY"
 	ResponseAccessDenied               = "ACCESS_DENIED"
+	ResponseUnauthorized               = "UNAUTHORIZED"
 	ResponseMissingAuthenticationToken = "MISSING_AUTHENTICATION_TOKEN"
 	ResponseResourceNotFound           = "RESOURCE_NOT_FOUND"
 	ResponseRequestTooLarge            = "REQUEST_TOO_LARGE"
@@ -80,7 +81,7 @@ const (
 // order GetGatewayResponses lists them.
 var GatewayResponseTypes = []string{
 	ResponseDefault4XX, ResponseDefault5XX, ResponseThrottled, ResponseQuotaExceeded,
-	ResponseInvalidAPIKey, ResponseAccessDenied, ResponseMissingAuthenticationToken,
+	ResponseInvalidAPIKey, ResponseAccessDenied, ResponseUnauthorized, ResponseMissingAuthenticationToken,
 	ResponseResourceNotFound, ResponseRequestTooLarge, ResponseIntegrationTimeout,
 	ResponseIntegrationFailure, ResponseAPIConfigurationError,
 }

@@ -358,6 +358,7 @@ x-amazon-apigateway-gateway-responses.DEFAULT_4XX.responseParameters.gatewayresp
 paths./products.get.x-amazon-apigateway-integration.credentials
 paths./products.get.x-amazon-apigateway-integration.requestParameters.integration.request.header.X-Debug
 paths./orders/{id}.get.parameters[0]
+paths./orders/{id}.delete.security
 paths./status.get.x-amazon-apigateway-integration.responses.default.responseTemplates.application/json'
 got=$(jq -r '.warnings[] | split(": ")[0]' "$run/shop.json")
 [ "$got" = "$want" ] || fail "import warnings at:
@@ -368,7 +369,7 @@ $(jq -r '.warnings[]' "$run/shop.json")"
 paths=$(apigw get-resources --rest-api-id "$shop" --query 'sort(items[].path)' --output text | tr '\t' ' ')
 [ "$paths" = "/ /v1 /v1/orders /v1/orders/{id} /v1/products /v1/products/{productId} /v1/status /v1/{proxy+}" ] \
   || fail "basepath=split: resources $paths"
-ok "import-rest-api of a real-world-shaped export (basepath=split): under /v1, 7 warnings in document order, none refused"
+ok "import-rest-api of a real-world-shaped export (basepath=split): under /v1, 8 warnings in document order, none refused"
 
 apigw create-deployment --rest-api-id "$shop" --stage-name prod --variables "upstream=127.0.0.1:$echo_port,colour=blue" >/dev/null \
   || fail "create-deployment of $shop"
@@ -388,7 +389,9 @@ missing=$(curl -s -i -H "$shop_host" "$shop_url/products" | tr -d '\r')
 grep -q '^HTTP/1.1 403' <<<"$missing" && grep -qi '^Access-Control-Allow-Origin: \*$' <<<"$missing" || fail "403 without a key: $missing"
 order=$(curl -s -H "$shop_host" "$shop_url/orders/7")
 grep -q '"path":"/orders/7"' <<<"$order" || fail "GET /v1/orders/7 through the proxy: $order"
-ok "deployed: \$context and \$stageVariables in a MOCK template, CORS MOCK on {proxy+} echoing Origin, DEFAULT_4XX, the proxied order"
+closed=$(curl -s -i -X DELETE -H "$shop_host" -H 'Authorization: Bearer a-token-the-lambda-would-accept' "$shop_url/orders/7" | tr -d '\r')
+grep -q '^HTTP/1.1 401' <<<"$closed" && grep -q '{"message":"Unauthorized"}' <<<"$closed" || fail "DELETE behind the Lambda authorizer: $closed"
+ok "deployed: \$context and \$stageVariables in a MOCK template, CORS MOCK on {proxy+} echoing Origin, DEFAULT_4XX, the proxied order, the method behind an authorizer closed (401)"
 
 apigw create-base-path-mapping --domain-name "$domain" --base-path shop --rest-api-id "$shop" --stage prod >/dev/null \
   || fail "create-base-path-mapping shop"
@@ -405,9 +408,13 @@ ok "the migrated API over https://$domain/shop/v1/status"
 # resource by path with its methods (integrations and responses included;
 # ids and default cache namespaces left out), and the gateway responses put.
 shape() {
+  local names
+  names=$(apigw get-authorizers --rest-api-id "$1" --output json | jq -c '[.items[] | {key: .id, value: .name}] | from_entries')
   apigw get-resources --rest-api-id "$1" --embed methods --output json \
-    | jq -S '[.items[] | .id as $id | {path, methods: ((.resourceMethods // {}) | map_values(
-        if .methodIntegration.cacheNamespace == $id then del(.methodIntegration.cacheNamespace) else . end))}] | sort_by(.path)'
+    | jq -S --argjson names "$names" '[.items[] | .id as $id | {path, methods: ((.resourceMethods // {}) | map_values(
+        (if .methodIntegration.cacheNamespace == $id then del(.methodIntegration.cacheNamespace) else . end)
+        | (if .authorizerId then .authorizerId = $names[.authorizerId] else . end)))}] | sort_by(.path)'
+  apigw get-authorizers --rest-api-id "$1" --output json | jq -S '[.items[] | del(.id)] | sort_by(.name)'
   apigw get-gateway-responses --rest-api-id "$1" --output json | jq -S '[.items[] | select(.defaultResponse | not)] | sort_by(.responseType)'
 }
 # roundtrip API NAME: export API's prod stage in all four forms, import each
@@ -425,7 +432,27 @@ $(cat "$run/$2.diff")"
   done
 }
 roundtrip "$shop" shop
-ok "get-export of the migrated API in all four forms: each imports as the same API (resources, methods, integrations, responses)"
+ok "get-export of the migrated API in all four forms: each imports as the same API (resources, methods, integrations, responses, authorizers)"
+
+# The authorizer is AWS's resource; opening its method lets calls through.
+authorizer=$(apigw get-authorizers --rest-api-id "$shop" --output json | jq -c '[.items[] | {name, type, identitySource, authorizerResultTtlInSeconds}]')
+[ "$authorizer" = '[{"name":"partner_auth","type":"TOKEN","identitySource":"method.request.header.Authorization","authorizerResultTtlInSeconds":300}]' ] \
+  || fail "get-authorizers: $authorizer"
+orders=$(apigw get-resources --rest-api-id "$shop" --query "items[?path=='/v1/orders/{id}'].id" --output text)
+[ "$(apigw get-method --rest-api-id "$shop" --resource-id "$orders" --http-method DELETE --query authorizationType --output text)" = CUSTOM ] \
+  || fail "get-method DELETE: not CUSTOM"
+apigw update-method --rest-api-id "$shop" --resource-id "$orders" --http-method DELETE \
+  --patch-operations op=replace,path=/authorizationType,value=NONE >/dev/null || fail "update-method authorizationType NONE"
+apigw create-deployment --rest-api-id "$shop" --stage-name prod >/dev/null || fail "create-deployment after opening DELETE"
+for _ in $(seq 1 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "$shop_host" "$shop_url/orders/7")" != 401 ] && break
+  sleep 0.05
+done
+opened=$(curl -s -X DELETE -H "$shop_host" "$shop_url/orders/7")
+grep -q '"method":"DELETE"' <<<"$opened" && grep -q '"path":"/orders/7"' <<<"$opened" || fail "DELETE after update-method NONE: $opened"
+apigw delete-authorizer --rest-api-id "$shop" --authorizer-id "$(apigw get-authorizers --rest-api-id "$shop" --query 'items[0].id' --output text)" \
+  || fail "delete-authorizer once no method uses it"
+ok "get-authorizers, update-method authorizationType NONE opens the method (DELETE reaches the upstream), delete-authorizer"
 
 swagger_doc=scripts/testdata/shop-swagger2.json
 swagger=$(apigw import-rest-api --fail-on-warnings --body "fileb://$swagger_doc" --query id --output text) \

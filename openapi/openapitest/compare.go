@@ -10,12 +10,18 @@ import (
 	"tollgate/plans"
 )
 
-// Normal returns def as JSON without what an import makes anew: resource
-// and parent ids, and cache namespaces equal to their resource's id (the
-// default). Resources are ordered by path. Two definitions of the same
-// API have the same Normal.
+// Normal returns def as JSON without what an import makes anew: resource,
+// parent and authorizer ids, and cache namespaces equal to their
+// resource's id (the default). Resources are ordered by path, authorizers
+// by name. Two definitions of the same API have the same Normal.
 func Normal(def *plans.ApiDefinition) string {
 	c := *def
+	c.Authorizers = nil
+	for _, a := range def.Authorizers {
+		a.ID = ""
+		c.Authorizers = append(c.Authorizers, a)
+	}
+	plans.SortAuthorizers(c.Authorizers)
 	c.Resources = make([]plans.Resource, len(def.Resources))
 	for i, r := range def.Resources {
 		r.ParentID = ""

@@ -2,7 +2,8 @@
 // of the OpenAPI import and export: every part an export carries (ANY
 // methods, request parameters, method responses with models on several
 // media types, greedy paths, HTTP_PROXY and MOCK integrations with every
-// field tollgate keeps, CORS MOCKs on {proxy+}, gateway responses), with
+// field tollgate keeps, CORS MOCKs on {proxy+}, gateway responses, Lambda
+// and Cognito authorizers and the methods they or AWS_IAM secure), with
 // values chosen to be awkward in JSON and YAML.
 package openapitest
 
@@ -26,6 +27,8 @@ func Definition(r *rand.Rand) *plans.ApiDefinition {
 	def := &plans.ApiDefinition{Name: g.pick("pets", "Pet Store: v2", "true", "- list", "ünïcode ✓"),
 		Description:  g.pick("", "built call by call", "line one\nline two", "#not a comment", "null"),
 		ApiKeySource: plans.ApiKeySourceHeader}
+	def.Authorizers = g.authorizers()
+	g.authorizerList = def.Authorizers
 	def.Resources = g.tree()
 	for i := range def.Resources {
 		res := &def.Resources[i]
@@ -47,8 +50,9 @@ func Definition(r *rand.Rand) *plans.ApiDefinition {
 }
 
 type gen struct {
-	r      *rand.Rand
-	params int // path parameter names drawn so far
+	r              *rand.Rand
+	params         int                // path parameter names drawn so far
+	authorizerList []plans.Authorizer // the API's, for its methods to name
 }
 
 func (g *gen) pick(vs ...string) string { return vs[g.r.IntN(len(vs))] }
@@ -108,6 +112,7 @@ func (g *gen) verbs() []string {
 // method draws a method of verb on path.
 func (g *gen) method(path, verb string) *plans.Method {
 	m := &plans.Method{HTTPMethod: verb, AuthorizationType: "NONE", APIKeyRequired: g.chance(2)}
+	g.authorization(m)
 	params := map[string]bool{}
 	for _, name := range g.subset(2, "limit", "page.size", "q") {
 		params["method.request.querystring."+name] = g.chance(2)
@@ -126,6 +131,58 @@ func (g *gen) method(path, verb string) *plans.Method {
 	m.MethodResponses = g.methodResponses()
 	m.MethodIntegration = g.integration(path, params)
 	return m
+}
+
+// authorizers draws an API's authorizers: Lambda TOKEN and REQUEST
+// authorizers and a Cognito user pool, with every field AWS models.
+func (g *gen) authorizers() []plans.Authorizer {
+	var out []plans.Authorizer
+	for _, name := range g.subset(3, "cognito-pool", "lambda_request", "lambdaToken", "Wide: auth") {
+		a := plans.Authorizer{Name: name, AuthType: g.pick("", "custom", "oauth2")}
+		switch name {
+		case "cognito-pool":
+			a.Type, a.AuthType = plans.AuthorizerCognito, g.pick("", "cognito_user_pools")
+			a.ProviderARNs = []string{"arn:aws:cognito-idp:eu-west-1:123456789012:userpool/eu-west-1_AbC"}
+			if g.chance(2) {
+				a.ProviderARNs = append(a.ProviderARNs, "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_Xy")
+			}
+			a.IdentitySource = g.pick("method.request.header.Authorization", "")
+		case "lambda_request":
+			a.Type = plans.AuthorizerRequest
+			a.IdentitySource = g.pick("method.request.header.Auth, method.request.querystring.tenant", "", "context.sourceIp")
+		default:
+			a.Type = plans.AuthorizerToken
+			a.IdentitySource = g.pick("method.request.header.Authorization", "method.request.header.X-Token")
+			a.IdentityValidationExpression = g.pick("", "^Bearer [-0-9a-zA-Z._]*$")
+		}
+		if a.Type != plans.AuthorizerCognito {
+			a.AuthorizerURI = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:" + g.pick("auth", "auth:live") + "/invocations"
+			a.AuthorizerCredentials = g.pick("", "arn:aws:iam::123456789012:role/invoke-authorizer")
+		}
+		if g.chance(2) {
+			ttl := int32(g.pick2(0, 3600))
+			a.AuthorizerResultTTLInSeconds = &ttl
+		}
+		a.Normalize()
+		out = append(out, a)
+	}
+	return out
+}
+
+// authorization secures m, sometimes, with one of the API's authorizers
+// (a user pool with scopes, sometimes) or AWS_IAM.
+func (g *gen) authorization(m *plans.Method) {
+	switch {
+	case g.chance(6):
+		m.AuthorizationType = plans.AuthorizationIAM
+	case len(g.authorizerList) > 0 && g.chance(3):
+		a := g.authorizerList[g.r.IntN(len(g.authorizerList))]
+		m.AuthorizationType, m.AuthorizerID = a.MethodAuthorization(), a.Name
+		if a.Type == plans.AuthorizerCognito && g.chance(2) {
+			m.AuthorizationScopes = g.subset(2, "email", "openid", "https://api.example.com/pets.read")
+		}
+	}
+	m.Normalize()
 }
 
 // corsMock is the OPTIONS method API Gateway's console writes to enable

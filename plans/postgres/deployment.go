@@ -16,16 +16,17 @@ type deploymentRow struct {
 	Description      string                           `db:"description"`
 	Resources        []plans.Resource                 `db:"resources"`
 	GatewayResponses map[string]plans.GatewayResponse `db:"gateway_responses"`
+	Authorizers      []plans.Authorizer               `db:"authorizers"`
 	CreatedAt        time.Time                        `db:"created_at"`
 }
 
 func (r deploymentRow) deployment() plans.Deployment {
 	return plans.Deployment{ID: r.ID, Description: r.Description, CreatedDate: epoch(r.CreatedAt), Resources: r.Resources,
-		GatewayResponses: nilIfEmptyMap(r.GatewayResponses)}
+		GatewayResponses: nilIfEmptyMap(r.GatewayResponses), Authorizers: r.Authorizers}
 }
 
 // CreateDeployment copies the API's current resources, methods and
-// integrations (sorted by path) and its gateway responses into a new deployment (id of 6
+// integrations (sorted by path), its gateway responses and authorizers into a new deployment (id of 6
 // characters; ID and CreatedDate filled in d). When stageName is not empty
 // it creates that stage (with stageDescription and variables) or points
 // the existing stage at the new deployment (variables are merged into the
@@ -55,9 +56,13 @@ func (db *DB) CreateDeployment(ctx context.Context, apiID string, d *plans.Deplo
 		if err != nil {
 			return err
 		}
-		d.ID, d.CreatedDate, d.Resources, d.GatewayResponses = plans.NewID(plans.ShortIDLen), epoch(now), rs, grs
-		if _, err := tx.Exec(ctx, `INSERT INTO deployments (api_id, id, description, resources, gateway_responses, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6)`, apiID, d.ID, d.Description, rs, grs, now); err != nil {
+		as, err := loadAuthorizers(ctx, tx, apiID)
+		if err != nil {
+			return err
+		}
+		d.ID, d.CreatedDate, d.Resources, d.GatewayResponses, d.Authorizers = plans.NewID(plans.ShortIDLen), epoch(now), rs, grs, as
+		if _, err := tx.Exec(ctx, `INSERT INTO deployments (api_id, id, description, resources, gateway_responses, authorizers, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, apiID, d.ID, d.Description, rs, grs, as, now); err != nil {
 			return err
 		}
 		if stageName == "" {
@@ -125,7 +130,7 @@ func (db *DB) GetDeployment(ctx context.Context, apiID, deploymentID string) (*p
 		if _, err := getAPI(ctx, tx, apiID, false); err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT id, description, resources, gateway_responses, created_at FROM deployments
+		rows, _ := tx.Query(ctx, `SELECT id, description, resources, gateway_responses, authorizers, created_at FROM deployments
 			WHERE api_id = $1 AND id = $2`, apiID, deploymentID)
 		r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[deploymentRow])
 		d = r.deployment()
@@ -150,7 +155,7 @@ func (db *DB) ListDeployments(ctx context.Context, apiID string, p plans.Page) (
 		if _, err := getAPI(ctx, tx, apiID, false); err != nil {
 			return err
 		}
-		rows, _ := tx.Query(ctx, `SELECT id, description, '[]'::jsonb AS resources, '{}'::jsonb AS gateway_responses, created_at FROM deployments
+		rows, _ := tx.Query(ctx, `SELECT id, description, '[]'::jsonb AS resources, '{}'::jsonb AS gateway_responses, '[]'::jsonb AS authorizers, created_at FROM deployments
 			WHERE api_id = $1 AND id > $2 ORDER BY id LIMIT $3`, apiID, after, limit+1)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[deploymentRow])
 		for _, r := range rs {

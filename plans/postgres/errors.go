@@ -64,6 +64,8 @@ var conflicts = map[string]string{
 	"admin_credentials_pkey":           "Identifier collision, please retry",
 	"portal_accounts_email_key":        "An account with this email exists",
 	"api_key_rotations_pkey":           "A rotation with this idempotency token is in progress, please retry",
+	"authorizers_name_key":             "An authorizer of this name exists",
+	"authorizers_pkey":                 "Identifier collision, please retry",
 }
 
 // reference is a foreign key a caller can break: the field it names, the
@@ -82,6 +84,8 @@ var references = map[string]reference{
 		"The stage is mapped to a custom domain name; delete its base path mapping first"},
 	"base_path_mappings_api_fkey": {"restApiId", "Invalid REST API identifier specified",
 		"The API is mapped to a custom domain name; delete its base path mappings first"},
+	"methods_authorizer_fkey": {"authorizerId", "Invalid authorizer ID specified",
+		"A method uses the authorizer; change its authorizationType first"},
 }
 
 // deleteError marks an error of a DELETE statement (see deleting).

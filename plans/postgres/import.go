@@ -115,6 +115,10 @@ func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Api
 			return err
 		}
 	}
+	authorizers, err := storeAuthorizers(ctx, tx, apiID, def, mode)
+	if err != nil {
+		return err
+	}
 	t, err := loadTree(ctx, tx, apiID)
 	if err != nil {
 		return err
@@ -127,7 +131,7 @@ func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Api
 		if err != nil {
 			return err
 		}
-		if err := rows.addMethods(apiID, id, r); err != nil {
+		if err := rows.addMethods(apiID, id, r, authorizers); err != nil {
 			return err
 		}
 	}
@@ -148,7 +152,8 @@ func storeResources(ctx context.Context, tx pgx.Tx, apiID string, def *plans.Api
 }
 
 // clearDefinition deletes the API's methods, gateway responses and the
-// resources whose path def does not have (with their subtrees).
+// resources whose path def does not have (with their subtrees);
+// storeAuthorizers then replaces the authorizers.
 func clearDefinition(ctx context.Context, tx pgx.Tx, apiID string, def *plans.ApiDefinition) error {
 	keep := make([]string, 0, len(def.Resources))
 	for _, r := range def.Resources {
@@ -245,13 +250,21 @@ type definitionRows struct {
 
 // addMethods validates the methods r names, on resource id, and adds
 // their rows (a missing cacheNamespace is the resource id, as
-// PutIntegration's).
-func (rows *definitionRows) addMethods(apiID, id string, r *plans.Resource) error {
+// PutIntegration's; the authorizer a method names is looked up by name in
+// authorizers and stored by id).
+func (rows *definitionRows) addMethods(apiID, id string, r *plans.Resource, authorizers map[string]*plans.Authorizer) error {
 	for _, verb := range sortedMethodKeys(r.ResourceMethods) {
 		m := *r.ResourceMethods[verb]
 		m.HTTPMethod = verb
 		m.Normalize()
-		if err := m.Validate(); err != nil {
+		err := m.Validate()
+		if a := authorizers[m.AuthorizerID]; err == nil && m.AuthorizerID != "" {
+			if a != nil {
+				m.AuthorizerID = a.ID
+			}
+			err = plans.CheckMethodAuthorizer(&m, a)
+		}
+		if err != nil {
 			return plans.Invalid("paths."+r.Path, "paths.%s %s: %s", r.Path, verb, plans.ErrorMessage(err))
 		}
 		rows.replacedIDs, rows.replacedVerbs = append(rows.replacedIDs, id), append(rows.replacedVerbs, verb)

@@ -18,6 +18,8 @@ type methodRow struct {
 	ResourceID         string                                `db:"resource_id"`
 	HTTPMethod         string                                `db:"http_method"`
 	AuthorizationType  string                                `db:"authorization_type"`
+	AuthorizerID       *string                               `db:"authorizer_id"`
+	AuthScopes         []string                              `db:"authorization_scopes"`
 	APIKeyRequired     bool                                  `db:"api_key_required"`
 	RequestParameters  map[string]bool                       `db:"request_parameters"`
 	MethodResponses    map[string]*plans.MethodResponse      `db:"method_responses"`
@@ -34,7 +36,7 @@ type methodRow struct {
 	RequestTemplates   map[string]string                     `db:"request_templates"`
 }
 
-const methodSelect = `SELECT m.resource_id, m.http_method, m.authorization_type, m.api_key_required,
+const methodSelect = `SELECT m.resource_id, m.http_method, m.authorization_type, m.authorizer_id, m.authorization_scopes, m.api_key_required,
 	m.request_parameters, m.method_responses, i.type, i.integration_method, i.uri, i.timeout_ms, i.cache_key_parameters,
 	i.cache_namespace, i.request_parameters AS integration_parameters, i.passthrough_behavior, i.connection_type,
 	i.integration_responses, i.request_templates
@@ -44,6 +46,12 @@ func (r methodRow) method() *plans.Method {
 	m := &plans.Method{HTTPMethod: r.HTTPMethod, AuthorizationType: r.AuthorizationType,
 		APIKeyRequired: r.APIKeyRequired, RequestParameters: nilIfEmptyMap(r.RequestParameters),
 		MethodResponses: nilIfEmptyMap(r.MethodResponses)}
+	if r.AuthorizerID != nil {
+		m.AuthorizerID = *r.AuthorizerID
+	}
+	if len(r.AuthScopes) > 0 {
+		m.AuthorizationScopes = r.AuthScopes
+	}
 	if r.Type != nil {
 		m.MethodIntegration = &plans.Integration{Type: *r.Type, HTTPMethod: *r.IntegrationMethod,
 			URI: *r.URI, TimeoutInMillis: *r.TimeoutMillis, CacheKeyParameters: r.CacheKeyParameters,
@@ -110,7 +118,8 @@ func resourcePath(ctx context.Context, tx pgx.Tx, apiID, resourceID string) (str
 // integration (m's MethodIntegration is ignored and cleared). A path
 // parameter must name a {param} of the resource's path
 // (plans.CheckPathParameters). Errors: KindNotFound (API, resource),
-// KindInvalid ("httpMethod", "authorizationType", "requestParameters",
+// KindInvalid ("httpMethod", "authorizationType", "authorizerId" naming
+// no authorizer of the API or one of another type, "requestParameters",
 // "methodResponses"),
 // KindConflict "Method already exists for this resource" when the
 // resource has the method (as AWS: nothing changes).
@@ -128,18 +137,29 @@ func (db *DB) PutMethod(ctx context.Context, apiID, resourceID string, m *plans.
 		if err := plans.CheckPathParameters(path, m.RequestParameters, nil); err != nil {
 			return err
 		}
+		if err := checkMethodAuthorizer(ctx, tx, apiID, m); err != nil {
+			return err
+		}
 		return insertMethod(ctx, tx, apiID, resourceID, m)
 	})
 }
 
 // methodColumns are the columns of a method row, in methodValues's order.
-var methodColumns = []string{"api_id", "resource_id", "http_method", "authorization_type", "api_key_required",
-	"request_parameters", "method_responses"}
+var methodColumns = []string{"api_id", "resource_id", "http_method", "authorization_type", "authorizer_id",
+	"authorization_scopes", "api_key_required", "request_parameters", "method_responses"}
 
 // methodValues is m's row (without its integration).
 func methodValues(apiID, resourceID string, m *plans.Method) []any {
-	return []any{apiID, resourceID, m.HTTPMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
-		emptyIfNil(m.MethodResponses)}
+	var authorizer *string
+	if m.AuthorizerID != "" {
+		authorizer = &m.AuthorizerID
+	}
+	scopes := m.AuthorizationScopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return []any{apiID, resourceID, m.HTTPMethod, m.AuthorizationType, authorizer, scopes, m.APIKeyRequired,
+		emptyIfNil(m.RequestParameters), emptyIfNil(m.MethodResponses)}
 }
 
 // insertMethod inserts m (without its integration); an existing method is
@@ -173,7 +193,8 @@ func (db *DB) GetMethod(ctx context.Context, apiID, resourceID, httpMethod strin
 }
 
 // UpdateMethod lets fn change a method's apiKeyRequired,
-// authorizationType, requestParameters or methodResponses (HTTPMethod and
+// authorizationType, authorizerId, authorizationScopes,
+// requestParameters or methodResponses (HTTPMethod and
 // the integration are kept), validates and stores it. A path parameter fn
 // adds must name a {param} of the resource's path (one stored earlier is
 // kept). Errors: KindNotFound, KindInvalid, or fn's error.
@@ -200,11 +221,12 @@ func (db *DB) UpdateMethod(ctx context.Context, apiID, resourceID, httpMethod st
 		if err := plans.CheckPathParameters(path, m.RequestParameters, before); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE methods SET authorization_type = $4, api_key_required = $5, request_parameters = $6,
-				method_responses = $7
-			WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`,
-			apiID, resourceID, httpMethod, m.AuthorizationType, m.APIKeyRequired, emptyIfNil(m.RequestParameters),
-			emptyIfNil(m.MethodResponses))
+		if err := checkMethodAuthorizer(ctx, tx, apiID, m); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE methods SET (authorization_type, authorizer_id, authorization_scopes, api_key_required,
+				request_parameters, method_responses) = ($4, $5, $6, $7, $8, $9)
+			WHERE api_id = $1 AND resource_id = $2 AND http_method = $3`, methodValues(apiID, resourceID, m)...)
 		return err
 	})
 	if err != nil {
