@@ -154,9 +154,9 @@ type valueData struct {
 }
 
 // createKey makes an enabled key of the partner's customer in one of its
-// plans, through the store methods the admin API uses, and shows its
-// value once. A key that could not join its plan is deleted again, so no
-// key is left on no plan.
+// plans, through the store methods the admin API uses, in one
+// transaction (Keys.Atomically): a key that cannot join its plan is never
+// stored, so no key is ever on no plan. It shows the value once.
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	acct := sessionOf(r.Context()).account
 	planID := r.PostFormValue("plan")
@@ -170,21 +170,24 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.keys.CreateApiKey(s.audited(r, "CreateApiKey", "/apikeys", map[string]any{"name": k.Name}), k, plans.HashKey(value, s.opts.KeyPepper)); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ctx := s.audited(r, "CreateUsagePlanKey", "/usageplans/"+planID+"/keys/"+k.ID, map[string]any{"keyId": k.ID, "keyType": plans.KeyTypeAPIKey})
-	if _, err := s.keys.CreateUsagePlanKey(ctx, planID, k.ID); err != nil {
-		if derr := s.keys.DeleteApiKey(s.audited(r, "DeleteApiKey", "/apikeys/"+k.ID, nil), k.ID); derr != nil {
-			s.log.Error("portal: a key that could not join its plan was not deleted", "key", k.ID, "err", derr)
+	err := s.keys.Atomically(r.Context(), keyCreateBound, func(ctx context.Context) error {
+		if err := s.keys.CreateApiKey(s.auditedIn(ctx, r, "CreateApiKey", "/apikeys", map[string]any{"name": k.Name}), k, plans.HashKey(value, s.opts.KeyPepper)); err != nil {
+			return err
 		}
+		ctx = s.auditedIn(ctx, r, "CreateUsagePlanKey", "/usageplans/"+planID+"/keys/"+k.ID, map[string]any{"keyId": k.ID, "keyType": plans.KeyTypeAPIKey})
+		_, err := s.keys.CreateUsagePlanKey(ctx, planID, k.ID)
+		return err
+	})
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.published(r.Context())
 	s.render(w, r, http.StatusCreated, "value", page{Title: "Key created", Nav: "keys", Data: valueData{Key: *k, Value: value}})
 }
+
+// keyCreateBound limits the transaction that creates a key in its plan.
+const keyCreateBound = 10 * time.Second
 
 // ownKey returns key id when it is the partner's; another customer's key
 // is not found, as is one that does not exist.
@@ -277,10 +280,15 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 // write: the partner as actor, source portal (docs/operations.md, "Audit
 // log"); the store records it in the write's transaction.
 func (s *Server) audited(r *http.Request, op, resource string, change map[string]any) context.Context {
+	return s.auditedIn(r.Context(), r, op, resource, change)
+}
+
+// auditedIn is audited for a context derived from r's (a transaction's).
+func (s *Server) auditedIn(ctx context.Context, r *http.Request, op, resource string, change map[string]any) context.Context {
 	if change == nil {
 		change = map[string]any{}
 	}
 	b, _ := json.Marshal(change) // strings and numbers: cannot fail
-	return plans.WithAudit(r.Context(), &plans.AuditEntry{Actor: "portal:" + sessionOf(r.Context()).account.Email,
+	return plans.WithAudit(ctx, &plans.AuditEntry{Actor: "portal:" + sessionOf(r.Context()).account.Email,
 		Source: plans.SourcePortal, Operation: op, Region: plans.DefaultRegion, Resource: resource, Change: b})
 }

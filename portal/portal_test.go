@@ -276,3 +276,29 @@ func TestTemplatesWorkUnderTheCSP(t *testing.T) {
 		t.Errorf("headers %v: want the CSP, no-store and DENY", r.header)
 	}
 }
+
+// Creating a key and putting it in its plan are one transaction: a key
+// that cannot join its plan (here the plan was deleted after the partner
+// was invited to it) is never stored, and nothing of it is audited.
+func TestKeyThatCannotJoinItsPlanIsNeverStored(t *testing.T) {
+	t.Parallel()
+	tp := mustPortal(t, nil)
+	_, planID := tp.mustAPI(t, "catalog")
+	p := tp.invited(t, "bo@example.com", "bo-co", planID)
+	csrf := p.csrfOf("/portal/keys")
+	ctx := context.Background()
+	must(t, tp.db.DeleteUsagePlan(ctx, planID))
+	p.post("/portal/keys", url.Values{"name": {"orphan"}, "plan": {planID}}, csrf, http.StatusNotFound)
+	keys, _, err := tp.db.ListApiKeys(ctx, "", "bo-co", plans.Page{Limit: 10})
+	must(t, err)
+	if len(keys) != 0 {
+		t.Fatalf("keys of the partner %+v, want none: the key could not join its plan", keys)
+	}
+	entries, _, err := tp.db.AuditEntries(ctx, plans.AuditQuery{Actor: "portal:bo@example.com", Limit: 10})
+	must(t, err)
+	for _, e := range entries {
+		if e.Operation == "CreateApiKey" || e.Operation == "CreateUsagePlanKey" {
+			t.Errorf("audit entry %+v of a creation that was rolled back", e)
+		}
+	}
+}

@@ -42,6 +42,9 @@ type Keys interface {
 	DeleteApiKey(ctx context.Context, id string) error
 	RotateApiKey(ctx context.Context, rot plans.KeyRotation) (plans.KeyRotation, error)
 	CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*plans.UsagePlanKey, error)
+	// Atomically runs fn in one transaction that every call made with
+	// fn's context joins: all of it commits, or nothing.
+	Atomically(ctx context.Context, bound time.Duration, fn func(ctx context.Context) error) error
 	ListUsagePlans(ctx context.Context, keyID string, p plans.Page) ([]plans.UsagePlan, string, error)
 	GetUsagePlan(ctx context.Context, id string) (*plans.UsagePlan, error)
 }
