@@ -107,7 +107,7 @@ func (s *Server) getCustomerUsage(w http.ResponseWriter, r *http.Request) error 
 	if !ok || plan.Quota == nil {
 		return plans.Invalid("tags."+plans.CustomerQuotaTag, "usage plan %s has no customer quota (tag %s)", planID, plans.CustomerQuotaTag)
 	}
-	u, err := reader.CustomerQuota(ctx, customerID, planID, *plan.Quota, limit)
+	u, err := reader.CustomerQuota(ctx, customerID, planID, *plan.QuotaRule(), limit) // anchored as the tags say
 	if err != nil {
 		return plans.Unavailable(err, "customer quota of %s is unavailable", customerID)
 	}

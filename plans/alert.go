@@ -2,7 +2,6 @@ package plans
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 )
 
@@ -55,21 +54,6 @@ const (
 	AlertPending   = "pending"
 	AlertDropped   = "dropped"
 )
-
-// customerQuotaTag is the plan tag of a customer quota (N units per the
-// plan's quota period, shared by the keys of one customerId): alerts are
-// also sent of it.
-const customerQuotaTag = "tollgate:customer-quota"
-
-// CustomerQuotaLimit returns the plan's customer quota in units, 0 for
-// none (or a tag that is not a positive whole number).
-func (p *UsagePlan) CustomerQuotaLimit() int64 {
-	n, err := strconv.ParseInt(p.Tags[customerQuotaTag], 10, 64)
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
-}
 
 // Crossed reports whether used units of limit reach threshold percent.
 func Crossed(used, limit int64, threshold int32) bool {

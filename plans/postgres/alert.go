@@ -74,7 +74,7 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 					PeriodStart: q.PeriodStart.UTC(), PeriodEnd: end, CrossedAt: now})
 			}
 		}
-		if p.CustomerQuotaLimit() > 0 {
+		if _, ok := p.CustomerQuota(); ok {
 			g := group{planID: q.PlanID, customerID: customers[q.KeyID]}
 			if g.customerID == "" {
 				g.keyID = q.KeyID // a key without a customer is its own
@@ -92,7 +92,8 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 			g.planID, start, g.customerID, g.keyID).Scan(&used); err != nil {
 			return err
 		}
-		limit := p.CustomerQuotaLimit()
+		n, _ := p.CustomerQuota()
+		limit := int64(n)
 		_, end := p.QuotaRule().Bounds(start)
 		for _, t := range p.AlertThresholds() {
 			if plans.Crossed(used, limit, t) {
