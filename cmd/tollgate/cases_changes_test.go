@@ -66,9 +66,7 @@ func TestLoweredQuotaClampsRemaining(t *testing.T) {
 // nodes within the propagation bound, including a node restarted during the
 // change; moving a key to another plan starts that plan's own counters.
 func TestPlanChangesApplyToLiveState(t *testing.T) {
-	t.Parallel()
-	s := mustStack(t)
-	api := s.mustCaseAPI(t)
+	s, api, clock, _ := mustClockStack(t)
 	p := s.mustPlan(t, api.id, planSpec{Throttle: throttle(0.01, 10)})
 	keyID, key := s.mustKey(t, p)
 	s.sync(t)
@@ -78,14 +76,13 @@ func TestPlanChangesApplyToLiveState(t *testing.T) {
 	t.Logf("raise propagated to both nodes in %v", s.sync(t))
 	// The case expects 200 at once; docs/behaviour.md ("Throttles and quota", which wins) keeps the
 	// tokens earned under the old limits up to the first decision under
-	// the new ones (≈ 0 here) and refills at the new rate from then on. So
-	// the first request is refused under the new limit, and both nodes
-	// admit 20 ms later (the exact instant depends on the machine's speed,
-	// so only the first answer is pinned).
+	// the new ones (none: the limiter's clock stands still) and refills at
+	// the new rate from then on. So the first request is refused under the
+	// new limit, and both nodes admit 20 ms later.
 	s.expectSeq(t, api.id, key, []seq{{429, "0", "200"}})
-	time.Sleep(20 * time.Millisecond)
+	clock.Add(20 * time.Millisecond)
 	s.expectSeq(t, api.id, key, repeat(2, seq{200, "-", "200"}))
-	time.Sleep(50 * time.Millisecond) // ≥ 2 tokens again before lowering
+	clock.Add(50 * time.Millisecond) // 5 tokens again before lowering
 	s.mustPatchPlan(t, p, "/throttle/rateLimit", "0.01", "/throttle/burstLimit", "2")
 	t.Logf("lowering propagated to both nodes in %v", s.sync(t))
 	if ok, _ := s.countOK(t, api.id, key, 10); ok != 2 {
