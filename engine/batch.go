@@ -49,16 +49,23 @@ type decider interface {
 // goroutine (the caller never sends itself, so that it can give up while
 // Redis does not answer).
 func (b *batcher) enqueue(c *call) {
-	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	start := b.flushers < maxFlushers
-	if start {
-		b.flushers++
-	}
-	b.mu.Unlock()
-	if start {
+	if push(&b.mu, &b.queue, &b.flushers, c) {
 		go b.flush()
 	}
+}
+
+// push appends c to the queue under mu and reports whether the caller
+// starts a flusher: when fewer than maxFlushers run (counted in
+// flushers, which the flusher decrements when it finds the queue empty).
+func push[T any](mu *sync.Mutex, queue *[]T, flushers *int, c T) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	*queue = append(*queue, c)
+	if *flushers >= maxFlushers {
+		return false
+	}
+	*flushers++
+	return true
 }
 
 // flush sends queued batches until the queue is empty.

@@ -41,7 +41,8 @@ type entries struct {
 
 	stages *memo[stageRef, *stageCache]
 	memory *memoryGuard
-	alongs *alongBatch // the reads of requests admitted without a round trip
+	alongs *pipeBatch // the reads of requests admitted without a round trip (limiter Redis)
+	fills  *pipeBatch // entry writes (cache Redis)
 }
 
 // stageRef names one stage.
@@ -59,7 +60,7 @@ func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
 	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck),
-		alongs: &alongBatch{rdb: limiter, timeout: timeout}}
+		alongs: &pipeBatch{rdb: limiter, timeout: timeout}, fills: &pipeBatch{rdb: rdb, timeout: fillTimeout}}
 }
 
 // stage returns the cache state of (api, stage), created on first use (the
@@ -121,17 +122,34 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	if c.memory.full() {
 		return errCacheFull
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("engine: cache store %s: %w", key, err)
+	}
 	names, _ := cache.VaryNames(e.Header)
-	_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, "vary", strings.Join(names, ","), cache.Variant(names, h), e.Encode())
-		p.PExpire(ctx, key, e.TTL+e.Keep)
-		return nil
+	vary, variant, enc, ms := strings.Join(names, ","), cache.Variant(names, h), e.Encode(), (e.TTL + e.Keep).Milliseconds()
+	var cmd *redis.Cmd
+	c.fills.do(func(ctx context.Context, p redis.Pipeliner) {
+		cmd = p.Eval(ctx, storeSource, []string{key}, vary, variant, enc, max(ms, 1))
 	})
-	if err != nil {
+	if cmd == nil {
+		return fmt.Errorf("engine: cache store %s: not sent", key)
+	}
+	if err := cmd.Err(); err != nil {
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
 	return nil
 }
+
+// fillTimeout bounds one pipeline of cache fills.
+const fillTimeout = time.Second
+
+// storeSource writes one entry variant and the entry's expiry in one
+// atomic run (one key: one slot on Redis Cluster), so fills of concurrent
+// requests can share a pipeline. KEYS[1] the entry; ARGV the Vary names,
+// the variant's field, its encoding, the expiry in ms.
+const storeSource = `redis.call('HSET', KEYS[1], 'vary', ARGV[1], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`
 
 // headerArg flattens a request header into lookup.lua's ARGV[1]: one line
 // "<lowercase name>:<VaryValue>\n" per header (HTTP forbids line breaks in

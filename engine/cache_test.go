@@ -2,8 +2,12 @@ package engine
 
 import (
 	"net/http"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/cache"
 	"tollgate/internal/redistest"
@@ -111,5 +115,49 @@ func TestCacheReadAfterScriptFlush(t *testing.T) {
 	got, err := s.get(ctx, "t:cache:e:1", http.Header{})
 	if err != nil || got == nil || string(got.Body) != "hit" {
 		t.Fatalf("read after SCRIPT FLUSH: got %v, %v, want the entry", got, err)
+	}
+}
+
+// Concurrent fills share pipelines (pipeBatch): on one primary and on
+// Redis Cluster, where the entries of a pipeline live on every master,
+// each entry is stored whole with its expiry, and reads back.
+func TestConcurrentFillsEachStoreTheirEntry(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"primary", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var rdb redis.UniversalClient
+			var prefix string
+			if backend == "cluster" {
+				rdb, prefix = redistest.MustCluster(t)
+			} else {
+				rdb, prefix = redistest.MustClient(t)
+			}
+			s := New(rdb, Options{Prefix: prefix}).cache
+			ctx := t.Context()
+			const n = 200
+			key := func(i int) string {
+				return s.keys.CacheEntry(cache.Digest(nil, &cache.Request{APIID: "a", Stage: "s", Method: "GET", Host: "h", Path: "/p" + strconv.Itoa(i)}))
+			}
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					e := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("body" + strconv.Itoa(i)), Stored: time.Now(), TTL: time.Minute}
+					if err := s.put(ctx, key(i), http.Header{}, e); err != nil {
+						t.Errorf("put %d: %v", i, err)
+					}
+				})
+			}
+			wg.Wait()
+			for i := range n {
+				e, err := s.get(ctx, key(i), http.Header{})
+				if err != nil || e == nil || string(e.Body) != "body"+strconv.Itoa(i) {
+					t.Fatalf("entry %d: got %v, %v", i, e, err)
+				}
+				if ttl, err := rdb.PTTL(ctx, key(i)).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+					t.Fatalf("entry %d: PTTL %v, %v, want (0, 1m]", i, ttl, err)
+				}
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ import (
 // answers without a round trip (a capacity lease admits, or a refusal is
 // remembered), an admitted request reads the generation and entry in a
 // pipeline it shares with the other requests admitted so meanwhile
-// (alongBatch), with no script run.
+// (pipeBatch), with no script run.
 func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	c := e.cache
 	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -59,7 +59,7 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
 	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
-		c.alongs.do(al)
+		c.alongs.do(al.queue)
 	}
 	parallel.Wait()
 	// The entry reads after the decision get a deadline of their own: the
@@ -117,7 +117,9 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 // header (by the Vary names of ent.Header) and sets the key's expiry to
 // ent.TTL plus ent.Keep (its stale windows: the entry outlives its
 // freshness, which it records itself, see cache.Entry.Expires), in one
-// MULTI. lk is a Lookup DecideLookup filled; the caller checked
+// atomic script run; concurrent fills share a pipeline (pipeBatch), which
+// waits at most fillTimeout, whatever ctx allows once the fill is queued.
+// lk is a Lookup DecideLookup filled; the caller checked
 // cache.Storable. Older variants keep their own Stored and TTL, and the
 // caller checks each one's freshness. Errors come from Redis, or say that the
 // cache Redis (one master of a cluster) is near maxmemory without eviction

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pipeBatch sends commands of concurrent callers in shared pipelines: up
+// to maxFlushers pipelines are in flight, and what is queued meanwhile
+// goes in the next, at most maxBatch callers' commands each, so the
+// round trips follow the load as the decisions' batches do. The engine
+// has two: the cache reads of requests that a layer admitted without a
+// round trip (a capacity lease), which would otherwise each cost a round
+// trip where their decision's run would have carried them, and cache
+// fills.
+type pipeBatch struct {
+	rdb     redis.UniversalClient
+	timeout time.Duration // of one pipeline
+
+	mu       sync.Mutex
+	queue    []*pipeCall
+	flushers int
+}
+
+// pipeCall is one caller's commands; done closes once their pipeline came
+// back.
+type pipeCall struct {
+	queue func(ctx context.Context, p redis.Pipeliner)
+	done  chan struct{}
+}
+
+// do queues the commands queue puts on a pipeline and waits until that
+// pipeline came back: the commands then hold their replies, or errors.
+// It waits whatever the caller's context does, since the commands are
+// written by the pipeline, which has a deadline of its own (b.timeout).
+func (b *pipeBatch) do(queue func(ctx context.Context, p redis.Pipeliner)) {
+	c := &pipeCall{queue: queue, done: make(chan struct{})}
+	if push(&b.mu, &b.queue, &b.flushers, c) {
+		go b.flush()
+	}
+	<-c.done
+}
+
+// flush sends queued calls, at most maxBatch per pipeline, until none is
+// left.
+func (b *pipeBatch) flush() {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxBatch)
+		if n == 0 {
+			b.flushers--
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil
+		}
+		b.mu.Unlock()
+		b.send(batch)
+	}
+}
+
+// send runs one pipeline of the commands of batch and wakes their callers
+// (also when a queue function panics: its caller's commands then hold no
+// reply).
+func (b *pipeBatch) send(batch []*pipeCall) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	defer func() {
+		for _, c := range batch {
+			close(c.done)
+		}
+	}()
+	p := b.rdb.Pipeline()
+	for _, c := range batch {
+		c.queue(ctx, p)
+	}
+	_, _ = p.Exec(ctx)
+}
