@@ -19,6 +19,7 @@ const (
 	pathBare         = "bare proxy"
 	pathNaive        = "naive EVALSHA proxy"
 	pathUncached     = "gateway uncached"
+	pathSettled      = "gateway settled cost"
 	pathManyKeys     = "gateway uncached, 256 keys"
 	pathMoreKeys     = "gateway uncached, 10000 keys"
 	pathRule         = "gateway TOKEN_BUCKET rule"
@@ -82,6 +83,7 @@ func (s *stack) loads() map[string]load {
 		pathBare:     {url: "http://" + s.proxy + "/uncached", redis: one},
 		pathNaive:    {url: "http://" + s.naive + "/uncached", key: s.fix.mainKey, redis: one},
 		pathUncached: {url: gw + "/uncached", host: host, key: s.fix.mainKey, redis: one, metrics: s.metrics},
+		pathSettled:  {url: gw + "/uncached", host: host, key: s.fix.settledKey, redis: one, metrics: s.metrics},
 		pathManyKeys: {url: gw + "/uncached", host: host, keys: s.fix.manyKeys, redis: one, metrics: s.metrics},
 		pathMoreKeys: {url: gw + "/uncached", host: host, keys: s.fix.moreKeys, redis: one, metrics: s.metrics},
 		pathRule:     {url: gw + "/ruled", host: host, key: s.fix.mainKey, redis: one, metrics: s.metrics},
@@ -99,7 +101,7 @@ func (s *stack) loads() map[string]load {
 
 // order returns the paths in the order they run at each level.
 func (s *stack) order() []string {
-	o := []string{pathBare, pathNaive, pathUncached, pathManyKeys, pathMoreKeys, pathRule, pathMiss, pathCached, pathRefused}
+	o := []string{pathBare, pathNaive, pathUncached, pathSettled, pathManyKeys, pathMoreKeys, pathRule, pathMiss, pathCached, pathRefused}
 	if s.clusterGateway != "" {
 		o = append(o, pathClusterNaive, pathClusterTG)
 	}

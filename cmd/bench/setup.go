@@ -35,6 +35,7 @@ const (
 type fixture struct {
 	apiID                 string
 	mainKey, overKey      string
+	settledKey            string // a key of the settled-cost plan
 	probeKey, probePlanID string
 	manyKeys              []string // manyKeyCount keys of one plan like main's
 	manyPlanID            string
@@ -62,8 +63,9 @@ const (
 // echo upstream), stage "bench" with a stage-wide throttle, a method
 // throttle on /uncached, caching on /cached and /miss (keyed by the query
 // parameter n, so a request with a new n is a miss) and a TOKEN_BUCKET rule
-// on /ruled (through the bearer token admin; the SDK has no rules), three
-// plans with one key each and the many-keys plan.
+// on /ruled (through the bearer token admin; the SDK has no rules), four
+// plans with one key each (one of them charging a settled cost) and the
+// many-keys plan.
 func setup(ctx context.Context, c *apigateway.Client, admin, token, upstream string) (fixture, error) {
 	var f fixture
 	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("bench")})
@@ -142,7 +144,11 @@ func stagePatch() []types.PatchOperation {
 	}
 }
 
-// addPlans creates the main, over-limit and probe plans and their keys.
+// addPlans creates the main, over-limit, probe and settled-cost plans and
+// their keys. The settled plan charges each request what its response's
+// Content-Length says (tollgate:cost=header:Content-Length: a header every
+// answer of the upstream has), reserving 1 unit, and has no throttle (it
+// counts bytes, not requests): its requests cost the settle's round trip.
 func addPlans(ctx context.Context, c *apigateway.Client, f *fixture) error {
 	stage := []types.ApiStage{{ApiId: aws.String(f.apiID), Stage: aws.String(stageName)}}
 	plans := []struct {
@@ -157,6 +163,7 @@ func addPlans(ctx context.Context, c *apigateway.Client, f *fixture) error {
 		{"over", &types.ThrottleSettings{RateLimit: planRate, BurstLimit: planBurst},
 			&types.QuotaSettings{Limit: 1, Period: types.QuotaPeriodTypeDay}, &f.overKey, nil},
 		{"probe", &types.ThrottleSettings{RateLimit: planRate, BurstLimit: planBurst}, nil, &f.probeKey, &f.probePlanID},
+		{"settled", nil, &types.QuotaSettings{Limit: quotaLimit, Period: types.QuotaPeriodTypeMonth}, &f.settledKey, nil},
 	}
 	for _, p := range plans {
 		plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String(p.name),
@@ -175,6 +182,13 @@ func addPlans(ctx context.Context, c *apigateway.Client, f *fixture) error {
 		*p.key = aws.ToString(key.Value)
 		if p.plan != nil {
 			*p.plan = aws.ToString(plan.Id)
+		}
+		if p.name == "settled" {
+			if _, err := c.TagResource(ctx, &apigateway.TagResourceInput{
+				ResourceArn: aws.String("arn:aws:apigateway:us-east-1::/usageplans/" + aws.ToString(plan.Id)),
+				Tags:        map[string]string{"tollgate:cost": "header:Content-Length"}}); err != nil {
+				return fmt.Errorf("tag usage plan %s: %w", p.name, err)
+			}
 		}
 	}
 	return addManyKeys(ctx, c, stage, f)
