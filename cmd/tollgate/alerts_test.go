@@ -240,3 +240,92 @@ func TestAnchoredPeriodFollowsRedisClockThroughARestore(t *testing.T) {
 	}
 	t.Logf("admitted in the next period %v after the limiter's clock was set 2 s before the edge", took)
 }
+
+// Issue 19's walk as a new user would take it: an upstream that reports
+// the tokens of each answer, a customer with two keys and a 300-token
+// monthly budget anchored to the 15th in Asia/Tokyo, alerts at 80 and
+// 100 %. The customer is refused exactly when its tokens run out, on both
+// gateways, whichever key asks, and each alert arrives once.
+func TestCustomerTokenBudgetAnchoredInTokyoAlertsOnce(t *testing.T) {
+	t.Parallel()
+	hooks := webhooktest.MustReceiver(t, testWebhookSecret, 0)
+	s := mustStackWith(t, stackOptions{webhookURL: hooks.URL, adminToken: testAdminToken, flushInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	api := s.mustCaseAPI(t)
+	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("llm"), Throttle: throttle(1000, 1000),
+		Quota:     quota(100000, types.QuotaPeriodTypeMonth, 0),
+		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
+		Tags: map[string]string{plans.CostTag: "header:X-Tokens", plans.CustomerQuotaTag: "300",
+			plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo", plans.AlertsTag: "80,100"}})
+	must(t, "CreateUsagePlan", err)
+	var keys [2]string
+	for i := range keys {
+		k, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String(fmt.Sprintf("acme-%d", i)), Enabled: true, CustomerId: aws.String("acme")})
+		must(t, "CreateApiKey", err)
+		_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: k.Id, KeyType: aws.String("API_KEY")})
+		must(t, "CreateUsagePlanKey", err)
+		keys[i] = *k.Value
+	}
+	s.sync(t)
+	var used struct {
+		Used                   int64
+		PeriodStart, PeriodEnd string
+	}
+	customer := func() int64 {
+		s.adminJSON(t, http.MethodGet, "/usageplans/"+*plan.Id+"/customers/acme/usage", nil, &used)
+		return used.Used
+	}
+	// ask sends one request of key i through gateway i that the upstream
+	// says cost tokens, and waits until the customer's budget shows it
+	ask := func(i int, tokens, want int64) int {
+		before := customer()
+		res := s.call(t, i, api.id, fmt.Sprintf("/prod/items?header=X-Tokens:%d", tokens), keys[i])
+		if res.StatusCode == http.StatusOK {
+			waittest.Until(t, "the settled cost", 5*time.Second, func() bool { return customer() == before+tokens })
+		}
+		if got := customer(); got != want {
+			t.Fatalf("after %d tokens by key %d: the customer used %d, want %d", tokens, i, got, want)
+		}
+		return res.StatusCode
+	}
+	for _, step := range []struct {
+		key    int
+		tokens int64
+		used   int64
+	}{{0, 120, 120}, {1, 100, 220}, {0, 30, 250}, {1, 50, 300}} {
+		if st := ask(step.key, step.tokens, step.used); st != http.StatusOK {
+			t.Fatalf("key %d asking for %d tokens with %d used: %d, want 200", step.key, step.tokens, step.used-step.tokens, st)
+		}
+	}
+	tokyo, _ := calendar.LoadZone("Asia/Tokyo")
+	start, end := calendar.Calendar{Period: calendar.Month, Anchor: 15, Zone: tokyo}.Bounds(time.Now())
+	if used.PeriodStart != start.Format(time.RFC3339) || used.PeriodEnd != end.Format(time.RFC3339) {
+		t.Fatalf("the customer's period [%s, %s), want [%s, %s)", used.PeriodStart, used.PeriodEnd, start, end)
+	}
+	for i := range 2 {
+		if st := ask(i, 1, 300); st != http.StatusTooManyRequests {
+			t.Fatalf("key %d with the budget spent: %d, want 429", i, st)
+		}
+	}
+	match := map[string]any{"type": plans.EventQuotaThreshold, "customerId": "acme"}
+	waittest.Until(t, "the customer's two alerts", 10*time.Second, func() bool { evs, _ := hooks.Events(match); return len(evs) >= 2 })
+	var alerts struct {
+		Item []plans.QuotaAlert `json:"item"`
+	}
+	waittest.Until(t, "both delivered", 5*time.Second, func() bool {
+		s.adminJSON(t, http.MethodGet, "/alerts?customerId=acme", nil, &alerts)
+		return len(alerts.Item) == 2 && alerts.Item[0].Delivery.State == plans.AlertDelivered && alerts.Item[1].Delivery.State == plans.AlertDelivered
+	})
+	evs, sigErr := hooks.Events(match)
+	if sigErr != nil || len(evs) != 2 {
+		t.Fatalf("webhooks %v (signature error %v), want the customer's 80 and 100 once each", evs, sigErr)
+	}
+	seen := map[float64]bool{}
+	for _, ev := range evs {
+		th := ev["threshold"].(float64)
+		if ev["keyId"] != nil || ev["limit"] != 300.0 || ev["periodStart"] != start.Format(time.RFC3339) || ev["used"].(float64) < th*3 || seen[th] {
+			t.Fatalf("webhook %v", ev)
+		}
+		seen[th] = true
+	}
+}
