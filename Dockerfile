@@ -4,7 +4,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./cmd/tollgate ./cmd/echo ./cmd/demo
+# What `tollgate version` prints: docker build --build-arg VERSION=$(git describe --tags --always) .
+ARG VERSION=devel
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/ ./cmd/tollgate ./cmd/echo ./cmd/demo
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
