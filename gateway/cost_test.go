@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/internal/waittest"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -45,11 +46,9 @@ func (tg *testGateway) wantUnits(t *testing.T, quota int32, used, requests, unit
 		u, err = tg.engine.KeyUsage(t.Context(), "key0000001", "plan01", &limit.Quota{Limit: quota, Period: plans.PeriodDay})
 		return err == nil && u.Quota.Remaining == max(0, int64(quota)-used) && u.Today == requests && u.TodayUnits == units
 	}
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("quota remaining %v, today %d requests of %d units; want %d used, %d requests of %d units",
-				u.Quota, u.Today, u.TodayUnits, used, requests, units)
-		}
+	if _, ok := waittest.Poll(10*time.Second, cond); !ok {
+		t.Fatalf("quota remaining %v, today %d requests of %d units; want %d used, %d requests of %d units",
+			u.Quota, u.Today, u.TodayUnits, used, requests, units)
 	}
 }
 

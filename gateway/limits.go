@@ -218,7 +218,7 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 		writeUnavailable(w)
 		return false
 	}
-	now := time.Now().UnixNano()
+	now := s.nodeNow().UnixNano()
 	s.failingSince.CompareAndSwap(0, now)
 	if since := s.failingSince.Load(); since != 0 && now-since >= int64(s.outageAfter) && s.limiterDown.CompareAndSwap(false, true) {
 		s.log.LogAttrs(context.Background(), slog.LevelWarn, "limiter unavailable",

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/engine"
+	"tollgate/internal/clocktest"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -367,14 +368,16 @@ func TestLimiterIsolatedFailuresAreNotAnOutage(t *testing.T) {
 	t.Parallel()
 	metrics := NewMetrics()
 	tg := mustGateway(t, limitSnapshot(plans.UsagePlan{}, plans.Stage{}), func(o *Options) { o.Metrics = metrics })
-	tg.outageAfter = 200 * time.Millisecond
+	clock := clocktest.New(time.Now())
+	tg.nodeNow = clock.Now
 	dead := deadEngine(t)
 	real := tg.engine.swap(dead)
-	for range 5 {
+	for range 5 { // a failure an outageAfter after the last, but a success between them
 		tg.do(t, "GET", "/prod/open")
 		tg.engine.swap(real)
 		tg.do(t, "GET", "/prod/open")
 		tg.engine.swap(dead)
+		clock.Add(tg.outageAfter)
 	}
 	logs := tg.logs.String()
 	if a, b := strings.Count(logs, `"msg":"limiter unavailable"`), strings.Count(logs, `"msg":"limiter recovered"`); a != 0 || b != 0 {
@@ -383,12 +386,14 @@ func TestLimiterIsolatedFailuresAreNotAnOutage(t *testing.T) {
 	if n := counterValue(t, metrics.LimiterErrors); n != 5 {
 		t.Errorf("tollgate_limiter_errors_total: got %v, want 5", n)
 	}
-	tg.do(t, "GET", "/prod/open") // the first failure (a dial may take go-redis's retries)
-	start := time.Now()
-	for time.Since(start) < 2*tg.outageAfter {
-		tg.do(t, "GET", "/prod/open")
-		time.Sleep(10 * time.Millisecond)
+	tg.do(t, "GET", "/prod/open") // the first failure
+	clock.Add(tg.outageAfter - time.Millisecond)
+	tg.do(t, "GET", "/prod/open") // not yet an outage
+	if strings.Contains(tg.logs.String(), `"msg":"limiter unavailable"`) {
+		t.Errorf("failures for less than outageAfter: an outage was logged")
 	}
+	clock.Add(time.Millisecond)
+	tg.do(t, "GET", "/prod/open")
 	tg.engine.swap(real)
 	tg.do(t, "GET", "/prod/open")
 	logs = tg.logs.String()

@@ -126,9 +126,10 @@ type Server struct {
 	readyCheck   func(ctx context.Context) error
 	proxy        *httputil.ReverseProxy
 	attempts     *clientaddr.Failures
-	limiterDown  atomic.Bool   // an outage was logged and has not ended
-	failingSince atomic.Int64  // unix ns of the first failure since the last success; 0 none
-	outageAfter  time.Duration // see limiterFailed; tests shorten it
+	limiterDown  atomic.Bool      // an outage was logged and has not ended
+	failingSince atomic.Int64     // unix ns of the first failure since the last success; 0 none
+	outageAfter  time.Duration    // see limiterFailed; tests shorten it
+	nodeNow      func() time.Time // the node's clock, for outageAfter; tests step it
 	bodyLimits   reqbody.Limits
 	flight       cache.Flight     // concurrent misses and refreshes of one entry on this node
 	now          func() time.Time // the cache's clock (Options.CacheClock)
@@ -156,6 +157,7 @@ func New(opts Options) *Server {
 		attempts:    newAttempts(time.Now),
 		bodyLimits:  opts.BodyLimits,
 		outageAfter: outageAfter,
+		nodeNow:     time.Now,
 		now:         opts.CacheClock,
 	}
 	if s.now == nil {
