@@ -195,7 +195,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	h := out.Header
 	delete(h, headerAPIKey) // X-Tollgate-Api-Key-Id was set by serveAPI
 	v := &ob.values
-	var peer, client string // one string when they are the same address
+	var peer, client string   // one string when they are the same address
 	if ob.ex.peer.IsValid() { // not e.g. a unix socket peer
 		peer = ob.ex.peer.String()
 	}
