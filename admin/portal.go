@@ -16,6 +16,9 @@ import (
 type PortalInviter interface {
 	CreatePortalInvite(ctx context.Context, in *plans.PortalInvite, tokenHash string) error
 	DeletePortalAccount(ctx context.Context, email string) error
+	ListPortalAccounts(ctx context.Context, p Page) ([]plans.PortalAccount, string, error)
+	ListPortalInvites(ctx context.Context, p Page) ([]plans.PendingInvite, string, error)
+	DeletePortalInvites(ctx context.Context, email string) error
 }
 
 // portalRoutes serves the developer portal's pages at /portal/ when the
@@ -25,6 +28,9 @@ type PortalInviter interface {
 func (s *Server) portalRoutes(r chi.Router, opts Options) {
 	if opts.PortalInvites != nil && opts.PortalURL != "" {
 		r.Post("/portal/invites", s.handle(s.createPortalInvite))
+		r.Get("/portal/invites", s.handle(s.getPortalInvites))
+		r.Delete("/portal/invites/{email}", s.handle(s.deletePortalInvites))
+		r.Get("/portal/accounts", s.handle(s.getPortalAccounts))
 		r.Delete("/portal/accounts/{email}", s.handle(s.deletePortalAccount))
 	}
 	if opts.Portal != nil {
@@ -36,8 +42,8 @@ func (s *Server) portalRoutes(r chi.Router, opts Options) {
 // portalPath reports whether path is one of the portal's pages (served
 // without admin authentication), not one of the admin calls about it.
 func portalPath(path string) bool {
-	return (path == "/portal" || strings.HasPrefix(path, "/portal/")) && path != "/portal/invites" &&
-		!strings.HasPrefix(path, "/portal/accounts/")
+	return (path == "/portal" || strings.HasPrefix(path, "/portal/")) && path != "/portal/invites" && path != "/portal/accounts" &&
+		!strings.HasPrefix(path, "/portal/invites/") && !strings.HasPrefix(path, "/portal/accounts/")
 }
 
 // createPortalInvite: POST /portal/invites {email, customerId,
@@ -69,6 +75,65 @@ func (s *Server) deletePortalAccount(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	if err := s.invites.DeletePortalAccount(r.Context(), email); err != nil {
+		return err
+	}
+	writeAccepted(w)
+	return nil
+}
+
+// portalAccountView is a portal account as GET /portal/accounts lists it:
+// never its password's hash.
+type portalAccountView struct {
+	ID           string      `json:"id"`
+	Email        string      `json:"email"`
+	CustomerID   string      `json:"customerId"`
+	UsagePlanIDs []string    `json:"usagePlanIds"`
+	CreatedDate  plans.Epoch `json:"createdDate"`
+}
+
+// getPortalAccounts: GET /portal/accounts → 200 list of the partners'
+// accounts by email (paged).
+func (s *Server) getPortalAccounts(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	as, next, err := s.invites.ListPortalAccounts(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	out := make([]portalAccountView, 0, len(as))
+	for _, a := range as {
+		out = append(out, portalAccountView{ID: a.ID, Email: a.Email, CustomerID: a.CustomerID, UsagePlanIDs: a.UsagePlanIDs, CreatedDate: plans.Epoch{Time: a.CreatedDate}})
+	}
+	writeList(w, out, next)
+	return nil
+}
+
+// getPortalInvites: GET /portal/invites → 200 list of the pending
+// invites (not used, not expired) by email (paged; an email's invites are
+// on one page). Their links are never shown again: only hashes are kept.
+func (s *Server) getPortalInvites(w http.ResponseWriter, r *http.Request) error {
+	p, err := page(r)
+	if err != nil {
+		return err
+	}
+	ins, next, err := s.invites.ListPortalInvites(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeList(w, ins, next)
+	return nil
+}
+
+// deletePortalInvites: DELETE /portal/invites/{email} → 202: the pending
+// invites of email stop working (404 when it has none).
+func (s *Server) deletePortalInvites(w http.ResponseWriter, r *http.Request) error {
+	email, err := plans.NormalizeEmail(param(r, "email"))
+	if err != nil {
+		return err
+	}
+	if err := s.invites.DeletePortalInvites(r.Context(), email); err != nil {
 		return err
 	}
 	writeAccepted(w)

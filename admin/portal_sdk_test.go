@@ -44,8 +44,42 @@ func TestPortalInvites(t *testing.T) {
 			t.Errorf("%s: got %d %s, want 400 naming %s", c.body, status, body, c.field)
 		}
 	}
+	// Pending invites are listed (never their links) and can be revoked.
+	e.raw("POST", "/portal/invites", `{"email":"other@partner.example","customerId":"other","usagePlanIds":["`+*plan.Id+`"]}`)
+	var invites struct {
+		Item []struct {
+			Email, CustomerID string
+			UsagePlanIDs      []string `json:"usagePlanIds"`
+			ExpiresAt         string
+		}
+		Position string
+	}
+	status, _, body = e.raw("GET", "/portal/invites?limit=1", "")
+	if err := json.Unmarshal([]byte(body), &invites); err != nil || status != 200 || len(invites.Item) != 1 || invites.Item[0].Email != "dev@partner.example" ||
+		invites.Item[0].CustomerID != "acme" || invites.Position == "" || strings.Contains(body, token) {
+		t.Fatalf("GET /portal/invites?limit=1: %d %s, want dev@partner.example's invite and a position, without its link", status, body)
+	}
+	status, _, body = e.raw("GET", "/portal/invites?limit=1&position="+invites.Position, "")
+	invites.Position = ""
+	if err := json.Unmarshal([]byte(body), &invites); err != nil || len(invites.Item) != 1 || invites.Item[0].Email != "other@partner.example" || invites.Position != "" {
+		t.Fatalf("second page of invites: %d %s", status, body)
+	}
+	if status, _, _ := e.raw("DELETE", "/portal/invites/Other@Partner.example", ""); status != 202 {
+		t.Errorf("revoke an invite: got %d, want 202", status)
+	}
+	if status, _, _ := e.raw("DELETE", "/portal/invites/other@partner.example", ""); status != 404 {
+		t.Errorf("revoke it again: got %d, want 404", status)
+	}
+
 	if _, err := e.db.AcceptPortalInvite(context.Background(), plans.PortalTokenHash(plans.TokenInvite, token), "hash"); err != nil {
 		t.Fatal(err)
+	}
+	if _, _, body := e.raw("GET", "/portal/invites", ""); body != `{"item":[]}` {
+		t.Errorf("invites after one was used and the other revoked: %s, want none", body)
+	}
+	status, _, body = e.raw("GET", "/portal/accounts", "")
+	if status != 200 || !strings.Contains(body, `"email":"dev@partner.example"`) || !strings.Contains(body, `"customerId":"acme"`) || strings.Contains(body, "hash") {
+		t.Errorf("GET /portal/accounts: %d %s, want the account without its password hash", status, body)
 	}
 	if status, _, _ := e.raw("DELETE", "/portal/accounts/dev@partner.example", ""); status != 202 {
 		t.Errorf("delete account: got %d, want 202", status)

@@ -142,6 +142,9 @@ var routeRules = map[string]rule{
 	"PATCH /apikeys/{apiKey}":         write("UpdateApiKey", areaKeys),
 	"DELETE /apikeys/{apiKey}":        write("DeleteApiKey", areaKeys),
 	"POST /portal/invites":            write("CreatePortalInvite", areaKeys),
+	"GET /portal/invites":             read("GetPortalInvites", areaKeys),
+	"DELETE /portal/invites/{email}":  write("DeletePortalInvites", areaKeys),
+	"GET /portal/accounts":            read("GetPortalAccounts", areaKeys),
 	"DELETE /portal/accounts/{email}": write("DeletePortalAccount", areaKeys),
 	"* /portal":                       public(), // the developer portal's pages: its own accounts
 	"* /portal/*":                     public(),

@@ -35,6 +35,16 @@ type PortalInvite struct {
 	UsagePlanIDs []string `json:"usagePlanIds"`
 }
 
+// PendingInvite is an invite not used and not expired, as GET
+// /portal/invites lists it (never its link: only its hash is kept).
+type PendingInvite struct {
+	Email        string    `json:"email"`
+	CustomerID   string    `json:"customerId"`
+	UsagePlanIDs []string  `json:"usagePlanIds"`
+	CreatedDate  Epoch     `json:"createdDate"`
+	ExpiresAt    time.Time `json:"expiresAt"` // RFC 3339, as the invite's answer and a key's expiresAt
+}
+
 // Portal limits: how long an invite and a session last.
 const (
 	PortalInviteTTL  = 7 * 24 * time.Hour

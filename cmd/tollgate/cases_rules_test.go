@@ -20,6 +20,12 @@ import (
 // not nil); any other status fails the test.
 func (s *stack) adminJSON(t *testing.T, method, path string, body any, out any) {
 	t.Helper()
+	s.adminJSONAs(t, testAdminToken, method, path, body, out)
+}
+
+// adminJSONAs is adminJSON with the bearer token given.
+func (s *stack) adminJSONAs(t *testing.T, token, method, path string, body any, out any) {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -28,7 +34,7 @@ func (s *stack) adminJSON(t *testing.T, method, path string, body any, out any) 
 	}
 	req, err := http.NewRequest(method, "http://"+s.admin.AdminAddr+path, r)
 	must(t, "new request", err)
-	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	must(t, method+" "+path, err)

@@ -107,7 +107,8 @@ func TestConsole(t *testing.T) {
 	editStage(t, p, s, apiID)
 	editRules(t, p, s, apiID)
 	planID := editPlan(t, p, s)
-	editKey(t, p, s, planID)
+	editKey(t, p, s, planID, apiID, value)
+	checkPartners(t, p, s)
 	checkAudit(t, p)
 	checkDomains(t, p, s, apiID)
 	checkPhoneLayout(t, p)
@@ -485,7 +486,7 @@ func editPlan(t *testing.T, p *browsertest.Page, s *stack) string {
 
 // editKey filters the key list, disables partner-1 from it and deletes it
 // after confirming; the plan is left without keys.
-func editKey(t *testing.T, p *browsertest.Page, s *stack, planID string) {
+func editKey(t *testing.T, p *browsertest.Page, s *stack, planID, apiID, value string) {
 	t.Helper()
 	ctx := context.Background()
 	p.Role("link", "API keys").Click()
@@ -508,6 +509,47 @@ func editKey(t *testing.T, p *browsertest.Page, s *stack, planID string) {
 	}
 	p.Screenshot("console-keys")
 	p.Role("link", "partner-1").Click()
+
+	// Enabled again with an expiry, which the page shows; then a rotation
+	// with a 10-minute overlap.
+	p.Label("Expires at").Fill("2030-01-31T00:00:00Z")
+	p.Label("Enabled").Click()
+	p.Role("button", "Save").Click()
+	waitStatus(p, "API key partner-1 saved.")
+	p.Eventually("the key page shows the expiry", func() error {
+		if txt := p.Role("main", "").Text(); !strings.Contains(txt, "expires 2030-01-31 00:00 UTC") {
+			return fmt.Errorf("page %q", txt)
+		}
+		return nil
+	})
+	keys, err = s.sdk.GetApiKeys(ctx, &apigateway.GetApiKeysInput{})
+	must(t, "GetApiKeys", err)
+	if got := keys.Items[0].Tags[plans.ExpiresAtTag]; got != "2030-01-31T00:00:00Z" || !keys.Items[0].Enabled {
+		t.Errorf("after Save: expiry tag %q, enabled %v; want 2030-01-31T00:00:00Z, enabled", got, keys.Items[0].Enabled)
+	}
+	p.Label("The old value keeps working for").Select("10 minutes")
+	p.Role("button", "Rotate").Click()
+	p.Role("heading", "New value of API key partner-1")
+	rotated := p.Label("API key value").Value()
+	if rotated == "" || rotated == value {
+		t.Fatalf("rotated value %q, want a new one", rotated)
+	}
+	p.Screenshot("console-key-rotated")
+	// Both values are the key's until the overlap ends: its quota is used
+	// up, so each answers 429 (a refused value would be 403).
+	deadline := time.Now().Add(browsertest.Wait)
+	for s.call(t, 0, apiID, "/prod/items/9", rotated).StatusCode != http.StatusTooManyRequests {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated value does not reach the gateway after %v", browsertest.Wait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := s.call(t, 0, apiID, "/prod/items/9", value).StatusCode; got != http.StatusTooManyRequests {
+		t.Errorf("the previous value during the overlap: got %d, want 429 (the key's, over quota)", got)
+	}
+	p.Role("link", "API keys").Click()
+	p.Role("heading", "API keys")
+	p.Role("link", "partner-1").Click()
 	p.Role("button", "Delete API key").Click()
 	p.Role("button", "Confirm").Click()
 	p.Role("heading", "API keys")
@@ -516,6 +558,56 @@ func editKey(t *testing.T, p *browsertest.Page, s *stack, planID string) {
 	must(t, "GetUsagePlanKeys", err)
 	if len(pk.Items) != 0 {
 		t.Errorf("plan keys after deleting the key: got %d, want 0", len(pk.Items))
+	}
+}
+
+// checkPartners invites a partner on the Partners page (the link shown
+// once), accepts the invite in the portal, and revokes a pending invite
+// and the account there.
+func checkPartners(t *testing.T, p *browsertest.Page, s *stack) {
+	t.Helper()
+	invite := func(email string) string {
+		p.Role("link", "Partners").Click()
+		p.Role("heading", "Partners")
+		p.Label("Email").Fill(email)
+		p.Label("Customer ID").Fill("partner-co")
+		p.Label("gold").Click()
+		p.Role("button", "Invite").Click()
+		p.Role("heading", "Invite for "+email)
+		return p.Label("Invite link").Value()
+	}
+	link := invite("ann@partner.example")
+	if want := "http://" + s.admin.AdminAddr + "/portal/invite/"; !strings.HasPrefix(link, want) {
+		t.Fatalf("invite link %q, want it under %s", link, want)
+	}
+	p.Screenshot("console-partner-invited")
+	p.Goto(link)
+	p.Role("heading", "Accept your invitation")
+	p.Label("Password").Fill("correct horse battery staple")
+	p.Role("button", "Create account").Click()
+	p.Role("heading", "APIs")
+	p.Goto("http://" + s.admin.AdminAddr + "/console/#/partners")
+	invite("bob@partner.example")
+	p.Role("button", "Back to partners").Click()
+	p.Eventually("the account and the pending invite are listed", func() error {
+		accounts, invites := p.Table("Partner accounts"), p.Table("Pending invites")
+		if !rowWith(accounts, "ann@partner.example", "partner-co", "gold") || !rowWith(invites, "bob@partner.example", "partner-co", "gold") {
+			return fmt.Errorf("accounts %q, invites %q", accounts, invites)
+		}
+		return nil
+	})
+	p.Screenshot("console-partners")
+	p.Role("button", "Revoke invite bob@partner.example").Click()
+	p.Role("button", "Confirm").Click()
+	waitStatus(p, "The invite of bob@partner.example is revoked.")
+	p.Role("button", "Revoke account ann@partner.example").Click()
+	p.Role("button", "Confirm").Click()
+	waitStatus(p, "The portal account of ann@partner.example is revoked.")
+	var accounts, invites struct{ Item []any }
+	s.adminJSONAs(t, consoleToken, "GET", "/portal/accounts", nil, &accounts)
+	s.adminJSONAs(t, consoleToken, "GET", "/portal/invites", nil, &invites)
+	if len(accounts.Item) != 0 || len(invites.Item) != 0 {
+		t.Errorf("after revoking: accounts %v, invites %v, want none", accounts.Item, invites.Item)
 	}
 }
 
@@ -538,7 +630,8 @@ func checkPhoneLayout(t *testing.T, p *browsertest.Page) {
 	for _, section := range []struct{ link, heading, shot string }{
 		{"APIs", "APIs", "console-apis-phone"}, {"Usage plans", "Usage plans", "console-plans-phone"},
 		{"API keys", "API keys", "console-keys-phone"}, {"Usage", "Usage", "console-usage-phone"},
-		{"Audit", "Audit", "console-audit-phone"}, {"Domain names", "Domain names", "console-domains-phone"}} {
+		{"Audit", "Audit", "console-audit-phone"}, {"Domain names", "Domain names", "console-domains-phone"},
+		{"Partners", "Partners", "console-partners-phone"}} {
 		p.Role("link", section.link).Click()
 		p.Role("heading", section.heading)
 		if w := browsertest.Eval[[]int](p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {

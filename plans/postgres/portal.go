@@ -200,3 +200,95 @@ func (db *DB) DeletePortalAccount(ctx context.Context, email string) error {
 		return err
 	})
 }
+
+// ListPortalAccounts returns one page of the portal's accounts ordered by
+// email (their password hashes included: the caller shows none). Errors:
+// KindInvalid ("position"), KindUnavailable.
+func (db *DB) ListPortalAccounts(ctx context.Context, p plans.Page) ([]plans.PortalAccount, string, error) {
+	after, limit, err := pageArgs(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []plans.PortalAccount
+	err = db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		rows, _ := tx.Query(ctx, `SELECT `+accountCols+` FROM portal_accounts WHERE email > $1 ORDER BY email LIMIT $2`, after, limit+1)
+		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[accountRow])
+		for _, r := range rs {
+			out = append(out, *r.account())
+		}
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	out, next := cut(out, limit, func(a plans.PortalAccount) string { return a.Email })
+	return out, next, nil
+}
+
+// ListPortalInvites returns one page of the invites not used and not
+// expired, ordered by email, then by when they end. Errors: KindInvalid
+// ("position"), KindUnavailable.
+func (db *DB) ListPortalInvites(ctx context.Context, p plans.Page) ([]plans.PendingInvite, string, error) {
+	after, limit, err := pageArgs(p)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []plans.PendingInvite
+	err = db.read(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		// One page holds every invite of an email, so the email is the position.
+		rows, _ := tx.Query(ctx, `SELECT email, customer_id, usage_plan_ids, created_at, expires_at FROM portal_invites
+			WHERE expires_at > $1 AND email IN (SELECT DISTINCT email FROM portal_invites WHERE expires_at > $1 AND email > $2
+				ORDER BY email LIMIT $3)
+			ORDER BY email, expires_at`, now, after, limit+1)
+		rs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (plans.PendingInvite, error) {
+			var in plans.PendingInvite
+			var created time.Time
+			err := row.Scan(&in.Email, &in.CustomerID, &in.UsagePlanIDs, &created, &in.ExpiresAt)
+			in.CreatedDate, in.ExpiresAt = epoch(created), in.ExpiresAt.UTC()
+			return in, err
+		})
+		out = rs
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return cutByEmail(out, limit)
+}
+
+// cutByEmail trims invites of limit+1 emails to the first limit emails
+// and returns the position of the next page ("" when no more remain).
+func cutByEmail(in []plans.PendingInvite, limit int) ([]plans.PendingInvite, string, error) {
+	var emails []string
+	for _, x := range in {
+		if len(emails) == 0 || emails[len(emails)-1] != x.Email {
+			emails = append(emails, x.Email)
+		}
+	}
+	if len(emails) <= limit {
+		if in == nil {
+			in = []plans.PendingInvite{}
+		}
+		return in, "", nil
+	}
+	last := emails[limit-1]
+	n := 0
+	for n < len(in) && in[n].Email <= last {
+		n++
+	}
+	_, next := cut(emails, limit, func(e string) string { return e })
+	return in[:n], next, nil
+}
+
+// DeletePortalInvites deletes the pending invites of an email
+// (lowercase): their links stop working. Errors: KindNotFound when it has
+// none, KindUnavailable.
+func (db *DB) DeletePortalInvites(ctx context.Context, email string) error {
+	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM portal_invites WHERE email = $1 AND expires_at > $2`, email, now)
+		if err == nil && tag.RowsAffected() == 0 {
+			return plans.NotFound("no pending invite for %s", email)
+		}
+		return err
+	})
+}

@@ -16,6 +16,7 @@ export const links = {
   keys: () => "#/keys",
   newKey: () => "#/keys/new",
   key: (keyId) => `#/keys/${seg(keyId)}`,
+  keysOf: (customerId) => "#/keys?" + new URLSearchParams({ customerId }).toString(),
   usage: (params = {}) => {
     const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v)).toString();
     return "#/usage" + (q ? "?" + q : "");

@@ -10,6 +10,7 @@ import * as usage from "./pages/usage.js";
 import * as audit from "./pages/audit.js";
 import * as alerts from "./pages/alerts.js";
 import * as domains from "./pages/domains.js";
+import * as partners from "./pages/partners.js";
 
 const seg = "([^/]+)";
 const at = (...parts) => new RegExp("^/" + parts.join("/") + "$");
@@ -29,6 +30,7 @@ export const routes = [
   { pattern: at("keys"), section: "keys", title: "API keys", page: keys.list },
   { pattern: at("keys", "new"), section: "keys", title: "Create API key", page: keys.create },
   { pattern: at("keys", seg), section: "keys", title: "API key", page: keys.detail },
+  { pattern: at("partners"), section: "partners", title: "Partners", page: partners.list },
   { pattern: at("usage"), section: "usage", title: "Usage", page: usage.page },
   { pattern: at("alerts"), section: "alerts", title: "Alerts", page: alerts.list },
   { pattern: at("domains"), section: "domains", title: "Domain names", page: domains.list },

@@ -1,5 +1,6 @@
 // API keys: the filtered list, "Create API key" (the value shown once),
-// and one key: edit, enable or disable, its usage plans, delete.
+// and one key: edit (its expiry too), enable or disable, rotate with an
+// overlap (the new value shown once), its usage plans, delete.
 import { all, get, patch, post, del, page, path, query } from "../api.js";
 import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText } from "../dom.js";
 import { links } from "../links.js";
@@ -22,6 +23,7 @@ export async function list(ctx) {
     onOff(k.enabled, "enabled", "disabled"),
     k.customerId || "",
     when(k.createdDate),
+    expiryText(k.expiresAt),
     toggle(k, ctx),
   ]);
   const next = position ? linkButton("#/keys" + query({ name, customerId, position }), "Next page", "button secondary") : null;
@@ -30,10 +32,21 @@ export async function list(ctx) {
     body: [
       h("div", { class: "actions" }, linkButton(links.newKey(), "Create API key")),
       filter,
-      table({ caption: "API keys", columns: ["Name", "ID", "State", "Customer ID", "Created", "Change"], rows, empty: name || customerId ? "No API key matches the filter." : "No API keys yet." }),
+      table({ caption: "API keys", columns: ["Name", "ID", "State", "Customer ID", "Created", "Expires", "Change"], rows, empty: name || customerId ? "No API key matches the filter." : "No API keys yet." }),
       h("div", { class: "actions" }, next),
     ],
   };
+}
+
+/** "2027-01-31 00:00 UTC" for an RFC 3339 expiry, "never" without one. */
+function expiryText(expiresAt) {
+  return expiresAt ? new Date(expiresAt).toISOString().replace("T", " ").slice(0, 16) + " UTC" : "never";
+}
+
+/** The "Expires at" field: an RFC 3339 time, empty for never. */
+function expiryField(value) {
+  return field({ label: "Expires at", name: "expiresAt", value: value || "", autocomplete: "off", placeholder: "2027-01-31T00:00:00Z",
+    hint: "An RFC 3339 time (UTC with Z, or an offset): from then on every gateway refuses the key with reason expired. Empty: it never expires." });
 }
 
 /** An "Enable"/"Disable" button for key k (UpdateApiKey /enabled). */
@@ -55,13 +68,14 @@ export async function create(ctx) {
       field({ label: "Description", name: "description" }),
       field({ label: "Customer ID", name: "customerId", hint: "Your own reference for the partner (optional)." }),
       field({ label: "Usage plan", name: "plan", options: [["", "None"], ...plans.map((p) => [p.id, p.name])] }),
-      field({ label: "Custom value", name: "value", autocomplete: "off", hint: "20 to 128 letters and digits. Leave empty to generate a random one." })),
+      field({ label: "Custom value", name: "value", autocomplete: "off", hint: "20 to 128 letters and digits. Leave empty to generate a random one." }),
+      expiryField("")),
     field({ label: "Enabled", name: "enabled", type: "checkbox", value: true }),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Create")));
   const body = [form];
   const view = { title: "Create API key", crumbs: [h("a", { href: links.keys() }, "All API keys"), " / new"], body, focus: form.querySelector("input") };
   onSubmit(form, async (v) => {
-    const k = await post("/apikeys", { name: v.name, description: v.description, customerId: v.customerId, enabled: v.enabled, value: v.value || undefined });
+    const k = await post("/apikeys", { name: v.name, description: v.description, customerId: v.customerId, enabled: v.enabled, value: v.value || undefined, expiresAt: v.expiresAt || undefined });
     const created = createdView(k);
     form.replaceWith(created);
     showStatus(`API key ${k.name} created.`);
@@ -78,8 +92,11 @@ export async function create(ctx) {
   return view;
 }
 
-/** The one view of a new key's value, with a copy button. */
-function createdView(k) {
+/**
+ * The one view of a key's new value (created, or rotated: then until
+ * says when the previous value stops working), with a copy button.
+ */
+function createdView(k, until) {
   const valueField = field({ label: "API key value", name: "keyValue", readonly: true, value: k.value, autocomplete: "off", spellcheck: "false" });
   const input = valueField.querySelector("input");
   const copy = h("button", { type: "button", class: "secondary" }, "Copy");
@@ -93,8 +110,9 @@ function createdView(k) {
     }
   });
   return h("section", { class: "panel", "aria-labelledby": "created-key" },
-    h("h2", { id: "created-key", tabindex: "-1" }, `API key ${k.name}`),
+    h("h2", { id: "created-key", tabindex: "-1" }, until === undefined ? `API key ${k.name}` : `New value of API key ${k.name}`),
     h("p", { class: "warning" }, "This is the only time the value is shown: tollgate keeps only a hash of it. Copy it now and give it to the partner, who sends it in the x-api-key header."),
+    until === undefined ? null : h("p", {}, until ? `The previous value keeps working until ${expiryText(until)}, then every gateway refuses it.` : "The previous value no longer works."),
     h("div", { class: "secret" }, valueField, copy),
     h("p", {}, "ID ", h("code", {}, k.id), " · ", h("a", { href: links.key(k.id) }, "Open the key"), " · ", h("a", { href: links.newKey() }, "Create another")));
 }
@@ -107,7 +125,8 @@ export async function detail(keyId, ctx) {
     h("div", { class: "grid" },
       field({ label: "Name", name: "name", value: k.name, required: true }),
       field({ label: "Description", name: "description", value: k.description || "" }),
-      field({ label: "Customer ID", name: "customerId", value: k.customerId || "" })),
+      field({ label: "Customer ID", name: "customerId", value: k.customerId || "" }),
+      expiryField(k.expiresAt)),
     field({ label: "Enabled", name: "enabled", type: "checkbox", value: k.enabled }),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Save"))),
   async (v) => {
@@ -116,6 +135,7 @@ export async function detail(keyId, ctx) {
       if (v[f] !== (k[f] || "")) ops.push({ op: "replace", path: "/" + f, value: v[f] });
     }
     if (v.enabled !== k.enabled) ops.push({ op: "replace", path: "/enabled", value: String(v.enabled) });
+    if (v.expiresAt !== (k.expiresAt || "")) ops.push(v.expiresAt ? { op: "replace", path: "/expiresAt", value: v.expiresAt } : { op: "remove", path: "/expiresAt" });
     await patch(url, ops);
     showStatus(ops.length ? `API key ${v.name} saved.` : "Nothing changed.");
     ctx.refresh();
@@ -130,14 +150,38 @@ export async function detail(keyId, ctx) {
     crumbs: [h("a", { href: links.keys() }, "All API keys"), " / ", k.name || k.id],
     body: [
       h("p", {}, "ID ", h("code", {}, k.id), ` · created ${when(k.createdDate)} · `, onOff(k.enabled, "enabled", "disabled"),
-        " · the value was shown once, when the key was created"),
+        ` · expires ${expiryText(k.expiresAt)} · the value was shown once, when the key was created or rotated`),
       form,
+      h("h2", {}, "Rotate"),
+      rotateForm(k),
       h("h2", {}, "Usage plans"),
       keyPlans(k, plans, allPlans, ctx),
       h("h2", {}, "Delete"),
       h("div", { class: "actions" }, remove),
     ],
   };
+}
+
+/**
+ * The rotation form (RotateApiKey): a new value shown once, the old one
+ * working for the chosen overlap. The idempotency token is drawn with the
+ * form, so a second submit (a double click, a lost answer) rotates once
+ * and shows the same value.
+ */
+function rotateForm(k) {
+  // crypto.randomUUID needs a secure context; getRandomValues does not.
+  const token = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  const form = h("form", { class: "panel inline", "aria-label": "Rotate API key" },
+    field({ label: "The old value keeps working for", name: "overlap", value: "600",
+      options: [["0", "no time: it stops at once"], ["600", "10 minutes"], ["3600", "1 hour"], ["86400", "1 day"], ["604800", "7 days"]] }),
+    h("button", { type: "submit" }, "Rotate"));
+  return onSubmit(form, async (v) => {
+    const out = await post(path`/apikeys/${k.id}/rotate`, { overlapSeconds: Number(v.overlap), idempotencyToken: token });
+    const shown = createdView({ ...k, value: out.value }, Number(v.overlap) ? out.previousValueExpiresAt : "");
+    form.replaceWith(shown);
+    showStatus(`API key ${k.name} rotated.`);
+    shown.querySelector("h2").focus();
+  });
 }
 
 function keyPlans(k, plans, allPlans, ctx) {
