@@ -99,22 +99,49 @@ func (s *Server) getCustomerUsage(w http.ResponseWriter, r *http.Request) error 
 	if customerID == "" || len(customerID) > plans.MaxNameLen {
 		return plans.Invalid("customerId", "customerId must be 1 to %d characters", plans.MaxNameLen)
 	}
-	plan, err := s.store.GetUsagePlan(ctx, planID)
+	plan, u, err := s.customerUsage(ctx, reader, planID, customerID)
 	if err != nil {
 		return err
 	}
-	limit, ok := plan.CustomerQuota()
-	if !ok || plan.Quota == nil {
+	if u == nil {
 		return plans.Invalid("tags."+plans.CustomerQuotaTag, "usage plan %s has no customer quota (tag %s)", planID, plans.CustomerQuotaTag)
-	}
-	u, err := reader.CustomerQuota(ctx, customerID, planID, *plan.QuotaRule(), limit) // anchored as the tags say
-	if err != nil {
-		return plans.Unavailable(err, "customer quota of %s is unavailable", customerID)
 	}
 	writeJSON(w, http.StatusOK, customerUsageOutput{UsagePlanID: planID, CustomerID: customerID, Limit: u.Limit, Used: u.Used,
 		Remaining: u.Remaining, Period: plan.Quota.Period, PeriodStart: u.PeriodStart.Format(time.RFC3339),
 		PeriodEnd: u.PeriodEnd.Format(time.RFC3339)})
 	return nil
+}
+
+// customerUsage reads the customer quota of plan planID that the keys of
+// customerID share; nil when the plan has none.
+func (s *Server) customerUsage(ctx context.Context, reader CustomerUsageReader, planID, customerID string) (*plans.UsagePlan, *plans.CustomerUsage, error) {
+	plan, err := s.store.GetUsagePlan(ctx, planID)
+	if err != nil {
+		return nil, nil, err
+	}
+	limit, ok := plan.CustomerQuota()
+	if !ok || plan.Quota == nil {
+		return plan, nil, nil
+	}
+	u, err := reader.CustomerQuota(ctx, customerID, planID, *plan.QuotaRule(), limit) // anchored as the tags say
+	if err != nil {
+		return nil, nil, plans.Unavailable(err, "customer quota of %s is unavailable", customerID)
+	}
+	return plan, &u, nil
+}
+
+// CustomerUsage is the customer quota (budget) of plan planID that the
+// keys of customerID share, now, on the limiter's clock (the developer
+// portal's usage page reads it); nil when the plan has none or this node
+// cannot read one. Errors: the store's (KindNotFound for the plan),
+// KindUnavailable.
+func (s *Server) CustomerUsage(ctx context.Context, planID, customerID string) (*plans.CustomerUsage, error) {
+	reader, ok := s.usage.(CustomerUsageReader)
+	if !ok {
+		return nil, nil
+	}
+	_, u, err := s.customerUsage(ctx, reader, planID, customerID)
+	return u, err
 }
 
 // parseUsageDate reads a required YYYY-MM-DD query parameter.

@@ -2,12 +2,14 @@ package portal
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -300,5 +302,54 @@ func TestKeyThatCannotJoinItsPlanIsNeverStored(t *testing.T) {
 		if e.Operation == "CreateApiKey" || e.Operation == "CreateUsagePlanKey" {
 			t.Errorf("audit entry %+v of a creation that was rolled back", e)
 		}
+	}
+}
+
+// budgetUsage is a usage port where every key used one unit a day and the
+// customer's budget has 70 of 100 left in a period that began two days
+// ago.
+type budgetUsage struct{ zeroUsage }
+
+func (budgetUsage) KeyUsage(_ context.Context, _, _ string, from, to time.Time) ([][]int64, error) {
+	var out [][]int64
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		out = append(out, []int64{1, -1})
+	}
+	return out, nil
+}
+
+func (budgetUsage) CustomerUsage(_ context.Context, _, customerID string) (*plans.CustomerUsage, error) {
+	if customerID != "acme" {
+		return nil, fmt.Errorf("budget of customer %q read for the partner of acme", customerID)
+	}
+	start := plans.UTCDate(time.Now()).AddDate(0, 0, -2)
+	return &plans.CustomerUsage{Limit: 100, Used: 30, Remaining: 70, PeriodStart: start, PeriodEnd: start.AddDate(0, 1, 0)}, nil
+}
+
+// The usage page of a key in a plan with a customer quota shows the
+// budget all the partner's keys share: what is left now, and a line of
+// what was left at the end of each day of the current period, counted
+// back by the units of every key of the partner.
+func TestUsagePageShowsTheBudgetAllKeysShare(t *testing.T) {
+	t.Parallel()
+	tp := mustPortal(t, func(o *Options) { o.Usage = budgetUsage{} })
+	apiID, _ := tp.mustAPI(t, "catalog")
+	plan := &plans.UsagePlan{Name: "metered", ApiStages: []plans.ApiStage{{ApiID: apiID, Stage: "prod"}},
+		Quota: &plans.Quota{Limit: 1000, Period: "MONTH"}, Tags: map[string]string{plans.CustomerQuotaTag: "100"}}
+	must(t, tp.db.CreateUsagePlan(context.Background(), plan))
+	p := tp.invited(t, "ann@example.com", "acme", plan.ID)
+	_, id := p.createKey("one", plan.ID)
+	p.createKey("two", plan.ID)
+	body := p.get("/portal/usage?key="+id, http.StatusOK).body
+	if !strings.Contains(body, "Budget shared by all your keys: 70 of 100 left this period") {
+		t.Fatalf("usage page without the budget:\n%s", body)
+	}
+	m := regexp.MustCompile(`data-budget="([^"]*)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no budget line on the chart:\n%s", body)
+	}
+	days := strings.Split(m[1], ",")
+	if len(days) != usageDays || strings.Join(days[usageDays-3:], ",") != "74,72,70" || strings.Join(days[:usageDays-3], "") != "" {
+		t.Errorf("budget line %q, want empty days before the period, then 74,72,70 (two keys, one unit a day each)", m[1])
 	}
 }

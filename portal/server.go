@@ -61,6 +61,10 @@ type Catalog interface {
 // GetUsage; admin.Server.KeyUsage).
 type Usage interface {
 	KeyUsage(ctx context.Context, planID, keyID string, from, to time.Time) ([][]int64, error)
+	// CustomerUsage is the budget (customer quota) of planID the keys of
+	// customerID share, now; nil when the plan has none
+	// (admin.Server.CustomerUsage).
+	CustomerUsage(ctx context.Context, planID, customerID string) (*plans.CustomerUsage, error)
 }
 
 // Publisher pushes committed changes to the gateways (push.Publisher).

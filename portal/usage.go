@@ -13,9 +13,10 @@ import (
 const usageDays = 30
 
 type usageDay struct {
-	Day       string
-	Used      int64
-	Remaining int64 // -1 without a quota
+	Day        string
+	Used       int64
+	Remaining  int64  // -1 without a quota
+	BudgetLeft string // the customer budget left at the day's end; "" outside its current period
 }
 
 type usageData struct {
@@ -23,10 +24,13 @@ type usageData struct {
 	Key   *plans.ApiKey
 	Plan  *plans.UsagePlan
 	Quota string
-	Days  []usageDay
+	// Budget is the plan's customer quota (tollgate:customer-quota) that
+	// all the partner's keys share, now; nil when the plan has none.
+	Budget *plans.CustomerUsage
+	Days   []usageDay
 	// The chart's series as comma lists (data attributes the chart module
 	// reads: no inline script).
-	ChartDays, ChartUsed, ChartRemaining string
+	ChartDays, ChartUsed, ChartRemaining, ChartBudget string
 }
 
 // usagePage shows one of the partner's keys' requests per day over the
@@ -85,5 +89,45 @@ func (s *Server) keyUsage(r *http.Request, id string, data *usageData) error {
 		}
 	}
 	data.ChartDays, data.ChartUsed, data.ChartRemaining = strings.Join(days, ","), strings.Join(used, ","), strings.Join(remaining, ",")
+	return s.budget(r, data, from, to)
+}
+
+// budget fills data's customer budget (the plan's customer quota, which
+// every key of the partner's customer draws on) and its line: what was
+// left at the end of each UTC day of the current period, counted back
+// from what the limiter says is left now by the units all the partner's
+// keys used on the days after.
+func (s *Server) budget(r *http.Request, data *usageData, from, to time.Time) error {
+	if _, ok := data.Plan.CustomerQuota(); !ok {
+		return nil
+	}
+	ctx, customer := r.Context(), sessionOf(r.Context()).account.CustomerID
+	u, err := s.usage.CustomerUsage(ctx, data.Plan.ID, customer)
+	if err != nil || u == nil {
+		return err
+	}
+	data.Budget = u
+	keys, err := s.customerKeys(ctx, customer)
+	if err != nil {
+		return err
+	}
+	used := make([]int64, len(data.Days))
+	for _, k := range keys {
+		rows, err := s.usage.KeyUsage(ctx, data.Plan.ID, k.ID, from, to)
+		if err != nil {
+			return err
+		}
+		for i := range min(len(rows), len(used)) {
+			used[i] += rows[i][0]
+		}
+	}
+	start := plans.UTCDate(u.PeriodStart).Format(plans.UsageDateLayout)
+	left, line := u.Remaining, make([]string, len(data.Days))
+	for i := len(data.Days) - 1; i >= 0 && data.Days[i].Day >= start; i-- {
+		data.Days[i].BudgetLeft = strconv.FormatInt(left, 10)
+		line[i] = data.Days[i].BudgetLeft
+		left += used[i]
+	}
+	data.ChartBudget = strings.Join(line, ",")
 	return nil
 }

@@ -90,6 +90,15 @@ type lateUsage struct{ s atomic.Pointer[admin.Server] }
 
 func (l *lateUsage) set(s *admin.Server) { l.s.Store(s) }
 
+// CustomerUsage implements portal.Usage.
+func (l *lateUsage) CustomerUsage(ctx context.Context, planID, customerID string) (*plans.CustomerUsage, error) {
+	s := l.s.Load()
+	if s == nil {
+		return nil, plans.Unavailable(nil, "starting")
+	}
+	return s.CustomerUsage(ctx, planID, customerID)
+}
+
 // KeyUsage implements portal.Usage.
 func (l *lateUsage) KeyUsage(ctx context.Context, planID, keyID string, from, to time.Time) ([][]int64, error) {
 	s := l.s.Load()
