@@ -128,6 +128,7 @@ type reference struct {
 type operation struct {
 	Method, Path string
 	KeyRequired  bool
+	Closed       bool // secured by an authorizer or IAM: the gateway refuses every call
 	Parameters   []parameter
 	Responses    []response
 }
@@ -181,13 +182,24 @@ func sortedMethods(ops map[string]*openapi3.Operation) []string {
 }
 
 // operationView lays out one operation; it notes on ref the header of the
-// API key when the operation requires one.
+// API key when the operation requires one. An operation secured by an API
+// Gateway authorizer or IAM (x-amazon-apigateway-authorizer or -authtype
+// on its scheme) is closed: the gateway refuses every call of it.
 func operationView(doc *openapi3.T, method, path string, op *openapi3.Operation, ref *reference) operation {
 	o := operation{Method: method, Path: path}
 	if op.Security != nil {
 		for _, req := range *op.Security {
 			for name := range req {
-				if ss := doc.Components.SecuritySchemes[name]; ss != nil && ss.Value != nil && ss.Value.Type == "apiKey" {
+				ss := doc.Components.SecuritySchemes[name]
+				if ss == nil || ss.Value == nil {
+					continue
+				}
+				_, authorizer := ss.Value.Extensions["x-amazon-apigateway-authorizer"]
+				_, authType := ss.Value.Extensions["x-amazon-apigateway-authtype"]
+				switch {
+				case authorizer || authType:
+					o.Closed = true
+				case ss.Value.Type == "apiKey":
 					o.KeyRequired, ref.KeyHeader = true, ss.Value.Name
 				}
 			}

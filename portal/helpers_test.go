@@ -32,7 +32,9 @@ func (zeroUsage) KeyUsage(_ context.Context, _, _ string, from, to time.Time) ([
 }
 
 // CustomerUsage answers no budget.
-func (zeroUsage) CustomerUsage(context.Context, string, string) (*plans.CustomerUsage, error) { return nil, nil }
+func (zeroUsage) CustomerUsage(context.Context, string, string) (*plans.CustomerUsage, error) {
+	return nil, nil
+}
 
 // testPortal is a portal on a fresh database, served by httptest.
 type testPortal struct {

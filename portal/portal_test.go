@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 
+	"tollgate/openapi"
 	"tollgate/plans"
 )
 
@@ -351,5 +353,33 @@ func TestUsagePageShowsTheBudgetAllKeysShare(t *testing.T) {
 	days := strings.Split(m[1], ",")
 	if len(days) != usageDays || strings.Join(days[usageDays-3:], ",") != "74,72,70" || strings.Join(days[:usageDays-3], "") != "" {
 		t.Errorf("budget line %q, want empty days before the period, then 74,72,70 (two keys, one unit a day each)", m[1])
+	}
+}
+
+// An operation secured by an authorizer or IAM is shown as not available
+// (the gateway refuses it), and its scheme's header is not taken for the
+// API key's.
+func TestReferenceShowsOperationsBehindAnAuthorizerAsClosed(t *testing.T) {
+	t.Parallel()
+	def := &plans.ApiDefinition{Name: "a", ApiKeySource: plans.ApiKeySourceHeader,
+		Authorizers: []plans.Authorizer{{Name: "lambda", Type: plans.AuthorizerToken, IdentitySource: "method.request.header.Authorization", AuthorizerURI: "arn:x"}},
+		Resources: []plans.Resource{{Path: "/", ResourceMethods: map[string]*plans.Method{
+			"GET":    {HTTPMethod: "GET", AuthorizationType: plans.AuthorizationCustom, AuthorizerID: "lambda"},
+			"DELETE": {HTTPMethod: "DELETE", AuthorizationType: plans.AuthorizationIAM},
+			"POST":   {HTTPMethod: "POST", AuthorizationType: plans.AuthorizationNone, APIKeyRequired: true},
+		}}}}
+	raw, _, err := openapi.Export(def, openapi.ExportOptions{})
+	must(t, err)
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	must(t, err)
+	ref := &reference{}
+	for _, m := range []string{"GET", "DELETE", "POST"} {
+		o := operationView(doc, m, "/", doc.Paths.Value("/").GetOperation(m), ref)
+		if want := m != "POST"; o.Closed != want || o.KeyRequired == want {
+			t.Errorf("%s: closed %v, key required %v; want closed %v", m, o.Closed, o.KeyRequired, want)
+		}
+	}
+	if ref.KeyHeader != "x-api-key" {
+		t.Errorf("key header %q, want x-api-key", ref.KeyHeader)
 	}
 }

@@ -35,15 +35,19 @@ func (s *stack) consoleAPI(t *testing.T) string {
 	for _, r := range []struct {
 		parts       []string
 		keyRequired bool
-	}{{[]string{"items", "{id}"}, true}, {[]string{"public"}, false}} {
+	}{{[]string{"items", "{id}"}, true}, {[]string{"public"}, false}, {[]string{"admin"}, false}} {
 		parent := res.Items[0].Id
 		for _, part := range r.parts {
 			child, err := c.CreateResource(ctx, &apigateway.CreateResourceInput{RestApiId: api.Id, ParentId: parent, PathPart: aws.String(part)})
 			must(t, "CreateResource "+part, err)
 			parent = child.Id
 		}
+		authType := "NONE"
+		if r.parts[0] == "admin" {
+			authType = "AWS_IAM" // closed: tollgate cannot check IAM signatures
+		}
 		_, err = c.PutMethod(ctx, &apigateway.PutMethodInput{RestApiId: api.Id, ResourceId: parent, HttpMethod: aws.String("GET"),
-			AuthorizationType: aws.String("NONE"), ApiKeyRequired: r.keyRequired})
+			AuthorizationType: aws.String(authType), ApiKeyRequired: r.keyRequired})
 		must(t, "PutMethod", err)
 		_, err = c.PutIntegration(ctx, &apigateway.PutIntegrationInput{RestApiId: api.Id, ResourceId: parent, HttpMethod: aws.String("GET"),
 			Type: types.IntegrationTypeHttpProxy, IntegrationHttpMethod: aws.String("GET"), Uri: aws.String(s.echoURL + "/things")})
@@ -84,8 +88,9 @@ func TestConsole(t *testing.T) {
 	p.Screenshot("console-apis")
 	p.Role("link", "shop").Click()
 	p.Role("heading", "API shop")
-	if rows := p.Table("Resources and methods"); !rowWith(rows, "GET /items/{id}", "yes") || !rowWith(rows, "GET /public", "no") {
-		t.Errorf("methods table: got %q, want GET /items/{id} requiring a key and GET /public not", rows)
+	if rows := p.Table("Resources and methods"); !rowWith(rows, "GET /items/{id}", "none", "yes") || !rowWith(rows, "GET /public", "none", "no") ||
+		!rowWith(rows, "GET /admin", "closed AWS_IAM") {
+		t.Errorf("methods table: got %q, want GET /items/{id} requiring a key, GET /public not, GET /admin closed by AWS_IAM", rows)
 	}
 	p.Screenshot("console-api")
 	p.Label("Stage").Select("prod")

@@ -44,12 +44,24 @@ export async function detail(apiId, ctx) {
   };
 }
 
+/**
+ * "none", or, for a method an authorizer or AWS_IAM secures, "closed" and
+ * its authorizationType: tollgate refuses every call of it
+ * (docs/migrating-from-aws.md, "Authorizers"); update-method sets NONE.
+ */
+function authorizationText(method) {
+  const type = method.authorizationType || "NONE";
+  if (type === "NONE") return "none";
+  return [h("span", { class: "tag off" }, "closed"), " ", type, method.authorizerId ? [" ", h("code", {}, method.authorizerId)] : ""];
+}
+
 function methodsTable(apiId, methods, ctx) {
   const rows = methods.map((m) => {
     const integ = m.method.methodIntegration;
     const required = !!m.method.apiKeyRequired;
     return [
       `${m.verb} ${m.path}`,
+      authorizationText(m.method),
       onOff(required),
       integ ? [integ.type, integ.uri ? [" ", h("code", {}, integ.uri)] : ""] : "none",
       integ && integ.cacheKeyParameters && integ.cacheKeyParameters.length ? h("code", {}, integ.cacheKeyParameters.join(", ")) : "none",
@@ -61,7 +73,7 @@ function methodsTable(apiId, methods, ctx) {
       }, { class: "secondary small", "aria-label": `${required ? "Do not require" : "Require"} an API key for ${m.verb} ${m.path}` }),
     ];
   });
-  return table({ caption: "Resources and methods", columns: ["Method", "API key required", "Integration", "Cache key parameters", "Change"], rows, empty: "This API has no methods." });
+  return table({ caption: "Resources and methods", columns: ["Method", "Authorization", "API key required", "Integration", "Cache key parameters", "Change"], rows, empty: "This API has no methods." });
 }
 
 function stagesTable(apiId, stages) {
