@@ -211,6 +211,12 @@ func (m *Memory) remember(req *limit.Request, d limit.Decision, sent time.Time, 
 			return
 		}
 	case limit.LevelQuota:
+		if req.Uncounted {
+			// a settle after a response may give its units back (a
+			// settled cost, tollgate:quota-counts=non-5xx): it could
+			// admit again before its period ends
+			return
+		}
 		k = quotaKey(req)
 	default:
 		return

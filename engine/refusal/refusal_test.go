@@ -177,3 +177,23 @@ func TestRefusalMemoryServesWithoutTheLayerBelow(t *testing.T) {
 		t.Errorf("after ForgetUsage: got a remembered refusal, want an answer from below")
 	}
 }
+
+// A quota refusal of a request decided uncounted is not remembered: the
+// settle of a request in flight may give units back (a settled cost,
+// quota-counts=non-5xx), so the quota could admit again before its period
+// ends.
+func TestQuotaRefusalOfASettledRequestIsNotRemembered(t *testing.T) {
+	t.Parallel()
+	core := &limittest.Model{Clock: time.Now}
+	top := limit.Stack(core, New(Options{}).Layer)
+	req := &limit.Request{KeyID: "k1", PlanID: "p1", API: "a", Stage: "s", Uncounted: true,
+		Quota: &limit.Quota{Limit: 1, Period: plans.PeriodDay}}
+	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed {
+		t.Fatalf("first: got %+v, %v, want admitted", d, err)
+	}
+	for i := range 2 {
+		if d, err := top.Decide(t.Context(), req); err != nil || d.Allowed || d.Remembered || d.Refused != limit.LevelQuota {
+			t.Fatalf("refusal %d: got %+v, %v, want a quota refusal from below", i+1, d, err)
+		}
+	}
+}
