@@ -55,9 +55,6 @@ func main() {
 type demo struct{ apiID, planID, keyID, keyValue string }
 
 func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, error) {
-	if d, ok, err := earlier(ctx, c); err != nil || ok {
-		return d, err
-	}
 	var d demo
 	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("demo"), Description: aws.String("tollgate demo: pets on the echo upstream")})
 	if err != nil {
@@ -89,67 +86,15 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, er
 		return d, fmt.Errorf("create usage plan: %w", err)
 	}
 	d.planID = aws.ToString(plan.Id)
-	return d, addKey(ctx, c, &d)
-}
-
-// addKey creates the API key demo-key in d's plan.
-func addKey(ctx context.Context, c *apigateway.Client, d *demo) error {
 	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("demo-key"), Enabled: true})
 	if err != nil {
-		return fmt.Errorf("create api key: %w", err)
+		return d, fmt.Errorf("create api key: %w", err)
 	}
 	d.keyID, d.keyValue = aws.ToString(key.Id), aws.ToString(key.Value)
-	if _, err := c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: &d.planID, KeyId: key.Id, KeyType: aws.String("API_KEY")}); err != nil {
-		return fmt.Errorf("create usage plan key: %w", err)
+	if _, err := c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: key.Id, KeyType: aws.String("API_KEY")}); err != nil {
+		return d, fmt.Errorf("create usage plan key: %w", err)
 	}
-	return nil
-}
-
-// earlier reuses the API and plan an earlier run made on the same
-// database, so that running the demo again adds no second API named demo
-// (which `tollgate config` could not tell apart), and gives it a new key.
-// ok is false when there is no such API; an API without its plan is an
-// error that says how to start afresh.
-func earlier(ctx context.Context, c *apigateway.Client) (d demo, ok bool, err error) {
-	apis, err := c.GetRestApis(ctx, &apigateway.GetRestApisInput{Limit: aws.Int32(500)})
-	if err != nil {
-		return d, false, fmt.Errorf("get rest apis: %w", err)
-	}
-	for _, a := range apis.Items {
-		if aws.ToString(a.Name) == "demo" {
-			d.apiID = aws.ToString(a.Id)
-		}
-	}
-	if d.apiID == "" {
-		return d, false, nil
-	}
-	plans, err := c.GetUsagePlans(ctx, &apigateway.GetUsagePlansInput{Limit: aws.Int32(500)})
-	if err != nil {
-		return d, false, fmt.Errorf("get usage plans: %w", err)
-	}
-	for _, p := range plans.Items {
-		if aws.ToString(p.Name) == "demo-plan" {
-			d.planID = aws.ToString(p.Id)
-		}
-	}
-	keys, err := c.GetApiKeys(ctx, &apigateway.GetApiKeysInput{NameQuery: aws.String("demo-key"), Limit: aws.Int32(500)})
-	if err != nil {
-		return d, false, fmt.Errorf("get api keys: %w", err)
-	}
-	if d.planID == "" {
-		return d, false, fmt.Errorf("API %s named demo exists without demo-plan: delete it (aws apigateway delete-rest-api) and run the demo again", d.apiID)
-	}
-	// tollgate keeps no key value, only its hash: the earlier key gives
-	// way to a new one whose value can be shown.
-	for _, k := range keys.Items {
-		if aws.ToString(k.Name) == "demo-key" {
-			if _, err := c.DeleteApiKey(ctx, &apigateway.DeleteApiKeyInput{ApiKey: k.Id}); err != nil {
-				return d, false, fmt.Errorf("delete the earlier demo-key: %w", err)
-			}
-		}
-	}
-	err = addKey(ctx, c, &d)
-	return d, err == nil, err
+	return d, nil
 }
 
 // addResource creates pathPart under parent with GET (API key required)
