@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,7 +57,11 @@ type demo struct{ apiID, planID, keyID, keyValue string }
 
 func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, error) {
 	var d demo
-	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("demo"), Description: aws.String("tollgate demo: pets on the echo upstream")})
+	suffix, err := runSuffix(ctx, c)
+	if err != nil {
+		return d, err
+	}
+	api, err := c.CreateRestApi(ctx, &apigateway.CreateRestApiInput{Name: aws.String("demo" + suffix), Description: aws.String("tollgate demo: pets on the echo upstream")})
 	if err != nil {
 		return d, fmt.Errorf("create rest api: %w", err)
 	}
@@ -77,7 +82,7 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, er
 		return d, fmt.Errorf("create deployment: %w", err)
 	}
 	plan, err := c.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{
-		Name:      aws.String("demo-plan"),
+		Name:      aws.String("demo-plan" + suffix),
 		Throttle:  &types.ThrottleSettings{RateLimit: 2, BurstLimit: 5},
 		Quota:     &types.QuotaSettings{Limit: 1000, Period: types.QuotaPeriodTypeDay},
 		ApiStages: []types.ApiStage{{ApiId: api.Id, Stage: aws.String("prod")}},
@@ -86,7 +91,7 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, er
 		return d, fmt.Errorf("create usage plan: %w", err)
 	}
 	d.planID = aws.ToString(plan.Id)
-	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("demo-key"), Enabled: true})
+	key, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("demo-key" + suffix), Enabled: true})
 	if err != nil {
 		return d, fmt.Errorf("create api key: %w", err)
 	}
@@ -95,6 +100,28 @@ func setup(ctx context.Context, c *apigateway.Client, upstream string) (demo, er
 		return d, fmt.Errorf("create usage plan key: %w", err)
 	}
 	return d, nil
+}
+
+// runSuffix returns "" for the first demo on a database and "-2", "-3"...
+// for later ones, so that each run's API, plan and key have names of their
+// own (tollgate config matches items by name).
+func runSuffix(ctx context.Context, c *apigateway.Client) (string, error) {
+	apis, err := c.GetRestApis(ctx, &apigateway.GetRestApisInput{Limit: aws.Int32(500)})
+	if err != nil {
+		return "", fmt.Errorf("get rest apis: %w", err)
+	}
+	taken := map[string]bool{}
+	for _, a := range apis.Items {
+		taken[aws.ToString(a.Name)] = true
+	}
+	if !taken["demo"] {
+		return "", nil
+	}
+	n := 2
+	for taken["demo-"+strconv.Itoa(n)] {
+		n++
+	}
+	return "-" + strconv.Itoa(n), nil
 }
 
 // addResource creates pathPart under parent with GET (API key required)
