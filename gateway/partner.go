@@ -68,7 +68,7 @@ type apiStageView struct {
 	Stage string `json:"stage"`
 }
 
-// quotaUsage is the current quota period: requests used and remaining,
+// quotaUsage is the current quota period: cost units used and remaining,
 // and the period end (RFC 3339, UTC).
 type quotaUsage struct {
 	Used      int64  `json:"used"`
@@ -76,7 +76,7 @@ type quotaUsage struct {
 	ResetAt   string `json:"resetAt"`
 }
 
-// dayUsage is the admitted requests of one UTC day ("YYYY-MM-DD"): their
+// dayUsage is the admitted requests of one UTC day of Redis time ("YYYY-MM-DD"): their
 // cost units (count) and how many they were.
 type dayUsage struct {
 	Date     string `json:"date"`
