@@ -92,6 +92,15 @@ func TestConsole(t *testing.T) {
 		!rowWith(rows, "GET /admin", "closed AWS_IAM") {
 		t.Errorf("methods table: got %q, want GET /items/{id} requiring a key, GET /public not, GET /admin closed by AWS_IAM", rows)
 	}
+	p.Role("button", "Open GET /admin").Click()
+	p.Role("button", "Confirm").Click()
+	waitStatus(p, "GET /admin is open once the API is deployed.")
+	p.Eventually("GET /admin is listed open", func() error {
+		if rows := p.Table("Resources and methods"); !rowWith(rows, "GET /admin", "none") {
+			return fmt.Errorf("methods %q", rows)
+		}
+		return nil
+	})
 	p.Screenshot("console-api")
 	p.Label("Stage").Select("prod")
 	p.Role("button", "Deploy").Click()

@@ -1,7 +1,7 @@
 // APIs and stages: the list of APIs, and one API's resources, methods,
 // stages and deployment.
 import { all, get, patch, post, path } from "../api.js";
-import { h, table, field, onSubmit, action, showStatus, onOff, when } from "../dom.js";
+import { h, table, field, onSubmit, action, confirmed, showStatus, onOff, when } from "../dom.js";
 import { apiMethods, stagesOf, stageDefaults, inherited } from "../data.js";
 import { links } from "../links.js";
 
@@ -55,6 +55,21 @@ function authorizationText(method) {
   return [h("span", { class: "tag off" }, "closed"), " ", type, method.authorizerId ? [" ", h("code", {}, method.authorizerId)] : ""];
 }
 
+/**
+ * "Open" for a closed method: UpdateMethod authorizationType NONE, after
+ * confirming; it serves calls once the API is deployed.
+ */
+function openButton(apiId, m, ctx) {
+  return confirmed("Open", `Open ${m.verb} ${m.path}?`,
+    `Its ${m.method.authorizationType} authorization is dropped: once the API is deployed, the gateway serves every call of it (with an API key when the method requires one).`,
+    async () => {
+      await patch(path`/restapis/${apiId}/resources/${m.resourceId}/methods/${m.verb}`,
+        [{ op: "replace", path: "/authorizationType", value: "NONE" }]);
+      showStatus(`${m.verb} ${m.path} is open once the API is deployed.`);
+      ctx.refresh();
+    }, { class: "danger small", "aria-label": `Open ${m.verb} ${m.path}` });
+}
+
 function methodsTable(apiId, methods, ctx) {
   const rows = methods.map((m) => {
     const integ = m.method.methodIntegration;
@@ -65,12 +80,13 @@ function methodsTable(apiId, methods, ctx) {
       onOff(required),
       integ ? [integ.type, integ.uri ? [" ", h("code", {}, integ.uri)] : ""] : "none",
       integ && integ.cacheKeyParameters && integ.cacheKeyParameters.length ? h("code", {}, integ.cacheKeyParameters.join(", ")) : "none",
-      action(required ? "Do not require key" : "Require key", async () => {
+      [action(required ? "Do not require key" : "Require key", async () => {
         await patch(path`/restapis/${apiId}/resources/${m.resourceId}/methods/${m.verb}`,
           [{ op: "replace", path: "/apiKeyRequired", value: String(!required) }]);
         showStatus(`${m.verb} ${m.path} ${required ? "no longer requires" : "now requires"} an API key once the API is deployed.`);
         ctx.refresh();
       }, { class: "secondary small", "aria-label": `${required ? "Do not require" : "Require"} an API key for ${m.verb} ${m.path}` }),
+      (m.method.authorizationType || "NONE") === "NONE" ? "" : [" ", openButton(apiId, m, ctx)]],
     ];
   });
   return table({ caption: "Resources and methods", columns: ["Method", "Authorization", "API key required", "Integration", "Cache key parameters", "Change"], rows, empty: "This API has no methods." });
