@@ -170,6 +170,16 @@ func TestCustomerQuotaIsSharedByTheCustomersKeys(t *testing.T) {
 		if r := got.header.Get("X-RateLimit-Remaining"); r != "0" {
 			t.Errorf("refused: X-RateLimit-Remaining %q, want 0 (the customer quota's)", r)
 		}
+		if line := tg.logLine(t, got.header.Get("x-amzn-RequestId")); line["reason"] != "customer" {
+			t.Errorf("refused: log reason %v, want customer", line["reason"])
+		}
+	}
+	// a customer quota's refusals count where quota refusals count
+	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, "quota")); n != 2 {
+		t.Errorf(`tollgate_throttled_total{level="quota"}: got %v, want 2 (the customer quota's refusals)`, n)
+	}
+	if n := counterValue(t, tg.metrics.Throttled.WithLabelValues(testAPI, testStage, "customer")); n != 0 {
+		t.Errorf(`tollgate_throttled_total{level="customer"}: got %v, want 0`, n)
 	}
 	if got := tg.do(t, "GET", "/prod/x", "x-api-key", "othercccccccccccccccccccccccc"); got.status != 200 {
 		t.Fatalf("another customer: status %d, want 200", got.status)

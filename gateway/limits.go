@@ -183,6 +183,17 @@ func (s *Server) delay(w *statusWriter, r *http.Request, ex *exchange, d limit.D
 	}
 }
 
+// metricLevel is the tollgate_throttled_total level of a refusal at l: a
+// customer quota's refusal counts as a quota refusal (the 429 it answers is
+// the quota's, and dashboards and the console's live view read quota
+// refusals from level "quota"); the log line's reason keeps "customer".
+func metricLevel(l limit.Level) string {
+	if l == limit.LevelCustomer {
+		return limit.LevelQuota.String()
+	}
+	return l.String()
+}
+
 // writeRefusal writes the 429 of a refusal d (throttle, quota or rule)
 // with its Retry-After and counts it; the rate-limit headers are already
 // set. A rule's refusal is logged with the rule's name.
@@ -197,7 +208,7 @@ func (s *Server) writeRefusal(w *statusWriter, ex *exchange, d limit.Decision) {
 			ex.reason = "rule " + ex.lreq.Rules[i].Name
 		}
 	}
-	s.metrics.Throttled.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name, d.Refused.String()).Inc()
+	s.metrics.Throttled.WithLabelValues(ex.m.stage.apiID, ex.m.stage.name, metricLevel(d.Refused)).Inc()
 	if !d.NoRetry {
 		setRetryAfter(w.Header(), d.RetryAfter)
 	}

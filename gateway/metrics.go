@@ -31,8 +31,8 @@ type Metrics struct {
 	// refused (the operator console's live view reads both).
 	Admitted *prometheus.CounterVec
 	// Throttled counts 429s by api, stage and the refusing level
-	// (plan, method, stage, account, quota, rule, or key_attempts: too many
-	// failed key attempts from the client address).
+	// (plan, method, stage, account, quota: a key's or its customer's, rule,
+	// or key_attempts: too many failed key attempts from the client address).
 	Throttled *prometheus.CounterVec
 	// ShadowRefusals counts the refusals shadow limits would have made,
 	// by api, stage, level ("rule" for a shadow rule, the plan's levels
@@ -95,7 +95,7 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_admitted_total", Help: "Requests the limiter admitted (or failure mode open let through), by API and stage.",
 		}, []string{"api", "stage"}),
 		Throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota, rule, key_attempts).",
+			Name: "tollgate_throttled_total", Help: "Requests refused with 429 by API, stage and level (plan, method, stage, account, quota: a key's or customer's, rule, key_attempts).",
 		}, []string{"api", "stage", "level"}),
 		ShadowRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_shadow_refusals_total", Help: "Refusals shadow limits would have made (the requests went on), by API, stage, level and rule.",
