@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 
+	"tollgate/internal/clocktest"
 	"tollgate/openapi"
 	"tollgate/plans"
 )
@@ -203,7 +204,10 @@ func TestFormsRefuseCrossSiteRequests(t *testing.T) {
 // is refused as a wrong password is.
 func TestSignInFailuresAreLimited(t *testing.T) {
 	t.Parallel()
-	tp := mustPortal(t, nil)
+	// The clock stands still: slow password checks on a busy machine
+	// must not refill the bucket between the failures.
+	clock := clocktest.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	tp := mustPortal(t, func(o *Options) { o.Now = clock.Now })
 	_, planID := tp.mustAPI(t, "api")
 	tp.invited(t, "a@example.com", "acme", planID)
 	p := tp.newPartner(t)

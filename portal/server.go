@@ -102,6 +102,9 @@ type Options struct {
 	// address that failed sign-ins are limited by.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
+	// Now is the clock that refills the failed sign-ins' buckets; nil is
+	// time.Now. Tests step it.
+	Now func() time.Time
 }
 
 // Server is the developer portal, an http.Handler for paths under
@@ -136,7 +139,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{accounts: opts.Accounts, keys: opts.Keys, catalog: opts.Catalog, usage: opts.Usage, pub: opts.Publisher,
 		opts: opts, secure: !strings.HasPrefix(opts.BaseURL, "http://"), log: opts.Logger,
-		failures: clientaddr.NewFailures(signinRate, signinBurst, 100000, nil),
+		failures: clientaddr.NewFailures(signinRate, signinBurst, 100000, opts.Now),
 		rotator:  plans.Rotator{Store: opts.Keys, Format: opts.KeyFormat, Pepper: opts.KeyPepper, Sealer: opts.Secrets}}
 	s.opts.BaseURL = strings.TrimRight(opts.BaseURL, "/")
 	if s.log == nil {
