@@ -200,6 +200,25 @@ func TestImportTakesWhatAPIGatewayTakes(t *testing.T) {
 				}
 				return ""
 			}},
+		{"OAuth 2, HTTP basic and another header's apiKey ignored, as AWS ignores them", oas3(`"paths":{"/a":{
+			"get":{"security":[{"oauth":["read"]}],"x-amazon-apigateway-integration":{"type":"mock"}},
+			"post":{"security":[{"basic":[]},{"key":[]}],"x-amazon-apigateway-integration":{"type":"mock"}},
+			"put":{"security":[{"other":[]}],"x-amazon-apigateway-integration":{"type":"mock"}}}},
+			"components":{"securitySchemes":{"oauth":{"type":"oauth2","flows":{"clientCredentials":{"tokenUrl":"https://id.example.com/token","scopes":{"read":"read"}}}},
+			"basic":{"type":"http","scheme":"basic"},"other":{"type":"apiKey","name":"X-Other","in":"header"},"key":{"type":"apiKey","name":"x-api-key","in":"header"}}}`),
+			[]string{"paths./a.get.security", "paths./a.post.security", "paths./a.put.security"},
+			func(def *plans.ApiDefinition) string {
+				get, post, put := findMethod(def, "/a", "GET"), findMethod(def, "/a", "POST"), findMethod(def, "/a", "PUT")
+				switch {
+				case get.Closed() || get.APIKeyRequired || put.Closed() || put.APIKeyRequired:
+					return fmt.Sprintf("GET %+v, PUT %+v: want open, no key", get, put)
+				case post.Closed() || !post.APIKeyRequired:
+					return fmt.Sprintf("POST %+v: want open with a key", post)
+				case len(def.Authorizers) != 0:
+					return fmt.Sprintf("authorizers %+v, want none", def.Authorizers)
+				}
+				return ""
+			}},
 		{"invalid by OpenAPI's rules, read as AWS reads it", oas3(`"paths":{"/a":{"get":{"operationId":"x","responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"type":"nonsense","pattern":"("}}}}}},"post":{"operationId":"x"}}}`),
 			nil, noResponses("/a", "POST")},
 	}

@@ -39,8 +39,9 @@ type awsAuthorizer struct {
 // x-amazon-apigateway-authtype is awsSigv4 with AWS_IAM. tollgate cannot
 // run either, so such a method is imported closed, with a warning. A
 // method takes one authorizer (the first by requirement and name; the
-// others are a warning); a scheme that is none of these is an error, as
-// importing the method without it would open it.
+// others are a warning); a scheme that is none of these (OAuth 2, HTTP
+// basic, an API key in another header) is ignored with a warning, as API
+// Gateway's import ignores it.
 func (im *importer) security(at loc, m *plans.Method, op *openapi3.Operation) error {
 	if op.Security == nil {
 		return nil
@@ -51,6 +52,11 @@ func (im *importer) security(at loc, m *plans.Method, op *openapi3.Operation) er
 		for _, name := range sortedKeys(req) {
 			if im.isAPIKeyScheme(name) {
 				m.APIKeyRequired = true
+				continue
+			}
+			if im.foreignScheme(name) {
+				im.warn(at, "security scheme %q is neither an x-api-key apiKey scheme nor an API Gateway authorizer: "+
+					"API Gateway's import ignores it, and so does tollgate: the method is open to every caller it otherwise admits", name)
 				continue
 			}
 			authType, a, err := im.scheme(name)
@@ -100,6 +106,18 @@ func (im *importer) isAPIKeyScheme(name string) bool {
 	return !authorizer && (authType == "" || strings.EqualFold(authType, "apiKey"))
 }
 
+// foreignScheme reports whether the named security scheme is defined but
+// has no API Gateway extension: neither an authorizer nor an auth type.
+func (im *importer) foreignScheme(name string) bool {
+	ref := im.doc.Components.SecuritySchemes[name]
+	if ref == nil || ref.Value == nil {
+		return false
+	}
+	authType, _ := ref.Value.Extensions[extAuthType].(string)
+	_, authorizer := ref.Value.Extensions[extAuthorizer]
+	return !authorizer && authType == ""
+}
+
 // scheme reads the named security scheme as API Gateway does: the
 // method's authorizationType, and the authorizer (nil for AWS_IAM), kept
 // in im.authorizers under the scheme's name.
@@ -116,8 +134,7 @@ func (im *importer) scheme(name string) (string, *plans.Authorizer, error) {
 			return plans.AuthorizationIAM, nil, nil
 		}
 		return "", nil, errorf(loc{"components", "securitySchemes", name},
-			"security scheme %q is not supported: tollgate takes an apiKey scheme named x-api-key in the header, "+
-				"an API Gateway authorizer (%s) or %s %s; importing the method without it would open it", name, extAuthorizer, extAuthType, authTypeSigv4)
+			"security scheme %q: %s %q needs %s", name, extAuthType, authType, extAuthorizer)
 	}
 	if a := im.authorizers[name]; a != nil {
 		return a.MethodAuthorization(), a, nil
