@@ -74,3 +74,29 @@ func TestStageStaleTagsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAnchorTagIsValidatedBesideTheField: tag-resource checks
+// tollgate:quota-anchor against the plan's quota period even when the
+// plan's quota.anchor field is set (and wins), so the plan never holds a
+// tag a later update would refuse.
+func TestPlanAnchorTagIsValidatedBesideTheField(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	plan := call(e.c.CreateUsagePlan(e.ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("gold"),
+		Quota: &types.QuotaSettings{Limit: 100, Period: types.QuotaPeriodTypeMonth}})).must(t)
+	call(e.c.UpdateUsagePlan(e.ctx, &apigateway.UpdateUsagePlanInput{UsagePlanId: plan.Id, PatchOperations: []types.PatchOperation{
+		{Op: types.OpReplace, Path: aws.String("/quota/anchor"), Value: aws.String("15")}}})).must(t)
+	arn := aws.String("arn:aws:apigateway:us-east-1::/usageplans/" + *plan.Id)
+	for _, bad := range []string{"29", "MON", "", "someday"} {
+		_, err := e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{"tollgate:quota-anchor": bad}})
+		wantBadRequest(t, err, "tollgate:quota-anchor")
+	}
+	got := call(e.c.GetTags(e.ctx, &apigateway.GetTagsInput{ResourceArn: arn})).must(t)
+	if _, ok := got.Tags["tollgate:quota-anchor"]; ok {
+		t.Fatalf("after refusals: got tags %v, want no tollgate:quota-anchor", got.Tags)
+	}
+	call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: arn, Tags: map[string]string{"tollgate:quota-anchor": "last"}})).must(t)
+	// the plan stays updatable, the field cleared too
+	call(e.c.UpdateUsagePlan(e.ctx, &apigateway.UpdateUsagePlanInput{UsagePlanId: plan.Id, PatchOperations: []types.PatchOperation{
+		{Op: types.OpReplace, Path: aws.String("/quota/anchor"), Value: aws.String("")}, {Op: types.OpReplace, Path: aws.String("/name"), Value: aws.String("gold2")}}})).must(t)
+}

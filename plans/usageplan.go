@@ -260,9 +260,9 @@ func (p *UsagePlan) QuotaRule() *Quota {
 	return &q
 }
 
-// validateCalendarTags checks the anchor and time zone tags: the zone
-// always, the anchor against the quota's period (its form alone when the
-// plan has no quota).
+// validateCalendarTags checks the anchor and time zone tags whatever the
+// fields say: the zone always, the anchor against the quota's period (its
+// form alone when the plan has no quota).
 func (p *UsagePlan) validateCalendarTags() error {
 	anchor, zone := p.Tags[QuotaAnchorTag], p.Tags[QuotaTimeZoneTag]
 	if _, ok := p.Tags[QuotaTimeZoneTag]; ok {
@@ -281,9 +281,8 @@ func (p *UsagePlan) validateCalendarTags() error {
 		}
 		return nil
 	}
-	if p.Quota.Anchor != "" {
-		return nil // the field wins
-	}
+	// checked as if it alone said the anchor, even where the field wins
+	// today: a PATCH clearing the field must not find a bad tag
 	q := *p.Quota
 	q.Anchor = anchor
 	if anchor == "" {
