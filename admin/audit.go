@@ -46,7 +46,7 @@ func (s *Server) audited(next http.Handler) http.Handler {
 		e := &plans.AuditEntry{Actor: principalOf(r.Context()).Name, Source: sourceOf(r, rt), Operation: rt.Op,
 			Region: requestRegion(r), Resource: r.URL.Path, Change: s.changeOf(r)}
 		if rt.Rule.Area == areaByARN {
-			e.Resource, e.Region = tagResource(r, e.Region)
+			e.Resource, e.Region = tagResource(rt.ARN, e.Region)
 		}
 		cw := &captureWriter{ResponseWriter: w, keep: rt.Rule.Created != ""}
 		next.ServeHTTP(cw, r.WithContext(plans.WithAudit(r.Context(), e)))
@@ -93,21 +93,18 @@ func requestRegion(r *http.Request) string {
 	return plans.DefaultRegion
 }
 
-// tagResource is the path and region of the ARN a tag route names.
-func tagResource(r *http.Request, region string) (string, string) {
-	raw := chi.URLParam(r, "*")
-	arn, err := url.PathUnescape(raw)
-	if err != nil {
-		arn = raw
-	}
-	parts := strings.SplitN(arn, ":", 6)
-	if len(parts) != 6 {
+// tagResource is the path and region of the ARN a tag route names (the
+// tagged resource's, so its own audit entries list its tag changes);
+// region stays when the ARN has none.
+func tagResource(arn, region string) (string, string) {
+	r, path, ok := splitARN(arn)
+	if !ok {
 		return "/tags", region
 	}
-	if parts[3] != "" {
-		region = parts[3]
+	if r != "" {
+		region = r
 	}
-	return parts[5], region
+	return path, region
 }
 
 // createdPath fills template's {name}s from the route's parameters, else

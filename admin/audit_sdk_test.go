@@ -188,3 +188,32 @@ func TestAuditFiltersPagesAndExports(t *testing.T) {
 		t.Errorf("export: got %d with %d lines, want 200 with 6", code, len(lines))
 	}
 }
+
+// TestTagChangesAreAuditedOnTheTaggedResource: TagResource and
+// UntagResource are entries of the tagged key or plan (its ARN, with the
+// ARN's region), so the resource filter of either finds them.
+func TestTagChangesAreAuditedOnTheTaggedResource(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	plan := call(e.c.CreateUsagePlan(e.ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("gold")})).must(t)
+	key := call(e.c.CreateApiKey(e.ctx, &apigateway.CreateApiKeyInput{Name: aws.String("partner")})).must(t)
+	for _, arn := range []string{
+		"arn:aws:apigateway:eu-west-1::/usageplans/" + *plan.Id,
+		"arn:aws:apigateway:eu-west-1::/apikeys/" + *key.Id,
+	} {
+		call(e.c.TagResource(e.ctx, &apigateway.TagResourceInput{ResourceArn: aws.String(arn), Tags: map[string]string{"team": "billing"}})).must(t)
+		call(e.c.UntagResource(e.ctx, &apigateway.UntagResourceInput{ResourceArn: aws.String(arn), TagKeys: []string{"team"}})).must(t)
+		got, _ := e.audit("?resource=" + url.QueryEscape(arn))
+		if len(got) < 3 || got[0].Operation != "UntagResource" || got[1].Operation != "TagResource" {
+			t.Fatalf("%s: got %+v, want UntagResource, TagResource, then its creation", arn, got)
+		}
+		for _, x := range got[:2] {
+			if x.Resource != arn {
+				t.Errorf("%s: resource %q, want the tagged resource's ARN %s", x.Operation, x.Resource, arn)
+			}
+		}
+	}
+	if got, _ := e.audit("?resource=/tags"); len(got) != 0 {
+		t.Errorf("entries of /tags: got %+v, want none", got)
+	}
+}

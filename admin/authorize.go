@@ -16,6 +16,7 @@ type route struct {
 	Rule    rule
 	Op      string // the operation (Rule.ImportOp for an import)
 	Area    area   // Rule.Area, resolved for tag routes
+	ARN     string // the ARN a tag route names, as its path has it
 }
 
 type routeKey struct{}
@@ -40,7 +41,8 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 		}
 		rt := route{Pattern: pattern, Rule: ru, Op: ru.Op, Area: ru.Area}
 		if ru.Area == areaByARN {
-			rt.Area = areaOfARN(params)
+			rt.ARN = params.URLParam("*")
+			rt.Area = areaOfARN(rt.ARN)
 		}
 		if ru.ImportOp != "" && r.URL.Query().Get("mode") != "" {
 			rt.Op = ru.ImportOp

@@ -259,8 +259,8 @@ func (s *Server) routeOf(r *http.Request) (pattern string, ru rule, params *chi.
 
 // areaOfARN is the area of the resource a tag route's ARN names (the
 // tag handlers refuse other ARNs with 400).
-func areaOfARN(params *chi.Context) area {
-	seg := splitPath(arnPath(params.URLParam("*")))
+func areaOfARN(arn string) area {
+	seg := splitPath(arnPath(arn))
 	switch {
 	case len(seg) > 0 && seg[0] == "apikeys":
 		return areaKeys
@@ -273,13 +273,20 @@ func areaOfARN(params *chi.Context) area {
 // arnPath returns the resource path of an ARN (percent-encoded or not):
 // "/restapis/a1" of "arn:aws:apigateway:us-east-1::/restapis/a1".
 func arnPath(raw string) string {
+	_, path, _ := splitARN(raw)
+	return path
+}
+
+// splitARN returns the region ("" when the ARN has none) and the resource
+// path of an ARN, percent-encoded or not; ok is false for no ARN.
+func splitARN(raw string) (region, path string, ok bool) {
 	arn := raw
 	if u, err := url.PathUnescape(raw); err == nil {
 		arn = u
 	}
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 {
-		return ""
+		return "", "", false
 	}
-	return parts[5]
+	return parts[3], parts[5], true
 }
