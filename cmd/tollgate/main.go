@@ -217,7 +217,8 @@ same variable with a _FILE suffix:
   TOLLGATE_ADMIN_ACCESS_KEY_ID, TOLLGATE_ADMIN_SECRET_ACCESS_KEY   SigV4 credentials of the admin API
   TOLLGATE_ADMIN_TOKEN                                             bearer token, at least 32 characters
   TOLLGATE_KEY_PEPPER                                              API key hashes become HMAC-SHA-256
-  TOLLGATE_SECRETS_KEY                                             32 bytes (hex or base64): seals stored SigV4 secrets
+  TOLLGATE_SECRETS_KEY                                             at least 32 bytes of text (openssl rand -base64 32): seals
+                                                                   certificate keys, SigV4 secrets and rotation answers
   TOLLGATE_WEBHOOK_SECRET                                          signs webhooks (needed with TOLLGATE_WEBHOOK_URL)
 Without any admin credential the admin refuses to start unless --insecure-admin
 is given (it then listens on 127.0.0.1 only).`
