@@ -36,45 +36,47 @@ func (s *Server) ledgerRoutes(r chi.Router) {
 	r.Get("/usage/records", s.handle(s.usageRecords))
 }
 
-// usageCounts returns, per key of keyIDs, the requests of each UTC day
-// from from to to ("YYYY-MM-DD" → count; days without requests absent):
-// the greater of the ledger's count and the limiter's live count (its
+// usageCounts returns, per key of keyIDs, the cost units and the requests
+// of each UTC day from from to to ("YYYY-MM-DD" → count; days without
+// requests absent): the greater of the ledger's and the limiter's live
+// count (its
 // last days up to today, the limiter's date), so
 // usage not yet flushed is included and days older than the limiter keeps
 // come from the ledger. Without a ledger it is the live count alone.
 // Errors: KindUnavailable when the ledger or the limiter does not answer.
-func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string, from, to, today time.Time) (map[string]map[string]int64, error) {
-	out := make(map[string]map[string]int64, len(keyIDs))
+func (s *Server) usageCounts(ctx context.Context, planID string, keyIDs []string, from, to, today time.Time) (units, requests map[string]map[string]int64, err error) {
+	units = make(map[string]map[string]int64, len(keyIDs))
+	requests = make(map[string]map[string]int64, len(keyIDs))
 	for _, k := range keyIDs {
-		out[k] = map[string]int64{}
+		units[k], requests[k] = map[string]int64{}, map[string]int64{}
 	}
 	if s.ledger != nil && len(keyIDs) > 0 {
 		err := plans.EachUsageDay(ctx, s.ledger, plans.UsageQuery{PlanID: planID, KeyIDs: keyIDs, From: from, To: to}, func(rows []plans.UsageDay) error {
 			for _, r := range rows {
-				out[r.KeyID][r.Day.Format(plans.UsageDateLayout)] = r.Count
+				d := r.Day.Format(plans.UsageDateLayout)
+				units[r.KeyID][d], requests[r.KeyID][d] = r.Count, r.Requests
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	liveFrom, liveTo := later(from, today.AddDate(0, 0, 1-liveUsageDays)), earlier(to, today)
 	if s.usage == nil || liveTo.Before(liveFrom) {
-		return out, nil
+		return units, requests, nil
 	}
 	for _, k := range keyIDs {
 		live, err := s.usage.Usage(ctx, k, planID, liveFrom, liveTo)
 		if err != nil {
-			return nil, plans.Unavailable(err, "usage of key %s is unavailable", k)
+			return nil, nil, plans.Unavailable(err, "usage of key %s is unavailable", k)
 		}
 		for d, n := range live {
-			if n > out[k][d] {
-				out[k][d] = n
-			}
+			units[k][d] = max(units[k][d], n.Count)
+			requests[k][d] = max(requests[k][d], n.Requests)
 		}
 	}
-	return out, nil
+	return units, requests, nil
 }
 
 func later(a, b time.Time) time.Time {
@@ -174,6 +176,7 @@ type usageRecord struct {
 	UsagePlanID string `json:"usagePlanId"`
 	Date        string `json:"date"`
 	Count       int64  `json:"count"`
+	Requests    int64  `json:"requests"`
 	Version     int64  `json:"version"`
 	UpdatedDate int64  `json:"updatedDate"` // epoch seconds
 	KeyName     string `json:"keyName"`
@@ -211,7 +214,7 @@ func (s *Server) usageRecords(w http.ResponseWriter, r *http.Request) error {
 	rows = rows[:min(len(rows), int(limit))]
 	for _, d := range rows {
 		out.Item = append(out.Item, usageRecord{KeyID: d.KeyID, UsagePlanID: d.PlanID, Date: d.Day.Format(plans.UsageDateLayout),
-			Count: d.Count, Version: d.Version, UpdatedDate: d.UpdatedAt.Unix(), KeyName: d.KeyName, CustomerID: d.CustomerID})
+			Count: d.Count, Requests: d.Requests, Version: d.Version, UpdatedDate: d.UpdatedAt.Unix(), KeyName: d.KeyName, CustomerID: d.CustomerID})
 		out.NextAfter = d.Version
 	}
 	writeJSON(w, http.StatusOK, out)

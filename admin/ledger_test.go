@@ -245,7 +245,7 @@ func TestUsageRecordFeedPagesByVersion(t *testing.T) {
 	type page struct {
 		Item []struct {
 			KeyID, UsagePlanID, Date string
-			Count, Version           int64
+			Count, Requests, Version int64
 		}
 		NextAfter int64
 		HasMore   bool
@@ -264,7 +264,7 @@ func TestUsageRecordFeedPagesByVersion(t *testing.T) {
 		t.Fatalf("page 1: got %+v, want two records from %s with more", p1, daysBack(2))
 	}
 	p2 := read(fmt.Sprintf("?limit=2&after=%d", p1.NextAfter))
-	if len(p2.Item) != 1 || p2.HasMore || p2.Item[0].Count != 3 {
+	if len(p2.Item) != 1 || p2.HasMore || p2.Item[0].Count != 3 || p2.Item[0].Requests != 3 {
 		t.Fatalf("page 2: got %+v, want today's record and no more", p2)
 	}
 	e.flushed(plan, k, map[int]int64{2: 4}) // a late flush raises an older day

@@ -155,7 +155,7 @@ func (s *Server) KeyUsage(ctx context.Context, planID, keyID string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), from), to, today)
+	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), from), to, today)
 	if err != nil {
 		return nil, err
 	}

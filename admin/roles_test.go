@@ -27,8 +27,8 @@ type zeroUsage struct{}
 
 func (zeroUsage) Now(context.Context) (time.Time, error) { return time.Now(), nil }
 
-func (zeroUsage) Usage(context.Context, string, string, time.Time, time.Time) (map[string]int64, error) {
-	return map[string]int64{}, nil
+func (zeroUsage) Usage(context.Context, string, string, time.Time, time.Time) (map[string]plans.DayCount, error) {
+	return map[string]plans.DayCount{}, nil
 }
 func (zeroUsage) QuotaRemaining(context.Context, string, string, plans.Quota) (int64, error) {
 	return 0, nil

@@ -19,9 +19,9 @@ type UsageCounter interface {
 	// for usage, whatever the admin node's clock says.
 	Now(ctx context.Context) (time.Time, error)
 	// Usage returns the admitted requests of keyID in planID per UTC day
-	// from from's to to's date inclusive, keyed "YYYY-MM-DD" (0 for a day
-	// without requests).
-	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error)
+	// and their cost units (Count), from from's to to's date inclusive,
+	// keyed "YYYY-MM-DD" (zero for a day without requests).
+	Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]plans.DayCount, error)
 	// QuotaRemaining returns the requests left to keyID under quota q in
 	// the current period (never negative), charging nothing.
 	QuotaRemaining(ctx context.Context, keyID, planID string, q plans.Quota) (int64, error)
@@ -54,12 +54,16 @@ const MaxUsageDays = 90
 
 // usageOutput is AWS's Usage shape. The per-key map is "values" on the
 // wire (the SDK's GetUsageOutput.Items): keyId → one [used, remaining]
-// pair per day, remaining being -1 without a quota.
+// pair per day, used and remaining in cost units (docs/cost.md),
+// remaining being -1 without a quota. Requests, tollgate's extension
+// beside it, is keyId → the requests of each of those days, so a plan
+// with a cost shows units and requests side by side.
 type usageOutput struct {
 	UsagePlanID string               `json:"usagePlanId"`
 	StartDate   string               `json:"startDate"`
 	EndDate     string               `json:"endDate"`
 	Values      map[string][][]int64 `json:"values"`
+	Requests    map[string][]int64   `json:"requests,omitempty"`
 	Position    string               `json:"position,omitempty"`
 }
 
@@ -203,13 +207,14 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		StartDate:   from.Format(plans.UsageDateLayout),
 		EndDate:     to.Format(plans.UsageDateLayout),
 		Values:      make(map[string][][]int64, len(keyIDs)),
+		Requests:    make(map[string][]int64, len(keyIDs)),
 		Position:    next,
 	}
 	today, err := s.usageToday(ctx)
 	if err != nil {
 		return err
 	}
-	counts, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.QuotaRule(), from), to, today)
+	counts, requests, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.QuotaRule(), from), to, today)
 	if err != nil {
 		return err
 	}
@@ -219,6 +224,9 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out.Values[k] = v
+		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+			out.Requests[k] = append(out.Requests[k], requests[k][d.Format(plans.UsageDateLayout)])
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -348,7 +356,7 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), today), today, today)
+	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), today), today, today)
 	if err != nil {
 		return err
 	}

@@ -102,15 +102,15 @@ func (l *Limiter) run(ctx context.Context, keys []string, op string, args ...any
 	return cmd
 }
 
-// Usage returns the cost units of the admitted requests of one key in one
-// plan per UTC day (docs/cost.md; one per request unless the plan says
-// otherwise), for every day from from's to to's UTC date inclusive, keyed
+// Usage returns the admitted requests of one key in one plan per UTC day
+// and their cost units (Count; docs/cost.md: one per request unless the
+// plan says otherwise), for every day from from's to to's UTC date inclusive, keyed
 // "YYYY-MM-DD" (0 for a day without requests, and for days older than the
 // 100 days the limiter keeps). to before from gives an empty map. Callers
 // bound the range (GetUsage allows 90 days). Errors are wrapped.
-func (l *Limiter) Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]int64, error) {
+func (l *Limiter) Usage(ctx context.Context, keyID, planID string, from, to time.Time) (map[string]plans.DayCount, error) {
 	days := daysBetween(from, to)
-	out := make(map[string]int64, len(days))
+	out := make(map[string]plans.DayCount, len(days))
 	if len(days) == 0 {
 		return out, nil
 	}
@@ -133,7 +133,8 @@ func (l *Limiter) Usage(ctx context.Context, keyID, planID string, from, to time
 		return nil, fmt.Errorf("usage of key %s: %w", keyID, err)
 	}
 	for _, d := range days {
-		out[d] = parsed[d].Units
+		day, _ := time.Parse(plans.UsageDateLayout, d)
+		out[d] = plans.DayCount{Day: day, Count: parsed[d].Units, Requests: parsed[d].Requests}
 	}
 	return out, nil
 }

@@ -283,7 +283,7 @@ func TestRestoreWritesTheLedgerBackBeforeKeysAreAdmittedAgain(t *testing.T) {
 			t.Fatalf("the key with 3 left, after the restore: %+v, %v, want admitted with 2 left", d, err)
 		}
 		u, err := l.Usage(ctx, "used", "p1", today.AddDate(0, 0, -1), today)
-		if err != nil || u[today.AddDate(0, 0, -1).Format(dayLayout)] != 40 || u[today.Format(dayLayout)] != 5 {
+		if err != nil || u[today.AddDate(0, 0, -1).Format(dayLayout)].Count != 40 || u[today.Format(dayLayout)].Count != 5 {
 			t.Fatalf("usage of the used key: %v, %v", u, err)
 		}
 		got, _ := drainAll(t, l.Source(), 10)
@@ -363,7 +363,7 @@ func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
 			t.Errorf("quota: %d left, %v, want 3 (one given back)", left, err)
 		}
 		u, err := l.Usage(ctx, "k", "p1", today, today)
-		if err != nil || u[today.Format(dayLayout)] != 2 {
+		if err != nil || u[today.Format(dayLayout)].Count != 2 || u[today.Format(dayLayout)].Requests != 2 {
 			t.Errorf("usage: %v, %v, want 2", u, err)
 		}
 		got, _ := drainAll(t, l.Source(), 10)

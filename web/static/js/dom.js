@@ -206,19 +206,87 @@ export function throttleText(t) {
 }
 
 /**
+ * What plan p's limits count, from its tollgate:cost tag (docs/cost.md):
+ * "units" when a request can cost other than 1, else "requests". unit is
+ * the singular.
+ */
+export function unitsOf(p = {}) {
+  const cost = ((p.tags || {})["tollgate:cost"] || "").trim();
+  return cost && cost !== "1" ? { units: "units", unit: "unit", Units: "Units" } : { units: "requests", unit: "request", Units: "Requests" };
+}
+
+/** "1 unit" / "2 units" in plan p's units. */
+export function countText(n, p) {
+  const u = unitsOf(p);
+  return `${n} ${n === 1 ? u.unit : u.units}`;
+}
+
+/** A quota anchor in words: "day 15", "the last day", "MON". */
+const anchorText = (anchor) => (/^\d+$/.test(anchor) ? "day " + anchor : anchor === "last" ? "the last day" : anchor);
+
+/**
+ * Where quota q's periods start, in words ("UTC", "the 15th, Asia/Tokyo"),
+ * from its fields or, where they are empty, plan tags
+ * (tollgate:quota-anchor, tollgate:quota-timezone).
+ */
+export function periodStartText(q = {}, tags = {}) {
+  const anchor = q.anchor || tags["tollgate:quota-anchor"];
+  const zone = q.timeZone || tags["tollgate:quota-timezone"] || "UTC";
+  if (anchor) return `from ${anchorText(anchor)} at midnight ${zone}`;
+  if (q.offset) return `offset ${q.offset}, ${zone}`;
+  return zone;
+}
+
+/**
  * "1000 per DAY" (with its offset, or its anchor and time zone) for an AWS
- * quota object, or "none". tags, a plan's, supply the anchor and zone the
- * quota's fields leave empty (tollgate:quota-anchor, tollgate:quota-timezone).
+ * quota object, or "none"; "1000 units per DAY" on a plan with a cost.
+ * tags, a plan's, supply the anchor and zone the quota's fields leave
+ * empty (tollgate:quota-anchor, tollgate:quota-timezone).
  */
 export function quotaText(q, tags = {}) {
   if (!q) return "none";
   const anchor = q.anchor || tags["tollgate:quota-anchor"];
   const zone = q.timeZone || tags["tollgate:quota-timezone"];
-  let s = `${q.limit} per ${q.period}`;
-  if (anchor) s += ` from ${/^\d+$/.test(anchor) ? "day " + anchor : anchor === "last" ? "the last day" : anchor}`;
+  const u = unitsOf({ tags });
+  let s = `${q.limit} ${u.units === "units" ? "units " : ""}per ${q.period}`;
+  if (anchor) s += ` from ${anchorText(anchor)}`;
   else if (q.offset) s += ` (offset ${q.offset})`;
   if (zone && zone !== "UTC") s += `, ${zone}`;
   return s;
+}
+
+/**
+ * What one request of plan p costs, from its cost tags (docs/cost.md):
+ * basis in words (a weight, "2 units per request", or where a settled
+ * cost is read, "response header X-Tokens", "JSON usage.total_tokens"),
+ * and for a settled cost the reservation and what a response without it
+ * costs ("0" or "the reservation (N)").
+ */
+export function costOf(p = {}) {
+  const tags = p.tags || {};
+  const cost = (tags["tollgate:cost"] || "1").trim();
+  const settled = cost.match(/^(header|json):(.+)$/);
+  if (!settled) return { basis: `${cost} ${cost === "1" ? "unit" : "units"} per request`, settled: false };
+  const reserve = tags["tollgate:cost-reserve"] || "1";
+  return {
+    basis: settled[1] === "header" ? `response header ${settled[2]}` : `JSON ${settled[2].split("+").join(" + ")}`,
+    settled: true,
+    reserve,
+    ifMissing: tags["tollgate:cost-if-missing"] === "0" ? "0" : `the reservation (${reserve})`,
+  };
+}
+
+/** costOf(p) in one line, for a table cell. */
+export function costText(p = {}) {
+  const c = costOf(p);
+  return c.settled ? `settled from ${c.basis}; reserves ${c.reserve}; without it: ${c.ifMissing}` : c.basis;
+}
+
+/** Plan p's customer quota (tollgate:customer-quota) in words, or "none". */
+export function customerQuotaText(p = {}) {
+  const n = (p.tags || {})["tollgate:customer-quota"];
+  if (n === undefined || n === "") return "none";
+  return `${countText(Number(n), p)} per customer per ${p.quota ? p.quota.period : "period"}`;
 }
 
 /** A plan's alert percentages ("80, 90, 100 %"), from its field or tag, or "none". */

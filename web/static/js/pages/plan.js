@@ -2,7 +2,7 @@
 // per-method throttles, its keys (CreateUsagePlanKey, DeleteUsagePlanKey)
 // and delete it.
 import { all, get, patch, post, del, path } from "../api.js";
-import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText, costOf, customerQuotaText, unitsOf } from "../dom.js";
 import { apisWithStages, apiMethods, settingKey } from "../data.js";
 import { planFields, throttleOf, quotaOf, alertsOf } from "./plans.js";
 import { links } from "../links.js";
@@ -31,6 +31,8 @@ export async function detail(planId, ctx) {
     body: [
       h("p", {}, "ID ", h("code", {}, plan.id), " · ", h("a", { href: links.usage({ plan: plan.id }) }, "See this plan's usage")),
       form,
+      h("h2", {}, "Cost and customer budget"),
+      costSection(plan),
       h("h2", {}, "API stages"),
       stagesSection(plan, apis, apiName, ctx),
       h("h2", {}, "API keys"),
@@ -39,6 +41,27 @@ export async function detail(planId, ctx) {
       h("div", { class: "actions" }, remove),
     ],
   };
+}
+
+/**
+ * What a request of the plan costs and the budget its customers share,
+ * from the plan's cost tags (docs/cost.md), each with the tag that sets it.
+ */
+function costSection(plan) {
+  const tags = plan.tags || {};
+  const c = costOf(plan);
+  const tag = (name) => [h("code", {}, name), tags[name] !== undefined ? [" = ", h("code", {}, tags[name])] : " not set"];
+  const rows = [
+    ["Cost per request", c.settled ? `settled after the response from ${c.basis}` : c.basis, tag("tollgate:cost")],
+    ["Reserved when decided", c.settled ? `${c.reserve} ${c.reserve === "1" ? "unit" : "units"}` : "no reservation: the weight is charged when the request is decided", tag("tollgate:cost-reserve")],
+    ["A response without the cost", c.settled ? `costs ${c.ifMissing}` : "not applicable", tag("tollgate:cost-if-missing")],
+    ["Customer quota", customerQuotaText(plan), tag("tollgate:customer-quota")],
+  ];
+  return [
+    table({ caption: "Cost and customer budget of the plan", columns: ["Setting", "Value", "Tag"], rows }),
+    h("p", { class: "hint" }, "Set with the plan's tags (aws apigateway tag-resource). With a cost, the quota and the plan's throttles count units; a customer quota is shared by every key with the same customer ID. ",
+      tags["tollgate:customer-quota"] !== undefined ? h("a", { href: links.usage({ plan: plan.id }) }, "See the customers' budgets") : null),
+  ];
 }
 
 /** UpdateUsagePlan operations turning plan p into form values v. */
@@ -130,14 +153,15 @@ export async function methodThrottles(planId, apiId, stage, ctx) {
   const as = plan.apiStages.find((s) => s.apiId === apiId && s.stage === stage);
   if (!as) throw new Error(`Usage plan ${plan.name} does not cover stage ${stage} of API ${api.name}.`);
   const current = as.throttle || {};
+  const u = unitsOf(plan);
   const rows = methods.map((m) => {
     const name = `${m.verb} ${m.path}`;
     const t = current[`${m.path}/${m.verb}`] || {};
-    const input = (kind, value, attrs) => h("input", { type: "number", min: "0", name: `${kind}:${settingKey(m.path, m.verb)}`, "aria-label": `${name} ${kind === "rate" ? "requests per second" : "burst"}`, ...attrs, props: { value: value ?? "" } });
+    const input = (kind, value, attrs) => h("input", { type: "number", min: "0", name: `${kind}:${settingKey(m.path, m.verb)}`, "aria-label": `${name} ${kind === "rate" ? u.units + " per second" : "burst"}`, ...attrs, props: { value: value ?? "" } });
     return [name, input("rate", t.rateLimit, { step: "any" }), input("burst", t.burstLimit, { step: "1" })];
   });
   const form = onSubmit(h("form", { "aria-label": "Method throttles" },
-    table({ caption: `Method throttles of ${api.name} / ${stage}`, columns: ["Method", "Requests per second", "Burst"], rows, empty: "This API has no methods." }),
+    table({ caption: `Method throttles of ${api.name} / ${stage}`, columns: ["Method", `${u.Units} per second`, "Burst"], rows, empty: "This API has no methods." }),
     h("p", { class: "hint" }, "A method with a throttle gets its own token bucket per key instead of the plan's; leave both empty to use the plan's."),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Save"))),
   async (v) => {

@@ -1,6 +1,6 @@
 // Usage plans: the list (with each plan's keys) and "Create usage plan".
 import { all, post, path } from "../api.js";
-import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText, alertsText } from "../dom.js";
+import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText, alertsText, costText, customerQuotaText, unitsOf, periodStartText } from "../dom.js";
 import { apisWithStages } from "../data.js";
 import { links } from "../links.js";
 
@@ -14,6 +14,8 @@ export async function list() {
     h("code", {}, p.id),
     throttleText(p.throttle),
     quotaText(p.quota, p.tags),
+    costText(p),
+    customerQuotaText(p),
     alertsText(p),
     p.apiStages.length ? p.apiStages.map((s) => `${apiName.get(s.apiId) || s.apiId} / ${s.stage}`).join(", ") : "none",
     keys[i].length ? keys[i].map((k, j) => [j ? ", " : "", h("a", { href: links.key(k.id) }, k.name || k.id)]) : "none",
@@ -22,7 +24,7 @@ export async function list() {
     title: "Usage plans",
     body: [
       h("div", { class: "actions" }, linkButton(links.newPlan(), "Create usage plan")),
-      table({ caption: "Usage plans", columns: ["Name", "ID", "Throttle", "Quota", "Alerts", "API stages", "API keys"], rows, empty: "No usage plans yet." }),
+      table({ caption: "Usage plans", columns: ["Name", "ID", "Throttle", "Quota", "Cost per request", "Customer quota", "Alerts", "API stages", "API keys"], rows, empty: "No usage plans yet." }),
     ],
   };
 }
@@ -30,11 +32,13 @@ export async function list() {
 /**
  * The name, description, throttle and quota fields of plan p (empty for a
  * new plan). An empty rate and burst mean no throttle; an empty quota
- * limit means no quota.
+ * limit means no quota. The hints speak in the plan's units (requests, or
+ * units with a cost) and name where its periods start.
  */
 export function planFields(p = {}) {
   const t = p.throttle || {};
   const q = p.quota || {};
+  const u = unitsOf(p);
   return [
     h("div", { class: "grid" },
       field({ label: "Name", name: "name", value: p.name || "", required: true }),
@@ -42,10 +46,10 @@ export function planFields(p = {}) {
     h("fieldset", {}, h("legend", {}, "Throttle"),
       h("p", { class: "hint" }, "Token bucket per API key. Leave both empty for no throttle."),
       h("div", { class: "grid" },
-        field({ label: "Rate limit", name: "rate", type: "number", min: "0", step: "any", value: t.rateLimit ?? "", hint: "Requests per second." }),
-        field({ label: "Burst limit", name: "burst", type: "number", min: "0", step: "1", value: t.burstLimit ?? "", hint: "Requests at once." }))),
+        field({ label: "Rate limit", name: "rate", type: "number", min: "0", step: "any", value: t.rateLimit ?? "", hint: `${u.Units} per second.` }),
+        field({ label: "Burst limit", name: "burst", type: "number", min: "0", step: "1", value: t.burstLimit ?? "", hint: `${u.Units} at once.` }))),
     h("fieldset", {}, h("legend", {}, "Quota"),
-      h("p", { class: "hint" }, "Requests per key per period (UTC). Leave the limit empty for no quota."),
+      h("p", { class: "hint" }, `${u.Units} per key per period (${periodStartText(q, p.tags)}). Leave the limit empty for no quota.`),
       h("div", { class: "grid" },
         field({ label: "Quota limit", name: "limit", type: "number", min: "0", step: "1", value: q.limit ?? "" }),
         field({ label: "Quota period", name: "period", options: [["DAY", "DAY"], ["WEEK", "WEEK"], ["MONTH", "MONTH"]], value: q.period || "DAY" }),

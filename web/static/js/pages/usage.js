@@ -2,7 +2,7 @@
 // chosen range (GetUsage), and a live view of this node's admitted,
 // throttled and quota-refused requests per stage (its /metrics).
 import { all, get, path, query } from "../api.js";
-import { h, table, field, onSubmit, showError, quotaText } from "../dom.js";
+import { h, table, field, onSubmit, showError, quotaText, unitsOf, countText, when } from "../dom.js";
 import { plot, COLORS } from "../chart.js";
 import { fetchTotals, rates } from "../metrics.js";
 import { links } from "../links.js";
@@ -32,7 +32,9 @@ export async function page(ctx) {
   const cleanups = [];
   const body = [pickForm(plans, keys, sel, ctx)];
   if (!plans.length) body.push(h("p", {}, "No usage plans yet: ", h("a", { href: links.newPlan() }, "create one"), "."));
-  if (plan) body.push(...(await usageSection(plan, keys, sel, cleanups)));
+  // read before the usage section, whose chart is drawn on the next frame once the page is shown
+  const customers = plan && (plan.tags || {})["tollgate:customer-quota"] !== undefined ? await customersSection(plan, keys) : [];
+  if (plan) body.push(...(await usageSection(plan, keys, sel, cleanups)), ...customers);
   body.push(liveSection(apiNames, cleanups));
   return { title: "Usage", body, cleanup: () => cleanups.forEach((f) => f()) };
 }
@@ -108,17 +110,24 @@ async function periodFigures(plan, keyId, xs, perKey) {
   return { requests, adjusted };
 }
 
-/** GetUsage for the selection, every page of keys. */
+/**
+ * GetUsage for the selection, every page of keys: values (keyId → [used
+ * units, remaining] per day) and requests (keyId → requests per day,
+ * tollgate's extension; a key without it counts one request per unit).
+ */
 async function usage(planId, sel) {
   const values = {};
+  const requests = {};
   let position = "";
   let out;
   do {
     out = await get(path`/usageplans/${planId}/usage` + query({ startDate: sel.from, endDate: sel.to, keyId: sel.key, limit: 500, position }));
     Object.assign(values, out.values || {});
+    Object.assign(requests, out.requests || {});
     position = out.position || "";
   } while (position);
-  return { startDate: out.startDate, values };
+  for (const [k, v] of Object.entries(values)) if (!requests[k]) requests[k] = v.map(([n]) => n);
+  return { startDate: out.startDate, values, requests };
 }
 
 /** The chart, its caption and its data as a table. */
@@ -129,16 +138,18 @@ async function usageSection(plan, keys, sel, cleanups) {
   const days = series.length ? series[0].length : Math.round((Date.parse(sel.to) - Date.parse(sel.from)) / 1000 / DAY) + 1;
   const xs = Array.from({ length: days }, (_, i) => start + i * DAY);
   const used = xs.map((_, i) => series.reduce((n, s) => n + s[i][0], 0));
+  const requests = xs.map((_, i) => Object.values(u.requests).reduce((n, r) => n + (r[i] || 0), 0));
+  const unit = unitsOf(plan);
   const key = sel.key ? keys.find((k) => k.id === sel.key) || { id: sel.key, name: sel.key } : null;
   const perKey = key && plan.quota && u.values[key.id];
   const period = perKey ? await periodFigures(plan, key.id, xs, perKey) : null;
-  const lines = [{ label: "Used", color: COLORS.used, bars: true }];
+  const lines = [{ label: unit.units === "units" ? "Units used" : "Used", color: COLORS.used, bars: true }];
   const data = [xs, used];
   if (perKey) {
     lines.push({ label: "Quota limit", color: COLORS.quota, dash: [6, 4] });
     data.push(xs.map(() => plan.quota.limit));
     if (plan.quota.period !== "DAY") {
-      lines.push({ label: `Requests this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
+      lines.push({ label: `${unit.Units} this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
       data.push(period.requests);
     }
     if (period.adjusted.some((a) => a !== 0)) {
@@ -148,35 +159,84 @@ async function usageSection(plan, keys, sel, cleanups) {
     }
   }
   const total = used.reduce((a, b) => a + b, 0);
+  const totalRequests = requests.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
-  let caption = `${who} used ${total} ${total === 1 ? "request" : "requests"} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, plan.tags)}${key ? "" : " per key"}.`;
+  const howMuch = unit.units === "units" ? `${countText(total, plan)} over ${totalRequests} ${totalRequests === 1 ? "request" : "requests"}` : countText(total, plan);
+  let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, plan.tags)}${key ? "" : " per key"}.`;
   const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
   if (adjustment !== 0) {
-    caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key made ${period.requests[period.requests.length - 1]} ${period.requests[period.requests.length - 1] === 1 ? "request" : "requests"}.`;
+    caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key ${unit.units === "units" ? "used" : "made"} ${countText(period.requests[period.requests.length - 1], plan)}.`;
   }
-  const plotEl = h("div", { class: "plot", role: "img", "aria-label": `Daily requests chart. ${caption}` });
+  const plotEl = h("div", { class: "plot", role: "img", "aria-label": `Daily ${unit.units} chart. ${caption}` });
   const figure = h("figure", { class: "chart", "aria-label": "Daily usage chart" }, plotEl, h("figcaption", {}, caption));
   requestAnimationFrame(() => {
     if (!plotEl.isConnected) return;
-    const c = plot(plotEl, lines, data, { daily: true });
+    const c = plot(plotEl, lines, data, { daily: true, yLabel: unit.units });
     cleanups.push(c.destroy);
   });
-  return [h("h2", {}, `Usage of ${plan.name}`), figure, usageTable(xs, used, perKey, period, plan)];
+  return [h("h2", {}, `Usage of ${plan.name}`), figure, usageTable(xs, used, requests, perKey, period, plan)];
 }
 
-function usageTable(xs, used, perKey, period, plan) {
+/**
+ * The daily figures as a table; on a plan with a cost, the units used and
+ * the requests side by side.
+ */
+function usageTable(xs, used, requests, perKey, period, plan) {
   const day = (x) => new Date(x * 1000).toISOString().slice(0, 10);
-  const columns = [{ name: "Day (UTC)" }, { name: "Used", num: true }];
+  const unit = unitsOf(plan);
+  const cost = unit.units === "units";
+  const columns = [{ name: "Day (UTC)" }, { name: cost ? "Units used" : "Used", num: true }];
+  if (cost) columns.push({ name: "Requests", num: true });
   const periodColumn = perKey && plan.quota.period !== "DAY";
-  if (periodColumn) columns.push({ name: `Requests this ${plan.quota.period.toLowerCase()}`, num: true });
+  if (periodColumn) columns.push({ name: `${unit.Units} this ${plan.quota.period.toLowerCase()}`, num: true });
   if (perKey) columns.push({ name: "Adjusted by UpdateUsage", num: true }, { name: "Remaining at the end of the day", num: true });
   const rows = xs.map((x, i) => {
     const row = [day(x), String(used[i])];
+    if (cost) row.push(String(requests[i]));
     if (periodColumn) row.push(String(period.requests[i]));
     if (perKey) row.push(period.adjusted[i] > 0 ? `+${period.adjusted[i]}` : String(period.adjusted[i]), String(perKey[i][1]));
     return row;
   });
   return table({ caption: "Daily usage", columns, rows });
+}
+
+/**
+ * The customer budgets of a plan with a customer quota: for each customer
+ * ID of the plan's keys, the units its keys used in the current period
+ * against the limit (GET /usageplans/{id}/customers/{customerId}/usage).
+ */
+async function customersSection(plan, planKeys) {
+  const inPlan = new Set(planKeys.map((k) => k.id));
+  const keys = (await all("/apikeys")).filter((k) => inPlan.has(k.id));
+  const byCustomer = new Map();
+  const byName = (a, b) => (a.name || a.id).localeCompare(b.name || b.id);
+  for (const k of keys.filter((k) => k.customerId).sort(byName)) byCustomer.set(k.customerId, [...(byCustomer.get(k.customerId) || []), k]);
+  const customers = [...byCustomer.keys()].sort();
+  const budgets = await Promise.all(customers.map((c) => get(path`/usageplans/${plan.id}/customers/${c}/usage`)));
+  const rows = budgets.map((b, i) => [
+    h("a", { href: links.keysOf(b.customerId) }, b.customerId),
+    byCustomer.get(customers[i]).map((k, j) => [j ? ", " : "", h("a", { href: links.key(k.id) }, k.name || k.id)]),
+    String(b.used),
+    String(b.limit),
+    String(b.remaining),
+    h("meter", { min: "0", max: String(Math.max(1, b.limit)), value: String(Math.min(b.used, b.limit)), "aria-label": `${b.customerId}: ${b.used} of ${b.limit} used` },
+      `${b.used} of ${b.limit}`),
+    `${when(Date.parse(b.periodStart) / 1000)} to ${when(Date.parse(b.periodEnd) / 1000)}`,
+  ]);
+  const n = (name) => ({ name, num: true });
+  const unit = unitsOf(plan);
+  const alone = keys.filter((k) => !k.customerId).length;
+  return [
+    h("h2", {}, "Customer budgets"),
+    h("p", { class: "hint" }, `Customer quota: ${countText(Number(plan.tags["tollgate:customer-quota"]), plan)} per ${plan.quota ? plan.quota.period : "period"}, shared by every key of the plan with the same customer ID, in the current period (on the limiter's clock).`,
+      alone ? ` ${alone} ${alone === 1 ? "key has" : "keys have"} no customer ID: each is its own customer.` : ""),
+    table({
+      caption: "Customer budgets",
+      columns: ["Customer", "API keys", n(`${unit.Units} used`), n("Limit"), n("Remaining"), "Used of the limit", "Current period"],
+      rows,
+      empty: "No key of this plan has a customer ID.",
+    }),
+  ];
 }
 
 /** The live view: /metrics read every 2 s while the page is open. */
