@@ -77,6 +77,14 @@ func (e *env) demo() (apiID, planID string) {
 		ApiStages: []types.ApiStage{{ApiId: aws.String(apiID), Stage: aws.String("prod"),
 			Throttle: map[string]types.ThrottleSettings{"/pets/GET": {RateLimit: 5, BurstLimit: 5}}}},
 		Tags: map[string]string{"team": "sales"}})).must(t)
+	if code, _, body := e.raw(http.MethodPatch, "/usageplans/"+*plan.Id, `{"patchOperations":[
+		{"op":"replace","path":"/cost/weight","value":"2"},{"op":"replace","path":"/customerQuota/limit","value":"500"},
+		{"op":"replace","path":"/alerts","value":"80,100"},
+		{"op":"replace","path":"/apiStages/`+apiID+`:prod/methodCosts/~1pets/GET","value":"3"}]}`); code != http.StatusOK ||
+		!strings.Contains(body, `"cost":{"weight":2}`) || !strings.Contains(body, `"customerQuota":{"limit":500}`) ||
+		!strings.Contains(body, `"methodCosts":{"/pets/GET":3}`) {
+		t.Fatalf("cost fields: %d %s", code, body)
+	}
 	for _, name := range []string{"alice", "bob"} {
 		k := call(e.c.CreateApiKey(e.ctx, &apigateway.CreateApiKeyInput{Name: aws.String(name), Enabled: true, CustomerId: aws.String("c-" + name)})).must(t)
 		call(e.c.CreateUsagePlanKey(e.ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: k.Id, KeyType: aws.String("API_KEY")})).must(t)

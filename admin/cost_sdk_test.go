@@ -56,3 +56,38 @@ func TestCostTagsAndCustomerUsage(t *testing.T) {
 		t.Fatalf("an unknown plan: got %d, want 404", status)
 	}
 }
+
+// CreateUsagePlan takes the native cost and customer quota fields, GET
+// returns them, the customer budget read takes the field over its tag,
+// and a bad value is a 400 naming the field.
+func TestCostFieldsOnCreateAndGet(t *testing.T) {
+	t.Parallel()
+	e := newUsageEnv(t)
+	for field, body := range map[string]string{
+		"cost.weight":         `{"name":"x","cost":{"weight":-1}}`,
+		"cost.json":           `{"name":"x","cost":{"json":["usage..total"]}}`,
+		"cost.ifMissing":      `{"name":"x","cost":{"header":"X-Tokens","ifMissing":"never"}}`,
+		"customerQuota":       `{"name":"x","customerQuota":{"limit":5}}`,
+		"customerQuota.limit": `{"name":"x","quota":{"limit":5,"period":"DAY"},"customerQuota":{"limit":-5}}`,
+	} {
+		if status, _, got := e.raw("POST", "/usageplans", body); status != 400 || !strings.Contains(got, field) {
+			t.Errorf("%s: got %d %s, want 400 naming %s", body, status, got, field)
+		}
+	}
+	status, _, body := e.raw("POST", "/usageplans", `{"name":"llm","quota":{"limit":1000,"period":"MONTH"},
+		"tags":{"tollgate:customer-quota":"900"},
+		"cost":{"json":["usage.input_tokens","usage.output_tokens"],"reserve":50,"ifMissing":"0"},"customerQuota":{"limit":300}}`)
+	var p plans.UsagePlan
+	if err := json.Unmarshal([]byte(body), &p); status != 201 || err != nil {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	status, _, body = e.raw("GET", "/usageplans/"+p.ID, "")
+	if status != 200 || !strings.Contains(body, `"cost":{"json":["usage.input_tokens","usage.output_tokens"],"reserve":50,"ifMissing":"0"}`) ||
+		!strings.Contains(body, `"customerQuota":{"limit":300}`) {
+		t.Fatalf("get: %d %s, want the cost fields", status, body)
+	}
+	status, _, body = e.raw("GET", "/usageplans/"+p.ID+"/customers/acme/usage", "")
+	if status != 200 || !strings.Contains(body, `"limit":300`) {
+		t.Fatalf("customer usage: %d %s, want the field's limit 300 (not the tag's 900)", status, body)
+	}
+}

@@ -20,9 +20,13 @@ type planPatch struct {
 // Paths: /name, /description, /throttle/rateLimit, /throttle/burstLimit
 // (remove /throttle drops the throttle), /quota/limit, /quota/period,
 // /quota/offset, /quota/anchor, /quota/timeZone (remove /quota drops the
-// quota), /alerts ("80,90,100"; remove drops them), add|remove /apiStages
-// with value "apiId:stage", and
-// /apiStages/{apiId}:{stage}/throttle/{raw or ~1 path}/{METHOD}/rateLimit|burstLimit.
+// quota), /alerts ("80,90,100"; remove drops them), /cost/weight,
+// /cost/header, /cost/json ("a.b+c.d"), /cost/reserve, /cost/ifMissing
+// (remove /cost drops the cost field), /customerQuota/limit (remove
+// /customerQuota drops it), add|remove /apiStages with value
+// "apiId:stage",
+// /apiStages/{apiId}:{stage}/throttle/{raw or ~1 path}/{METHOD}/rateLimit|burstLimit
+// and /apiStages/{apiId}:{stage}/methodCosts/{raw or ~1 path}/{METHOD}.
 func patchUsagePlan(p *plans.UsagePlan, ops []patchOp) error {
 	pp := &planPatch{plan: p}
 	if err := applyAll(ops, pp.apply); err != nil {
@@ -78,6 +82,27 @@ func (pp *planPatch) apply(op patchOp) error {
 		return nil
 	case "/apiStages":
 		return pp.apiStages(op)
+	case "/cost", "/customerQuota":
+		if err := needOp(op, opRemove); err != nil {
+			return err
+		}
+		if op.Path == "/cost" {
+			p.CostSettings = nil
+		} else {
+			p.CustomerBudget = nil
+		}
+		return nil
+	case "/customerQuota/limit":
+		if err := needOp(op, opReplace, opAdd); err != nil {
+			return err
+		}
+		if p.CustomerBudget == nil {
+			p.CustomerBudget = &plans.CustomerQuota{}
+		}
+		return setInt32(op, &p.CustomerBudget.Limit)
+	}
+	if field, ok := strings.CutPrefix(op.Path, "/cost/"); ok {
+		return pp.costField(op, field)
 	}
 	if rest, ok := strings.CutPrefix(op.Path, "/apiStages/"); ok {
 		return pp.methodThrottle(op, rest)
@@ -179,6 +204,9 @@ func (pp *planPatch) methodThrottle(op patchOp, rest string) error {
 		return plans.Invalid(op.Path, "%s: api stage %q is not in the plan", op.Path, ref)
 	}
 	as := &pp.plan.ApiStages[i]
+	if sub == "methodCosts" || strings.HasPrefix(sub, "methodCosts/") {
+		return methodCost(as, op, strings.TrimPrefix(strings.TrimPrefix(sub, "methodCosts"), "/"))
+	}
 	if sub == "throttle" {
 		if err := needOp(op, opRemove); err != nil {
 			return err
@@ -249,4 +277,90 @@ func newMethodThrottle(t plans.Throttle, field string, plan *plans.Throttle) pla
 		t.RateLimit = plan.RateLimit
 	}
 	return t
+}
+
+// costField applies replace of /cost/{field} (remove of a field unsets
+// it): weight, header and json (dot paths joined by "+") replace one
+// another.
+func (pp *planPatch) costField(op patchOp, field string) error {
+	p := pp.plan
+	if p.CostSettings == nil {
+		p.CostSettings = &plans.CostSettings{}
+	}
+	c := p.CostSettings
+	if op.Op == opRemove {
+		switch field {
+		case "weight":
+			c.Weight = nil
+		case "header":
+			c.Header = ""
+		case "json":
+			c.JSON = nil
+		case "reserve":
+			c.Reserve = nil
+		case "ifMissing":
+			c.IfMissing = ""
+		default:
+			return badPath(op)
+		}
+		return nil
+	}
+	if err := needOp(op, opReplace, opAdd); err != nil {
+		return err
+	}
+	switch field {
+	case "weight", "reserve":
+		n, err := parseInt32(op)
+		if err != nil {
+			return err
+		}
+		if field == "reserve" {
+			c.Reserve = &n
+			return nil
+		}
+		c.Weight, c.Header, c.JSON = &n, "", nil
+	case "header":
+		c.Weight, c.Header, c.JSON = nil, op.Value, nil
+	case "json":
+		c.Weight, c.Header, c.JSON = nil, "", strings.Split(op.Value, "+")
+	case "ifMissing":
+		c.IfMissing = op.Value
+	default:
+		return badPath(op)
+	}
+	return nil
+}
+
+// methodCost applies /apiStages/{apiId}:{stage}/methodCosts[/{path}/{METHOD}]
+// (key: the part after "methodCosts/"): replace sets the method's weight,
+// remove drops it (or all of them without a key).
+func methodCost(as *plans.ApiStage, op patchOp, key string) error {
+	if key == "" {
+		if err := needOp(op, opRemove); err != nil {
+			return err
+		}
+		as.MethodCosts = nil
+		return nil
+	}
+	path, method, err := plans.ParseMethodThrottleKey(key)
+	if err != nil {
+		return plans.Invalid(op.Path, "%s: %s", op.Path, plans.ErrorMessage(err))
+	}
+	key = path + "/" + method
+	if op.Op == opRemove {
+		if _, ok := as.MethodCosts[key]; !ok {
+			return plans.Invalid(op.Path, "%s: no method cost is set for %s", op.Path, key)
+		}
+		delete(as.MethodCosts, key)
+		return nil
+	}
+	var n int32
+	if err := setInt32(op, &n); err != nil {
+		return err
+	}
+	if as.MethodCosts == nil {
+		as.MethodCosts = map[string]int32{}
+	}
+	as.MethodCosts[key] = n
+	return nil
 }

@@ -40,6 +40,26 @@ func TestPatchUsagePlan(t *testing.T) {
 				p.Alerts = []int32{80, 90, 100}
 			}},
 		{"remove alerts", []patchOp{replace("/alerts", "50"), remove("/alerts")}, func(p *plans.UsagePlan) {}},
+		{"cost fields, the last of weight, header and json wins", []patchOp{replace("/cost/weight", "3"), replace("/cost/header", "X-Tokens"),
+			replace("/cost/json", "usage.input_tokens+usage.output_tokens"), replace("/cost/reserve", "50"), replace("/cost/ifMissing", "0"),
+			replace("/customerQuota/limit", "300")},
+			func(p *plans.UsagePlan) {
+				p.CostSettings = &plans.CostSettings{JSON: []string{"usage.input_tokens", "usage.output_tokens"}, Reserve: new(int32(50)), IfMissing: "0"}
+				p.CustomerBudget = &plans.CustomerQuota{Limit: 300}
+			}},
+		{"remove cost and customer quota", []patchOp{replace("/cost/weight", "3"), replace("/customerQuota/limit", "3"),
+			remove("/cost"), remove("/customerQuota")}, func(p *plans.UsagePlan) {}},
+		{"a cost emptied field by field is none", []patchOp{replace("/cost/weight", "3"), remove("/cost/weight")}, func(p *plans.UsagePlan) {}},
+		{"method costs by raw and escaped path", []patchOp{
+			replace("/apiStages/api0000001:prod/methodCosts//pets/GET", "1"),
+			replace("/apiStages/api0000001:prod/methodCosts/~1pets/POST", "5"),
+			replace("/apiStages/api0000001:prod/methodCosts///DELETE", "0"),
+			remove("/apiStages/api0000001:prod/methodCosts//pets/GET"),
+		}, func(p *plans.UsagePlan) {
+			p.ApiStages[0].MethodCosts = map[string]int32{"/pets/POST": 5, "//DELETE": 0}
+		}},
+		{"remove all method costs", []patchOp{replace("/apiStages/api0000001:prod/methodCosts//pets/GET", "1"),
+			remove("/apiStages/api0000001:prod/methodCosts")}, func(p *plans.UsagePlan) {}},
 		{"add and remove api stages", []patchOp{add("/apiStages", "api0000002:dev"), patchOp{Op: opRemove, Path: "/apiStages", Value: "api0000001:prod"}},
 			func(p *plans.UsagePlan) { p.ApiStages = []plans.ApiStage{{ApiID: "api0000002", Stage: "dev"}} }},
 		{"method throttle by raw path", []patchOp{
@@ -100,6 +120,17 @@ func TestPatchUsagePlanRefusals(t *testing.T) {
 		{"an unknown zone", []patchOp{replace("/quota/timeZone", "Asia/Atlantis")}, "quota.timeZone"},
 		{"alerts that are not percentages", []patchOp{replace("/alerts", "80,ninety")}, "/alerts"},
 		{"an alert over 200 %", []patchOp{replace("/alerts", "300")}, "/alerts"},
+		{"a negative weight", []patchOp{replace("/cost/weight", "-1")}, "cost.weight"},
+		{"a weight that is not a number", []patchOp{replace("/cost/weight", "many")}, "/cost/weight"},
+		{"a bad cost header", []patchOp{replace("/cost/header", "X Tokens")}, "cost.header"},
+		{"an empty json path", []patchOp{replace("/cost/json", "usage..total")}, "cost.json"},
+		{"a bad ifMissing", []patchOp{replace("/cost/ifMissing", "1")}, "cost.ifMissing"},
+		{"a reserve above the maximum", []patchOp{replace("/cost/reserve", "1000000001")}, "cost.reserve"},
+		{"an unknown cost field", []patchOp{replace("/cost/price", "1")}, "/cost/price"},
+		{"a negative customer quota", []patchOp{replace("/customerQuota/limit", "-5")}, "customerQuota.limit"},
+		{"a customer quota without a quota", []patchOp{remove("/quota"), replace("/customerQuota/limit", "5")}, "customerQuota"},
+		{"a negative method cost", []patchOp{replace("/apiStages/api0000001:prod/methodCosts//pets/GET", "-2")}, "apiStages.methodCosts./pets/GET"},
+		{"a method cost with a bad method", []patchOp{replace("/apiStages/api0000001:prod/methodCosts//pets/FETCH", "2")}, "/apiStages/api0000001:prod/methodCosts//pets/FETCH"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,19 +32,21 @@ type quotaInput struct {
 // quota means no limit in that dimension; inside a throttle a missing field
 // means 0.
 type createUsagePlanInput struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	ApiStages   []plans.ApiStage  `json:"apiStages"`
-	Throttle    *plans.Throttle   `json:"throttle"`
-	Quota       *quotaInput       `json:"quota"`
-	Alerts      []int32           `json:"alerts"`
-	Tags        map[string]string `json:"tags"`
+	Name          string               `json:"name"`
+	Description   string               `json:"description"`
+	ApiStages     []plans.ApiStage     `json:"apiStages"`
+	Throttle      *plans.Throttle      `json:"throttle"`
+	Quota         *quotaInput          `json:"quota"`
+	Alerts        []int32              `json:"alerts"`
+	Cost          *plans.CostSettings  `json:"cost"`
+	CustomerQuota *plans.CustomerQuota `json:"customerQuota"`
+	Tags          map[string]string    `json:"tags"`
 }
 
 // plan builds the UsagePlan in, checking what JSON decoding cannot.
 func (in *createUsagePlanInput) plan() (*plans.UsagePlan, error) {
 	p := &plans.UsagePlan{Name: in.Name, Description: in.Description, ApiStages: in.ApiStages, Throttle: in.Throttle,
-		Alerts: in.Alerts, Tags: in.Tags}
+		Alerts: in.Alerts, Tags: in.Tags, CostSettings: in.Cost, CustomerBudget: in.CustomerQuota}
 	if in.Quota != nil {
 		if in.Quota.Limit == nil {
 			return nil, plans.Invalid("quota.limit", "quota.limit is required when a quota is given")

@@ -277,7 +277,7 @@ func (r *run) apiStages(p UsagePlan) ([]plans.ApiStage, error) {
 		if !ok {
 			return nil, plans.Invalid("apiStages", "apiStages: no API named %q", as.Api)
 		}
-		out = append(out, plans.ApiStage{ApiID: id, Stage: as.Stage, Throttle: as.Throttle})
+		out = append(out, plans.ApiStage{ApiID: id, Stage: as.Stage, Throttle: as.Throttle, MethodCosts: as.MethodCosts})
 	}
 	return out, nil
 }
@@ -294,7 +294,8 @@ func (r *run) applyPlan(c Change) error {
 	}
 	if c.Action == Create {
 		ctx, e := r.audit(c, "CreateUsagePlan", "/usageplans")
-		p := &plans.UsagePlan{Name: want.Name, Description: want.Description, Throttle: want.Throttle, Quota: want.Quota, Tags: want.Tags, ApiStages: stages}
+		p := &plans.UsagePlan{Name: want.Name, Description: want.Description, Throttle: want.Throttle, Quota: want.Quota, Tags: want.Tags, ApiStages: stages,
+			Alerts: want.Alerts, CostSettings: want.Cost, CustomerBudget: want.CustomerQuota}
 		if err := r.Store.CreateUsagePlan(ctx, p); err != nil {
 			return err
 		}
@@ -304,6 +305,7 @@ func (r *run) applyPlan(c Change) error {
 	ctx, _ := r.audit(c, "UpdateUsagePlan", "/usageplans/"+c.ID)
 	_, err = r.Store.UpdateUsagePlan(ctx, c.ID, func(p *plans.UsagePlan) error {
 		p.Name, p.Description, p.Throttle, p.Quota, p.Tags, p.ApiStages = want.Name, want.Description, want.Throttle, want.Quota, want.Tags, stages
+		p.Alerts, p.CostSettings, p.CustomerBudget = want.Alerts, want.Cost, want.CustomerQuota
 		return nil
 	})
 	return err

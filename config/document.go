@@ -83,6 +83,11 @@ type UsagePlan struct {
 	Quota       *plans.Quota      `json:"quota,omitempty"`
 	ApiStages   []ApiStage        `json:"apiStages,omitempty"`
 	Tags        map[string]string `json:"tags,omitempty"`
+	// Alerts, Cost and CustomerQuota are tollgate's own fields of a usage
+	// plan (docs/usage.md, docs/cost.md).
+	Alerts        []int32              `json:"alerts,omitempty"`
+	Cost          *plans.CostSettings  `json:"cost,omitempty"`
+	CustomerQuota *plans.CustomerQuota `json:"customerQuota,omitempty"`
 }
 
 // ApiStage is a stage a usage plan covers, with per-method throttles by
@@ -91,6 +96,8 @@ type ApiStage struct {
 	Api      string                    `json:"api"`
 	Stage    string                    `json:"stage"`
 	Throttle map[string]plans.Throttle `json:"throttle,omitempty"`
+	// MethodCosts are per-method weights keyed as Throttle (docs/cost.md).
+	MethodCosts map[string]int32 `json:"methodCosts,omitempty"`
 }
 
 // ApiKey is an API key's metadata and the usage plans (by name) it is in;

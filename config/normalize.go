@@ -124,11 +124,17 @@ func normalizeStage(api string, s Stage) (Stage, error) {
 
 func normalizePlan(p UsagePlan) UsagePlan {
 	p.Tags = nilIfEmpty(p.Tags)
+	if len(p.Alerts) == 0 {
+		p.Alerts = nil
+	} else {
+		p.Alerts = slices.Clone(p.Alerts)
+		slices.Sort(p.Alerts)
+	}
 	stages := make([]ApiStage, len(p.ApiStages))
 	for i, as := range p.ApiStages {
-		tmp := plans.UsagePlan{ApiStages: []plans.ApiStage{{Throttle: as.Throttle}}}
+		tmp := plans.UsagePlan{ApiStages: []plans.ApiStage{{Throttle: as.Throttle, MethodCosts: as.MethodCosts}}}
 		tmp.Normalize()
-		as.Throttle = tmp.ApiStages[0].Throttle
+		as.Throttle, as.MethodCosts = tmp.ApiStages[0].Throttle, tmp.ApiStages[0].MethodCosts
 		stages[i] = as
 	}
 	slices.SortFunc(stages, func(x, y ApiStage) int {

@@ -150,13 +150,14 @@ func readApi(ctx context.Context, st Store, a plans.RestApi) (*Api, error) {
 }
 
 func dumpPlan(p plans.UsagePlan, apiNames map[string]string) UsagePlan {
-	out := UsagePlan{ID: p.ID, Name: p.Name, Description: p.Description, Throttle: p.Throttle, Quota: p.Quota, Tags: p.Tags}
+	out := UsagePlan{ID: p.ID, Name: p.Name, Description: p.Description, Throttle: p.Throttle, Quota: p.Quota, Tags: p.Tags,
+		Alerts: p.Alerts, Cost: p.CostSettings, CustomerQuota: p.CustomerBudget}
 	for _, as := range p.ApiStages {
 		name := apiNames[as.ApiID]
 		if name == "" {
 			name = as.ApiID
 		}
-		out.ApiStages = append(out.ApiStages, ApiStage{Api: name, Stage: as.Stage, Throttle: as.Throttle})
+		out.ApiStages = append(out.ApiStages, ApiStage{Api: name, Stage: as.Stage, Throttle: as.Throttle, MethodCosts: as.MethodCosts})
 	}
 	return out
 }

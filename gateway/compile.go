@@ -74,9 +74,12 @@ type method struct {
 	integ         integration
 	shared        []limit.Bucket
 	planThrottles map[string]plans.Throttle
-	cache         *methodCache // nil when the method does not cache
-	rules         []*stageRule
-	series        methodSeries // its metric series, found on first use
+	// planCosts holds the method costs plans set for this method
+	// (apiStages[].methodCosts), by plan id: each replaces its plan's cost.
+	planCosts map[string]*plans.Cost
+	cache     *methodCache // nil when the method does not cache
+	rules     []*stageRule
+	series    methodSeries // its metric series, found on first use
 }
 
 // compile validates snap and builds its compiled form. An error means the
@@ -205,6 +208,12 @@ func compileMethod(sc *stageConfig, stage *plans.Stage, path, verb string, m *pl
 				cm.planThrottles = map[string]plans.Throttle{}
 			}
 			cm.planThrottles[p.ID] = t
+		}
+		if c, ok := p.MethodCost(sc.apiID, sc.name, path, verb); ok {
+			if cm.planCosts == nil {
+				cm.planCosts = map[string]*plans.Cost{}
+			}
+			cm.planCosts[p.ID] = &c
 		}
 	}
 	return cm

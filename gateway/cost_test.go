@@ -245,3 +245,32 @@ func TestSettledCostReadsHeadersAndJSONBodies(t *testing.T) {
 		t.Errorf("a body over %d bytes: found %v, kept %d bytes; want not found, nothing kept", maxCostBody, found, len(long.buf))
 	}
 }
+
+// A plan's native cost field wins over its cost tag, and a method cost of
+// its api stage replaces the plan's cost for that method only: GET costs
+// the field's 2, POST its method's 5, and each is refused once the quota
+// has less than its own cost left.
+func TestMethodCostsChargeTheQuotaPerMethod(t *testing.T) {
+	t.Parallel()
+	up := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"data":[]}`) // no usage field: the json tag would charge its reservation
+	}))
+	snap := snapshot(plans.Stage{}, res{"/llm", methods(proxy(true, up.URL+"/llm"), "GET", "POST")})
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Quota: &plans.Quota{Limit: 20, Period: plans.PeriodDay},
+		Tags:         map[string]string{plans.CostTag: "json:usage.total_tokens"},
+		CostSettings: &plans.CostSettings{Weight: new(int32(2))},
+		ApiStages:    []plans.ApiStage{{ApiID: testAPI, Stage: testStage, MethodCosts: map[string]int32{"/llm/POST": 5}}}})
+	tg := limitGateway(t, snap)
+	for i, step := range []struct {
+		verb      string
+		status    int
+		remaining string
+	}{{"GET", 200, "18"}, {"POST", 200, "13"}, {"GET", 200, "11"}, {"POST", 200, "6"}, {"POST", 200, "1"}, {"POST", 429, ""}, {"GET", 429, ""}} {
+		got := tg.do(t, step.verb, "/prod/llm", "x-api-key", goodKey)
+		if got.status != step.status || step.remaining != "" && got.header.Get("X-RateLimit-Remaining") != step.remaining {
+			t.Fatalf("request %d (%s): status %d remaining %q, want %d %s", i+1, step.verb, got.status,
+				got.header.Get("X-RateLimit-Remaining"), step.status, step.remaining)
+		}
+	}
+	tg.wantUnits(t, 20, 19, 5, 19)
+}

@@ -25,6 +25,7 @@ type exchange struct {
 	m                 *method          // the routed method
 	rec               *plans.KeyRecord // the caller's key record; nil unless the method requires a key
 	sp                *stagePlan       // the caller's plan on this stage; nil without a key
+	cost              *plans.Cost      // what a request of this method costs in sp (buildRequest)
 	id                string
 	start             time.Time
 	peer, client      netip.Addr

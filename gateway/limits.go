@@ -25,6 +25,10 @@ func (s *Server) buildRequest(ex *exchange) {
 	req.Buckets = ex.buckets[:0]
 	if sp != nil {
 		req.KeyID, req.PlanID = ex.keyID, sp.id
+		ex.cost = &sp.cost
+		if c, ok := m.planCosts[sp.id]; ok {
+			ex.cost = c // the method's weight replaces the plan's cost
+		}
 		var plan limit.Bucket
 		if t, ok := m.planThrottles[sp.id]; ok {
 			plan = limit.Bucket{Level: limit.LevelPlanMethod, RateLimit: t.RateLimit, BurstLimit: t.BurstLimit, Method: m.verb, Path: m.path}
@@ -48,13 +52,13 @@ func (s *Server) buildRequest(ex *exchange) {
 					req.CustomerID = ex.rec.CustomerID
 				}
 			}
-			req.Cost = sp.cost.Decided()
+			req.Cost = ex.cost.Decided()
 			if req.Cost == 0 {
 				req.Cost = limit.NoCost
 			}
 			// quota-counts=non-5xx and a settled cost: counted (or given
 			// back) once the response is known (settle)
-			req.Uncounted = sp.non5xx || sp.cost.Settled()
+			req.Uncounted = sp.non5xx || ex.cost.Settled()
 		}
 	}
 	req.Buckets = append(req.Buckets, m.shared...)
@@ -102,7 +106,7 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		if d.Quota != nil {
 			ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)
 		}
-		if len(ex.sp.cost.JSON) > 0 {
+		if len(ex.cost.JSON) > 0 {
 			w.tee = &costTee{}
 		}
 	}
@@ -129,7 +133,7 @@ const settleTimeout = time.Second
 // of such a plan pays a second one, off the request's path, because its
 // cost and count are known only once the response is.
 func (s *Server) settle(ex *exchange, sw *statusWriter, status int) {
-	cost := &ex.sp.cost
+	cost := ex.cost
 	reserved := ex.lreq.Units()
 	set := limit.Settlement{PeriodStart: ex.quotaStart, Count: true, Units: reserved}
 	if cost.Settled() {

@@ -1,6 +1,8 @@
 package plans
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -157,19 +159,23 @@ func validHeaderName(name string) bool {
 	return true
 }
 
-// Cost returns the plan's cost (DefaultCost when its tags do not parse:
-// Validate refuses such a plan).
+// Cost returns the plan's cost: its cost field, else its tags, field by
+// field (DefaultCost when they do not parse: Validate refuses such a
+// plan).
 func (p *UsagePlan) Cost() Cost {
-	c, err := ParseCost(p.Tags)
+	c, err := ParseCost(p.CostSettings.overTags(p.Tags))
 	if err != nil {
 		return DefaultCost
 	}
 	return c
 }
 
-// CustomerQuota returns the plan's customer quota (CustomerQuotaTag) and
-// whether it has one.
+// CustomerQuota returns the plan's customer quota (the customerQuota
+// field, else CustomerQuotaTag) and whether it has one.
 func (p *UsagePlan) CustomerQuota() (int32, bool) {
+	if p.CustomerBudget != nil {
+		return p.CustomerBudget.Limit, true
+	}
 	v, ok := p.Tags[CustomerQuotaTag]
 	if !ok {
 		return 0, false
@@ -178,10 +184,34 @@ func (p *UsagePlan) CustomerQuota() (int32, bool) {
 	return n, err == nil
 }
 
-// validateCostTags checks the cost and customer quota tags of p.
-func (p *UsagePlan) validateCostTags() error {
+// validateCost checks the cost and customer quota fields and tags of p,
+// and its api stages' method costs.
+func (p *UsagePlan) validateCost() error {
 	if _, err := ParseCost(p.Tags); err != nil {
 		return err
+	}
+	if c := p.CostSettings; c != nil {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
+	if q := p.CustomerBudget; q != nil {
+		if err := q.Validate(); err != nil {
+			return err
+		}
+		if p.Quota == nil {
+			return Invalid("customerQuota", "customerQuota needs the plan's quota: the customer quota counts per its period")
+		}
+	}
+	for _, as := range p.ApiStages {
+		for key, w := range as.MethodCosts {
+			if _, _, err := ParseMethodThrottleKey(key); err != nil {
+				return Invalid("apiStages.methodCosts", "method cost key %q must be <resource path>/<METHOD>, e.g. /pets/GET", key)
+			}
+			if w < 0 || w > MaxCost {
+				return Invalid("apiStages.methodCosts."+key, "method cost %s must be a whole number of units from 0 to %d", key, MaxCost)
+			}
+		}
 	}
 	if v, ok := p.Tags[CustomerQuotaTag]; ok {
 		if _, err := parseUnits(v); err != nil {
@@ -192,4 +222,113 @@ func (p *UsagePlan) validateCostTags() error {
 		}
 	}
 	return nil
+}
+
+// CostSettings is the native form of the cost tags (the usage plan's
+// "cost" field): at most one of Weight, Header and JSON, with Reserve and
+// IfMissing for a settled cost. A field that is set wins over its tag.
+type CostSettings struct {
+	Weight    *int32   `json:"weight,omitempty"`
+	Header    string   `json:"header,omitempty"`
+	JSON      []string `json:"json,omitempty"`
+	Reserve   *int32   `json:"reserve,omitempty"`
+	IfMissing string   `json:"ifMissing,omitempty"`
+}
+
+// CustomerQuota is the native form of CustomerQuotaTag (the usage plan's
+// "customerQuota" field): Limit units per quota period shared by the keys
+// of one customerId.
+type CustomerQuota struct {
+	Limit int32 `json:"limit"`
+}
+
+// Validate checks c, naming the field ("cost.weight", ...).
+func (c *CostSettings) Validate() error {
+	set := 0
+	if c.Weight != nil {
+		set++
+		if *c.Weight < 0 || *c.Weight > MaxCost {
+			return Invalid("cost.weight", "cost.weight must be a whole number of units from 0 to %d", MaxCost)
+		}
+	}
+	if c.Header != "" {
+		set++
+		if !validHeaderName(c.Header) {
+			return Invalid("cost.header", "cost.header %q is not a valid HTTP header name", c.Header)
+		}
+	}
+	if c.JSON != nil {
+		set++
+		if len(c.JSON) == 0 || len(c.JSON) > maxCostPaths {
+			return Invalid("cost.json", "cost.json must list 1 to %d dot paths of numeric fields, e.g. [\"usage.input_tokens\",\"usage.output_tokens\"]", maxCostPaths)
+		}
+		for _, p := range c.JSON {
+			if strings.Contains(p, "+") || slices.Contains(strings.Split(p, "."), "") {
+				return Invalid("cost.json", "cost.json path %q must be a dot path of field names such as usage.total_tokens", p)
+			}
+		}
+	}
+	if set > 1 {
+		return Invalid("cost", "cost takes one of weight, header and json")
+	}
+	if c.Reserve != nil && (*c.Reserve < 0 || *c.Reserve > MaxCost) {
+		return Invalid("cost.reserve", "cost.reserve must be a whole number of units from 0 to %d", MaxCost)
+	}
+	if c.IfMissing != "" && c.IfMissing != CostIfMissingZero && c.IfMissing != CostIfMissingReserve {
+		return Invalid("cost.ifMissing", "cost.ifMissing %q must be %s or %s", c.IfMissing, CostIfMissingZero, CostIfMissingReserve)
+	}
+	return nil
+}
+
+// overTags returns tags with the tag form of each field of c that is set
+// in place of its tag (c nil: tags).
+func (c *CostSettings) overTags(tags map[string]string) map[string]string {
+	if c == nil {
+		return tags
+	}
+	out := maps.Clone(tags)
+	if out == nil {
+		out = map[string]string{}
+	}
+	switch {
+	case c.Weight != nil:
+		out[CostTag] = strconv.Itoa(int(*c.Weight))
+	case c.Header != "":
+		out[CostTag] = "header:" + c.Header
+	case len(c.JSON) > 0:
+		out[CostTag] = "json:" + strings.Join(c.JSON, "+")
+	}
+	if c.Reserve != nil {
+		out[CostReserveTag] = strconv.Itoa(int(*c.Reserve))
+	}
+	if c.IfMissing != "" {
+		out[CostIfMissingTag] = c.IfMissing
+	}
+	return out
+}
+
+// Validate checks a customer quota field.
+func (q *CustomerQuota) Validate() error {
+	if q.Limit < 0 || q.Limit > MaxCost {
+		return Invalid("customerQuota.limit", "customerQuota.limit must be a whole number of units from 0 to %d", MaxCost)
+	}
+	return nil
+}
+
+// MethodCost returns the weight one request of a method on a resource
+// path of (apiID, stage) costs in the plan, if the plan's api stage sets
+// one in methodCosts: a fixed weight that takes the place of the plan's
+// cost for that method.
+func (p *UsagePlan) MethodCost(apiID, stage, path, method string) (Cost, bool) {
+	for _, as := range p.ApiStages {
+		if as.ApiID != apiID || as.Stage != stage {
+			continue
+		}
+		w, ok := as.MethodCosts[path+"/"+method]
+		if !ok {
+			return Cost{}, false
+		}
+		return Cost{Weight: w, Reserve: w}, true
+	}
+	return Cost{}, false
 }

@@ -83,3 +83,62 @@ func TestCostDecidedAndIfMissing(t *testing.T) {
 		}
 	}
 }
+
+// The native cost fields win over the cost tags field by field, and the
+// customerQuota field over its tag; a method cost replaces the plan's cost
+// for its method only.
+func TestCostFieldsWinOverTheirTags(t *testing.T) {
+	t.Parallel()
+	p := plans.UsagePlan{Name: "llm", Quota: &plans.Quota{Limit: 100, Period: plans.PeriodMonth},
+		Tags: map[string]string{plans.CostTag: "json:usage.total_tokens", plans.CostReserveTag: "40", plans.CustomerQuotaTag: "300"},
+		CostSettings: &plans.CostSettings{Header: "X-Tokens", IfMissing: "0"},
+		ApiStages: []plans.ApiStage{{ApiID: "a", Stage: "prod", MethodCosts: map[string]int32{"~1models/GET": 0}}}}
+	p.Normalize()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cost()
+	if c.Header != "X-Tokens" || c.JSON != nil || c.Reserve != 40 || !c.IfMissingZero {
+		t.Errorf("cost %+v, want the field's header, the tag's reserve 40 and the field's ifMissing 0", c)
+	}
+	if n, ok := p.CustomerQuota(); !ok || n != 300 {
+		t.Errorf("customer quota %d %v, want the tag's 300", n, ok)
+	}
+	p.CustomerBudget = &plans.CustomerQuota{Limit: 0}
+	if n, ok := p.CustomerQuota(); !ok || n != 0 {
+		t.Errorf("customer quota %d %v, want the field's 0", n, ok)
+	}
+	p.CostSettings = &plans.CostSettings{Weight: new(int32(7))}
+	if c := p.Cost(); c.Settled() || c.Decided() != 7 {
+		t.Errorf("cost %+v, want the field's weight 7 in place of the tag's json", c)
+	}
+	if c, ok := p.MethodCost("a", "prod", "/models", "GET"); !ok || c.Settled() || c.Decided() != 0 {
+		t.Errorf("method cost %+v %v, want a fixed 0", c, ok)
+	}
+	if _, ok := p.MethodCost("a", "prod", "/models", "POST"); ok {
+		t.Error("POST /models has a method cost; want none")
+	}
+}
+
+func TestCostFieldsRefuseBadValuesNamingTheField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cost  plans.CostSettings
+		field string
+	}{
+		{plans.CostSettings{Weight: new(int32(-1))}, "cost.weight"},
+		{plans.CostSettings{Weight: new(int32(1)), Header: "X-Tokens"}, "cost"},
+		{plans.CostSettings{Header: "X Tokens"}, "cost.header"},
+		{plans.CostSettings{JSON: []string{}}, "cost.json"},
+		{plans.CostSettings{JSON: []string{"a+b"}}, "cost.json"},
+		{plans.CostSettings{JSON: strings.Split("a,b,c,d,e,f,g,h,i", ",")}, "cost.json"},
+		{plans.CostSettings{Reserve: new(int32(plans.MaxCost + 1))}, "cost.reserve"},
+		{plans.CostSettings{IfMissing: "none"}, "cost.ifMissing"},
+	} {
+		p := plans.UsagePlan{Name: "llm", CostSettings: &tc.cost}
+		err := p.Validate()
+		if pe, ok := err.(*plans.Error); !ok || pe.Kind != plans.KindInvalid || pe.Field != tc.field {
+			t.Errorf("cost %+v: error %v, want a 400 naming %s", tc.cost, err, tc.field)
+		}
+	}
+}

@@ -126,6 +126,10 @@ type ApiStage struct {
 	ApiID    string              `json:"apiId"`
 	Stage    string              `json:"stage"`
 	Throttle map[string]Throttle `json:"throttle,omitempty"`
+	// MethodCosts are per-method weights, keyed as Throttle: a request of
+	// such a method costs that many units in the plan, in place of the
+	// plan's cost (tollgate's own field, docs/cost.md).
+	MethodCosts map[string]int32 `json:"methodCosts,omitempty"`
 }
 
 // UsagePlan is a set of limits applied per API key. A nil Throttle or Quota
@@ -142,6 +146,12 @@ type UsagePlan struct {
 	// sends a quota.threshold webhook once per key and period (tollgate's
 	// own field; the tag AlertsTag says the same, the field wins).
 	Alerts []int32 `json:"alerts,omitempty"`
+	// CostSettings is what one request costs (tollgate's own field
+	// "cost"; the cost tags say the same, a field that is set wins).
+	CostSettings *CostSettings `json:"cost,omitempty"`
+	// CustomerBudget is the customer quota (tollgate's own field
+	// "customerQuota"; CustomerQuotaTag says the same, the field wins).
+	CustomerBudget *CustomerQuota `json:"customerQuota,omitempty"`
 }
 
 // Validate checks name, description, throttle, quota, api stages and their
@@ -203,7 +213,7 @@ func (p *UsagePlan) Validate() error {
 	if err := validateQuotaCountsTag(p.Tags); err != nil {
 		return err
 	}
-	return p.validateCostTags()
+	return p.validateCost()
 }
 
 // ModeTag is the usage plan tag that puts a plan in shadow mode:
@@ -386,21 +396,30 @@ func (p *UsagePlan) Normalize() {
 	if p.ApiStages == nil {
 		p.ApiStages = []ApiStage{}
 	}
+	if c := p.CostSettings; c != nil && c.Weight == nil && c.Header == "" && c.JSON == nil && c.Reserve == nil && c.IfMissing == "" {
+		p.CostSettings = nil
+	}
 	for i := range p.ApiStages {
 		as := &p.ApiStages[i]
-		if len(as.Throttle) == 0 {
-			as.Throttle = nil
-			continue
-		}
-		norm := make(map[string]Throttle, len(as.Throttle))
-		for key, t := range as.Throttle {
-			if path, method, err := ParseMethodThrottleKey(key); err == nil {
-				key = path + "/" + method
-			}
-			norm[key] = t
-		}
-		as.Throttle = norm
+		as.Throttle = normalizeMethodKeys(as.Throttle)
+		as.MethodCosts = normalizeMethodKeys(as.MethodCosts)
 	}
+}
+
+// normalizeMethodKeys keys m by raw "<resource path>/<METHOD>" (nil when
+// empty); a key that does not parse is kept for Validate to refuse.
+func normalizeMethodKeys[V any](m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	norm := make(map[string]V, len(m))
+	for key, v := range m {
+		if path, method, err := ParseMethodThrottleKey(key); err == nil {
+			key = path + "/" + method
+		}
+		norm[key] = v
+	}
+	return norm
 }
 
 // ParseMethodThrottleKey splits a per-method throttle key of a usage plan
@@ -449,15 +468,27 @@ func (p *UsagePlan) MethodThrottle(apiID, stage, path, method string) (Throttle,
 // deployment dropped blocks no other change. Errors: KindInvalid naming
 // the throttle's patch path ("/apiStages/a1b2c3d4e5:prod/throttle/~1nope/GET").
 func (as *ApiStage) CheckMethodThrottlePaths(before map[string]Throttle, deployed map[string]bool) error {
-	for key, t := range as.Throttle {
-		if old, ok := before[key]; ok && old == t {
+	return checkMethodKeys(as, "throttle", as.Throttle, before, deployed)
+}
+
+// CheckMethodCostPaths is CheckMethodThrottlePaths for the method costs
+// of as (before: its method costs as stored).
+func (as *ApiStage) CheckMethodCostPaths(before map[string]int32, deployed map[string]bool) error {
+	return checkMethodKeys(as, "methodCosts", as.MethodCosts, before, deployed)
+}
+
+// checkMethodKeys refuses an entry of m (as's per-method map named field)
+// added or changed since before that names no method of deployed.
+func checkMethodKeys[V comparable](as *ApiStage, field string, m, before map[string]V, deployed map[string]bool) error {
+	for key, v := range m {
+		if old, ok := before[key]; ok && old == v {
 			continue
 		}
 		if !deployed[key] {
 			i := max(strings.LastIndexByte(key, '/'), 0)
 			path, method := key[:i], key[i+1:]
-			return Invalid(fmt.Sprintf("/apiStages/%s:%s/throttle/%s/%s", as.ApiID, as.Stage, EscapeResourcePath(path), method),
-				"per-method throttle %s of api stage %s:%s names no method the stage serves (no %s %s)", key, as.ApiID, as.Stage, method, path)
+			return Invalid(fmt.Sprintf("/apiStages/%s:%s/%s/%s/%s", as.ApiID, as.Stage, field, EscapeResourcePath(path), method),
+				"per-method %s %s of api stage %s:%s names no method the stage serves (no %s %s)", field, key, as.ApiID, as.Stage, method, path)
 		}
 	}
 	return nil

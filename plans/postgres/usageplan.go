@@ -12,27 +12,33 @@ import (
 )
 
 type planRow struct {
-	ID            string            `db:"id"`
-	Name          string            `db:"name"`
-	Description   string            `db:"description"`
-	ThrottleRate  *float64          `db:"throttle_rate"`
-	ThrottleBurst *int32            `db:"throttle_burst"`
-	QuotaLimit    *int32            `db:"quota_limit"`
-	QuotaOffset   *int32            `db:"quota_offset"`
-	QuotaPeriod   *string           `db:"quota_period"`
-	QuotaAnchor   string            `db:"quota_anchor"`
-	QuotaTimeZone string            `db:"quota_time_zone"`
-	Alerts        []int32           `db:"alerts"`
-	Tags          map[string]string `db:"tags"`
+	ID            string              `db:"id"`
+	Name          string              `db:"name"`
+	Description   string              `db:"description"`
+	ThrottleRate  *float64            `db:"throttle_rate"`
+	ThrottleBurst *int32              `db:"throttle_burst"`
+	QuotaLimit    *int32              `db:"quota_limit"`
+	QuotaOffset   *int32              `db:"quota_offset"`
+	QuotaPeriod   *string             `db:"quota_period"`
+	QuotaAnchor   string              `db:"quota_anchor"`
+	QuotaTimeZone string              `db:"quota_time_zone"`
+	Alerts        []int32             `db:"alerts"`
+	Cost          *plans.CostSettings `db:"cost"`
+	CustomerQuota *int32              `db:"customer_quota"`
+	Tags          map[string]string   `db:"tags"`
 }
 
-const planCols = `id, name, description, throttle_rate, throttle_burst, quota_limit, quota_offset, quota_period, quota_anchor, quota_time_zone, alerts, tags`
+const planCols = `id, name, description, throttle_rate, throttle_burst, quota_limit, quota_offset, quota_period, quota_anchor, quota_time_zone, alerts, cost, customer_quota, tags`
 
 func (r planRow) plan() plans.UsagePlan {
 	p := plans.UsagePlan{ID: r.ID, Name: r.Name, Description: r.Description,
 		ApiStages: []plans.ApiStage{}, Tags: nilIfEmptyMap(r.Tags)}
 	if len(r.Alerts) > 0 {
 		p.Alerts = r.Alerts
+	}
+	p.CostSettings = r.Cost
+	if r.CustomerQuota != nil {
+		p.CustomerBudget = &plans.CustomerQuota{Limit: *r.CustomerQuota}
 	}
 	if r.ThrottleRate != nil && r.ThrottleBurst != nil {
 		p.Throttle = &plans.Throttle{RateLimit: *r.ThrottleRate, BurstLimit: *r.ThrottleBurst}
@@ -64,11 +70,20 @@ func alertsArg(a []int32) []int32 {
 	return a
 }
 
+// customerQuotaArg is the customer_quota column of p (NULL without).
+func customerQuotaArg(p *plans.UsagePlan) *int32 {
+	if p.CustomerBudget == nil {
+		return nil
+	}
+	return &p.CustomerBudget.Limit
+}
+
 type planStageRow struct {
-	PlanID   string                    `db:"plan_id"`
-	ApiID    string                    `db:"api_id"`
-	Stage    string                    `db:"stage"`
-	Throttle map[string]plans.Throttle `db:"throttle"`
+	PlanID      string                    `db:"plan_id"`
+	ApiID       string                    `db:"api_id"`
+	Stage       string                    `db:"stage"`
+	Throttle    map[string]plans.Throttle `db:"throttle"`
+	MethodCosts map[string]int32          `db:"method_costs"`
 }
 
 // queryPlans runs a query selecting planCols and attaches each plan's api
@@ -83,7 +98,7 @@ func queryPlans(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]plans.
 	for i, r := range rs {
 		ids[i] = r.ID
 	}
-	rows, _ = tx.Query(ctx, `SELECT plan_id, api_id, stage, throttle FROM usage_plan_stages
+	rows, _ = tx.Query(ctx, `SELECT plan_id, api_id, stage, throttle, method_costs FROM usage_plan_stages
 		WHERE plan_id = ANY($1) ORDER BY plan_id, position`, ids)
 	ss, err := pgx.CollectRows(rows, pgx.RowToStructByName[planStageRow])
 	if err != nil {
@@ -91,7 +106,8 @@ func queryPlans(ctx context.Context, tx pgx.Tx, q string, args ...any) ([]plans.
 	}
 	byPlan := map[string][]plans.ApiStage{}
 	for _, s := range ss {
-		byPlan[s.PlanID] = append(byPlan[s.PlanID], plans.ApiStage{ApiID: s.ApiID, Stage: s.Stage, Throttle: nilIfEmptyMap(s.Throttle)})
+		byPlan[s.PlanID] = append(byPlan[s.PlanID], plans.ApiStage{ApiID: s.ApiID, Stage: s.Stage,
+			Throttle: nilIfEmptyMap(s.Throttle), MethodCosts: nilIfEmptyMap(s.MethodCosts)})
 	}
 	out := make([]plans.UsagePlan, len(rs))
 	for i, r := range rs {
@@ -119,9 +135,10 @@ func getPlan(ctx context.Context, tx pgx.Tx, id string, forUpdate bool) (*plans.
 }
 
 // checkPlan normalises and validates p, checks that every api stage exists and that every
-// per-method throttle added or changed since before (the throttles as
-// stored, by "apiId:stage") names a method the stage's deployment serves.
-func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, before map[string]map[string]plans.Throttle) error {
+// per-method throttle and method cost added or changed since before (the
+// api stages as stored, by "apiId:stage") names a method the stage's
+// deployment serves.
+func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, before map[string]plans.ApiStage) error {
 	p.Normalize()
 	if err := p.Validate(); err != nil {
 		return err
@@ -136,19 +153,23 @@ func checkPlan(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, before map[st
 		if err != nil {
 			return err
 		}
-		if err := as.CheckMethodThrottlePaths(before[stageRef(as.ApiID, as.Stage)], plans.DeployedMethods(rs)); err != nil {
+		was, deployed := before[stageRef(as.ApiID, as.Stage)], plans.DeployedMethods(rs)
+		if err := as.CheckMethodThrottlePaths(was.Throttle, deployed); err != nil {
+			return err
+		}
+		if err := as.CheckMethodCostPaths(was.MethodCosts, deployed); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// methodThrottles copies the per-method throttles of p's api stages, by
-// "apiId:stage" (the "before" of checkPlan).
-func methodThrottles(p *plans.UsagePlan) map[string]map[string]plans.Throttle {
-	out := make(map[string]map[string]plans.Throttle, len(p.ApiStages))
+// methodLimits copies the per-method throttles and costs of p's api
+// stages, by "apiId:stage" (the "before" of checkPlan).
+func methodLimits(p *plans.UsagePlan) map[string]plans.ApiStage {
+	out := make(map[string]plans.ApiStage, len(p.ApiStages))
 	for _, as := range p.ApiStages {
-		out[stageRef(as.ApiID, as.Stage)] = maps.Clone(as.Throttle)
+		out[stageRef(as.ApiID, as.Stage)] = plans.ApiStage{Throttle: maps.Clone(as.Throttle), MethodCosts: maps.Clone(as.MethodCosts)}
 	}
 	return out
 }
@@ -165,8 +186,8 @@ func (db *DB) CreateUsagePlan(ctx context.Context, p *plans.UsagePlan) error {
 		p.ID = plans.NewID(plans.ShortIDLen)
 		rate, burst, limit, offset, period, anchor, zone := planArgs(p)
 		if _, err := tx.Exec(ctx, `INSERT INTO usage_plans (`+planCols+`, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, p.ID, p.Name, p.Description,
-			rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), emptyIfNil(p.Tags), now); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, p.ID, p.Name, p.Description,
+			rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), p.CostSettings, customerQuotaArg(p), emptyIfNil(p.Tags), now); err != nil {
 			return err
 		}
 		if err := syncPlanStages(ctx, tx, p.ID, nil, p.ApiStages); err != nil {
@@ -198,13 +219,13 @@ func syncPlanStages(ctx context.Context, tx pgx.Tx, planID string, old, new []pl
 		}
 	}
 	for i, as := range new {
-		q := `INSERT INTO usage_plan_stages (plan_id, api_id, stage, position, throttle) VALUES ($1, $2, $3, $4, $5)`
+		q := `INSERT INTO usage_plan_stages (plan_id, api_id, stage, position, throttle, method_costs) VALUES ($1, $2, $3, $4, $5, $6)`
 		if had[stageRef(as.ApiID, as.Stage)] {
-			q = `UPDATE usage_plan_stages SET position = $4, throttle = $5 WHERE plan_id = $1 AND api_id = $2 AND stage = $3`
+			q = `UPDATE usage_plan_stages SET position = $4, throttle = $5, method_costs = $6 WHERE plan_id = $1 AND api_id = $2 AND stage = $3`
 		} else if err := stageClaimFree(ctx, tx, planID, as.ApiID, as.Stage); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, q, planID, as.ApiID, as.Stage, i, emptyIfNil(as.Throttle)); err != nil {
+		if _, err := tx.Exec(ctx, q, planID, as.ApiID, as.Stage, i, emptyIfNil(as.Throttle), emptyIfNil(as.MethodCosts)); err != nil {
 			return err
 		}
 	}
@@ -259,7 +280,7 @@ func (db *DB) UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.Usa
 		if p, err = getPlan(ctx, tx, id, true); err != nil {
 			return err
 		}
-		old, before := append([]plans.ApiStage(nil), p.ApiStages...), methodThrottles(p)
+		old, before := append([]plans.ApiStage(nil), p.ApiStages...), methodLimits(p)
 		if err := fn(p); err != nil {
 			return err
 		}
@@ -270,8 +291,9 @@ func (db *DB) UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.Usa
 		rate, burst, limit, offset, period, anchor, zone := planArgs(p)
 		if _, err := tx.Exec(ctx, `UPDATE usage_plans SET name = $2, description = $3, throttle_rate = $4,
 				throttle_burst = $5, quota_limit = $6, quota_offset = $7, quota_period = $8, quota_anchor = $9,
-				quota_time_zone = $10, alerts = $11, tags = $12 WHERE id = $1`,
-			id, p.Name, p.Description, rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), emptyIfNil(p.Tags)); err != nil {
+				quota_time_zone = $10, alerts = $11, cost = $12, customer_quota = $13, tags = $14 WHERE id = $1`,
+			id, p.Name, p.Description, rate, burst, limit, offset, period, anchor, zone, alertsArg(p.Alerts), p.CostSettings,
+			customerQuotaArg(p), emptyIfNil(p.Tags)); err != nil {
 			return err
 		}
 		if err := syncPlanStages(ctx, tx, id, old, p.ApiStages); err != nil {

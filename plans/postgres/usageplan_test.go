@@ -145,3 +145,45 @@ func TestDeleteUsagePlanNamesItsKeys(t *testing.T) {
 		t.Errorf("got records %+v %+v, want no plans left", recs[h1], recs[h2])
 	}
 }
+
+// The native cost fields, the customer quota and the method costs are
+// stored, read back, put in the snapshot the gateways are pushed, and
+// dropped again; a method cost must name a deployed method.
+func TestUsagePlanCostFieldsAreStored(t *testing.T) {
+	db := newDB(t)
+	f := newFixture(t, db)
+	p := &plans.UsagePlan{Name: "llm", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth},
+		CostSettings:   &plans.CostSettings{JSON: []string{"usage.input_tokens", "usage.output_tokens"}, Reserve: new(int32(50)), IfMissing: "0"},
+		CustomerBudget: &plans.CustomerQuota{Limit: 300},
+		ApiStages:      []plans.ApiStage{{ApiID: f.api.ID, Stage: "prod", MethodCosts: map[string]int32{"~1pets/GET": 4}}}}
+	must(t, db.CreateUsagePlan(ctx, p))
+	got, err := db.GetUsagePlan(ctx, p.ID)
+	must(t, err)
+	c := got.Cost()
+	if got.CostSettings == nil || len(c.JSON) != 2 || c.Reserve != 50 || !c.IfMissingZero || got.CustomerBudget == nil || got.CustomerBudget.Limit != 300 {
+		t.Errorf("got cost %+v (%+v), customer quota %+v; want the fields as created", got.CostSettings, c, got.CustomerBudget)
+	}
+	if w, ok := got.MethodCost(f.api.ID, "prod", "/pets", "GET"); !ok || w.Decided() != 4 {
+		t.Errorf("got method costs %v, want /pets/GET 4", got.ApiStages[0].MethodCosts)
+	}
+	snap, err := db.Snapshot(ctx)
+	must(t, err)
+	if sp := snap.Plans[p.ID]; sp == nil || sp.CostSettings == nil || sp.CustomerBudget == nil || sp.ApiStages[0].MethodCosts["/pets/GET"] != 4 {
+		t.Errorf("snapshot plan %+v, want its cost fields", sp)
+	}
+	_, err = db.UpdateUsagePlan(ctx, p.ID, func(p *plans.UsagePlan) error {
+		p.ApiStages[0].MethodCosts = map[string]int32{"/nope/GET": 1}
+		return nil
+	})
+	wantErr(t, err, plans.KindInvalid, "/apiStages/"+f.api.ID+":prod/methodCosts/~1nope/GET")
+	_, err = db.UpdateUsagePlan(ctx, p.ID, func(p *plans.UsagePlan) error {
+		p.CostSettings, p.CustomerBudget, p.ApiStages[0].MethodCosts = nil, nil, nil
+		return nil
+	})
+	must(t, err)
+	got, err = db.GetUsagePlan(ctx, p.ID)
+	must(t, err)
+	if got.CostSettings != nil || got.CustomerBudget != nil || got.ApiStages[0].MethodCosts != nil {
+		t.Errorf("got %+v, want no cost fields", got)
+	}
+}
