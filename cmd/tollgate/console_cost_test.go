@@ -87,7 +87,7 @@ func TestConsoleShowsCostUnitsAndCustomerBudgets(t *testing.T) {
 	p.Role("heading", "APIs")
 	p.Role("link", "Usage plans").Click()
 	p.Role("heading", "Usage plans")
-	if rows := p.Table("Usage plans"); !rowWith(rows, "tokens", "300 units per MONTH from day 15, Asia/Tokyo",
+	if rows := p.Table("Usage plans"); !rowWith(rows, "tokens", "1000 units/s, burst 1000", "300 units per MONTH from day 15, Asia/Tokyo",
 		"settled from JSON usage.total_tokens; reserves 50; without it: 0", "1000 units per customer per MONTH") {
 		t.Errorf("usage plans %q: want tokens with its cost and customer quota", rows)
 	}

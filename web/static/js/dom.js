@@ -200,9 +200,13 @@ export function when(epoch) {
   return new Date(epoch * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC";
 }
 
-/** "2/s, burst 5" for an AWS throttle object, or "none". */
-export function throttleText(t) {
-  return t ? `${t.rateLimit}/s, burst ${t.burstLimit}` : "none";
+/**
+ * "2/s, burst 5" for an AWS throttle object, or "none"; "2 units/s, burst
+ * 5" for a throttle of plan p when it has a cost (its throttles count units).
+ */
+export function throttleText(t, p) {
+  if (!t) return "none";
+  return `${t.rateLimit}${p && unitsOf(p).units === "units" ? " units" : ""}/s, burst ${t.burstLimit}`;
 }
 
 /**

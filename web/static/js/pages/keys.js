@@ -187,7 +187,7 @@ function rotateForm(k) {
 function keyPlans(k, plans, allPlans, ctx) {
   const rows = plans.map((p) => [
     h("a", { href: links.plan(p.id) }, p.name),
-    throttleText(p.throttle),
+    throttleText(p.throttle, p),
     quotaText(p.quota, p.tags),
     h("a", { href: links.usage({ plan: p.id, key: k.id }) }, "Usage chart"),
     confirmed("Remove", `Remove API key ${k.name} from usage plan ${p.name}?`, null, async () => {

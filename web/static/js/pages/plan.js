@@ -91,7 +91,7 @@ function stagesSection(plan, apis, apiName, ctx) {
   const url = path`/usageplans/${plan.id}`;
   const rows = plan.apiStages.map((s) => {
     const label = `${apiName.get(s.apiId) || s.apiId} / ${s.stage}`;
-    const throttles = Object.entries(s.throttle || {}).map(([k, t]) => `${k}: ${throttleText(t)}`);
+    const throttles = Object.entries(s.throttle || {}).map(([k, t]) => `${k}: ${throttleText(t, plan)}`);
     return [
       label,
       throttles.length ? throttles.join("; ") : "none",

@@ -12,7 +12,7 @@ export async function list() {
   const rows = plans.map((p, i) => [
     h("a", { href: links.plan(p.id) }, p.name),
     h("code", {}, p.id),
-    throttleText(p.throttle),
+    throttleText(p.throttle, p),
     quotaText(p.quota, p.tags),
     costText(p),
     customerQuotaText(p),
