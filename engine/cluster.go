@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"tollgate/keyspace"
+	"tollgate/limit"
 	"tollgate/script"
 )
 
@@ -202,7 +204,9 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 	}
 	clock := plans[0].c.clock
 	for _, r := range order {
-		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock})
+		// a customer quota's take waits for its slot's restore as a
+		// key's decision does (the change set is named only then)
+		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore})
 	}
 	cl.r.runCluster(ctx, order, nil)
 	for _, r := range order {
@@ -233,8 +237,11 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 				}
 				res := &rr.decisions[i]
 				cp.taken, cp.retryUS, cp.start, cp.left = res.Allowed == 1, res.RetryUS, res.QuotaStart, res.QuotaLeft
-				if res.Refused == script.RefusedPeriod { // Decide sends it again, its tables around this time
+				switch res.Refused {
+				case script.RefusedPeriod: // Decide sends it again, its tables around this time
 					cp.err, p.c.res.NowUS = errPeriodMoved, res.NowUS
+				case script.RefusedUnrestored:
+					cp.err = limit.ErrNotRestored
 				}
 				continue
 			}
@@ -434,6 +441,9 @@ func answerShared(plans []plan, refunds map[int][]string) {
 		}
 		if err := p.failed(); err != nil {
 			p.addRefunds(refunds)
+			if errors.Is(err, limit.ErrNotRestored) { // Redis replied: answered as the home slot's would be
+				p.c.res, err = script.DecisionReply{Refused: script.RefusedUnrestored}, nil
+			}
 			p.c.answer(err)
 			continue
 		}

@@ -74,6 +74,16 @@ type CustomerUsage struct {
 	Now, PeriodStart, PeriodEnd time.Time
 }
 
+// CustomerQuotaUsage is what the ledger knows of one customer's use of a
+// plan's customer quota in one period: the counts of its keys' quota
+// states of that period, summed. A key without a customerId is its own
+// customer: CustomerID is then empty and KeyID names the key.
+type CustomerQuotaUsage struct {
+	PlanID, CustomerID, KeyID string
+	PeriodStart               time.Time
+	Used                      int64
+}
+
 // QuotaUsage is one stored quota state of the ledger (see QuotaCount).
 // UpdatedAt is when the ledger last replaced it.
 type QuotaUsage struct {

@@ -23,13 +23,17 @@ type RestoreLedger interface {
 	// UsageDays returns the ledger rows q selects, in (day, plan, key)
 	// order.
 	UsageDays(ctx context.Context, q plans.UsageQuery) ([]plans.UsageDay, error)
+	// CustomerQuotaUsages returns each customer's use of every customer
+	// quota in its plan's period that holds now.
+	CustomerQuotaUsages(ctx context.Context, now time.Time) ([]plans.CustomerQuotaUsage, error)
 }
 
 // restorePage is the ledger rows one read of a restore takes.
 const restorePage = 5000
 
-// Restore writes the ledger's quota states and its day counts of
-// yesterday and today (Redis's days) back into every slot of the limiter
+// Restore writes the ledger's quota states, its customer quota uses of
+// the current periods and its day counts of yesterday and today (Redis's
+// clock) back into every slot of the limiter
 // Redis that lost its data (its change set lacks the restore mark), then
 // marks those slots; it returns how many it restored. Admin nodes call it
 // every second, so that no key is admitted again on an emptied limiter
@@ -42,11 +46,11 @@ func (l *Limiter) Restore(ctx context.Context, ledger RestoreLedger) (int, error
 	if err != nil || len(lost) == 0 {
 		return 0, err
 	}
-	inLost := func(keyID, planID string) bool {
+	inLost := func(key string) bool {
 		if !l.cluster {
 			return true
 		}
-		_, ok := lost[keyspace.Slot(l.keys.Quota(keyID, planID))]
+		_, ok := lost[keyspace.Slot(key)]
 		return ok
 	}
 	now, err := l.Now(ctx)
@@ -55,6 +59,9 @@ func (l *Limiter) Restore(ctx context.Context, ledger RestoreLedger) (int, error
 	}
 	if err := l.restoreQuotas(ctx, ledger, inLost, now); err != nil {
 		return 0, fmt.Errorf("usage: restore quotas: %w", err)
+	}
+	if err := l.restoreCustomers(ctx, ledger, inLost, now); err != nil {
+		return 0, fmt.Errorf("usage: restore customer quotas: %w", err)
 	}
 	if err := l.restoreDays(ctx, ledger, inLost, now); err != nil {
 		return 0, fmt.Errorf("usage: restore usage days: %w", err)
@@ -102,7 +109,7 @@ const maxPeriod = 31*24*time.Hour + time.Hour
 
 // restoreQuotas writes the ledger's quota states of the keys inLost
 // selects, where the limiter has none.
-func (l *Limiter) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
+func (l *Limiter) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLost func(key string) bool, now time.Time) error {
 	afterKey, afterPlan := "", ""
 	for {
 		page, err := ledger.QuotaUsages(ctx, afterKey, afterPlan, restorePage)
@@ -111,11 +118,12 @@ func (l *Limiter) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLos
 		}
 		pipe := l.rdb.Pipeline()
 		for _, q := range page {
+			key := l.keys.Quota(q.KeyID, q.PlanID)
 			ttl := q.PeriodStart.Add(maxPeriod).Sub(now)
-			if !inLost(q.KeyID, q.PlanID) || ttl <= 0 {
+			if !inLost(key) || ttl <= 0 {
 				continue
 			}
-			pipe.SetNX(ctx, l.keys.Quota(q.KeyID, q.PlanID), encodeQuota(q.QuotaCount), ttl)
+			pipe.SetNX(ctx, key, encodeQuota(q.QuotaCount), ttl)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return err
@@ -127,9 +135,41 @@ func (l *Limiter) restoreQuotas(ctx context.Context, ledger RestoreLedger, inLos
 	}
 }
 
+// restoreCustomers writes the customer quota states (tollgate:
+// customer-quota) of the current periods inLost selects, where the
+// limiter has none: each customer's use is what its keys' ledger quota
+// states of the period count together, so a customer that had used up its
+// budget stays refused.
+func (l *Limiter) restoreCustomers(ctx context.Context, ledger RestoreLedger, inLost func(key string) bool, now time.Time) error {
+	uses, err := ledger.CustomerQuotaUsages(ctx, now)
+	if err != nil {
+		return err
+	}
+	for len(uses) > 0 {
+		page := uses[:min(len(uses), restorePage)]
+		uses = uses[len(page):]
+		pipe := l.rdb.Pipeline()
+		for _, u := range page {
+			key := l.keys.CustomerQuota(u.CustomerID, u.PlanID)
+			if u.CustomerID == "" {
+				key = l.keys.KeyCustomerQuota(u.KeyID, u.PlanID)
+			}
+			ttl := u.PeriodStart.Add(maxPeriod).Sub(now)
+			if !inLost(key) || ttl <= 0 {
+				continue
+			}
+			pipe.SetNX(ctx, key, encodeQuota(plans.QuotaCount{PeriodStart: u.PeriodStart, Count: u.Used}), ttl)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // restoreDays writes the ledger's counts of yesterday and today of the
 // keys inLost selects into their usage hashes, where the limiter has none.
-func (l *Limiter) restoreDays(ctx context.Context, ledger RestoreLedger, inLost func(keyID, planID string) bool, now time.Time) error {
+func (l *Limiter) restoreDays(ctx context.Context, ledger RestoreLedger, inLost func(key string) bool, now time.Time) error {
 	q := plans.UsageQuery{From: plans.UTCDate(now).AddDate(0, 0, -1), To: plans.UTCDate(now), Limit: restorePage}
 	for {
 		page, err := ledger.UsageDays(ctx, q)
@@ -138,10 +178,10 @@ func (l *Limiter) restoreDays(ctx context.Context, ledger RestoreLedger, inLost 
 		}
 		pipe := l.rdb.Pipeline()
 		for _, d := range page {
-			if !inLost(d.KeyID, d.PlanID) {
+			key := l.keys.Usage(d.KeyID, d.PlanID)
+			if !inLost(key) {
 				continue
 			}
-			key := l.keys.Usage(d.KeyID, d.PlanID)
 			day := d.Day.Format(plans.UsageDateLayout)
 			pipe.HSetNX(ctx, key, day, d.Requests)
 			if extra := d.Count - d.Requests; extra != 0 {

@@ -208,8 +208,13 @@ func TestUsageSourceFailedDrainHoldsNothing(t *testing.T) {
 
 // memLedger is a RestoreLedger in memory (one page: tests hold few rows).
 type memLedger struct {
-	quotas []plans.QuotaUsage // in (key, plan) order
-	days   []plans.UsageDay
+	quotas    []plans.QuotaUsage // in (key, plan) order
+	days      []plans.UsageDay
+	customers []plans.CustomerQuotaUsage
+}
+
+func (l *memLedger) CustomerQuotaUsages(context.Context, time.Time) ([]plans.CustomerQuotaUsage, error) {
+	return l.customers, nil
 }
 
 func (l *memLedger) QuotaUsages(_ context.Context, afterKeyID, afterPlanID string, _ int) ([]plans.QuotaUsage, error) {
@@ -320,6 +325,77 @@ func TestRestoreWritesTheLedgerBackBeforeKeysAreAdmittedAgain(t *testing.T) {
 		}
 		if d, err := e.Decide(ctx, quotaRequest("used")); err != nil || d.Allowed || d.Refused != limit.LevelQuota {
 			t.Fatalf("the key that used its quota, restored again: %+v, %v, want refused by the quota", d, err)
+		}
+	})
+}
+
+// customerRequest is a keyed request of keyID in plan p1 with a DAY quota
+// of 10 and a customer quota of 5 shared with the keys of customerID
+// (none: the key is its own customer).
+func customerRequest(keyID, customerID string) *limit.Request {
+	r := quotaRequest(keyID)
+	r.Quota.Limit, r.CustomerID, r.CustomerQuota = 10, customerID, &limit.Quota{Limit: 5, Period: plans.PeriodDay}
+	return r
+}
+
+// The restore writes each customer quota's state of the current period
+// back too, before the customer's keys are admitted again: a customer
+// (and a key without a customer, its own) that had used up its budget
+// stays refused, with either key. When the customer's state loses its
+// data again (on a cluster its own slot), its keys wait for the restore
+// again.
+func TestRestoreWritesCustomerQuotasBackBeforeTheirKeysAreAdmitted(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		p := mustPair(t, b, nil, true)
+		e, l := p.e, p.l
+		ctx := t.Context()
+		now, err := l.Now(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		today := plans.UTCDate(now)
+		ledger := &memLedger{
+			quotas: []plans.QuotaUsage{
+				{KeyID: "a1", PlanID: "p1", QuotaCount: plans.QuotaCount{PeriodStart: today, Count: 2, Seq: 3}},
+				{KeyID: "a2", PlanID: "p1", QuotaCount: plans.QuotaCount{PeriodStart: today, Count: 3, Seq: 4}},
+				{KeyID: "solo", PlanID: "p1", QuotaCount: plans.QuotaCount{PeriodStart: today, Count: 5, Seq: 6}},
+			},
+			customers: []plans.CustomerQuotaUsage{
+				{PlanID: "p1", CustomerID: "acme", PeriodStart: today, Used: 5},
+				{PlanID: "p1", KeyID: "solo", PeriodStart: today, Used: 5},
+				{PlanID: "p1", CustomerID: "beta", PeriodStart: today, Used: 4},
+			},
+		}
+		if n, err := l.Restore(ctx, ledger); err != nil || n == 0 {
+			t.Fatalf("Restore: %d slots, %v", n, err)
+		}
+		for _, r := range []*limit.Request{customerRequest("a1", "acme"), customerRequest("a2", "acme"), customerRequest("solo", "")} {
+			if d, err := e.Decide(ctx, r); err != nil || d.Allowed || d.Refused != limit.LevelCustomer {
+				t.Fatalf("key %s of a customer that used its budget, after the restore: %+v, %v, want refused by the customer quota", r.KeyID, d, err)
+			}
+		}
+		d, err := e.Decide(ctx, customerRequest("b1", "beta"))
+		if err != nil || !d.Allowed || d.Customer == nil || d.Customer.Remaining != 0 {
+			t.Fatalf("a key of a customer with 1 left, after the restore: %+v, %v, want admitted with 0 left", d, err)
+		}
+
+		// the customer state of acme loses its data (its slot's change set with it)
+		cq := l.keys.CustomerQuota("acme", "p1")
+		set := l.keys.UsageChanges(0)
+		if l.cluster {
+			set = l.keys.UsageChanges(keyspace.Slot(cq))
+		}
+		if err := l.rdb.Del(ctx, set, cq).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Decide(ctx, customerRequest("a1", "acme")); !errors.Is(err, limit.ErrNotRestored) {
+			t.Fatalf("after the customer's state lost its data: got %v, want ErrNotRestored", err)
+		}
+		if n, err := l.Restore(ctx, ledger); err != nil || n != 1 {
+			t.Fatalf("Restore of one lost slot: %d slots, %v, want 1", n, err)
+		}
+		if d, err := e.Decide(ctx, customerRequest("a2", "acme")); err != nil || d.Allowed || d.Refused != limit.LevelCustomer {
+			t.Fatalf("the customer restored again: %+v, %v, want refused by the customer quota", d, err)
 		}
 	})
 }

@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/internal/waittest"
 	"tollgate/plans"
+	"tollgate/plans/postgres"
 )
 
 // faultStack is a stack on a redis-server of the test's own.
@@ -333,5 +336,79 @@ func TestUsageAndQuotaSurviveALimiterRestartedEmpty(t *testing.T) {
 	}
 	if logCount(logs, "usage ledger: limiter Redis restored from the ledger") < 2 { // at start, after the restart
 		t.Errorf("the admin did not log the restore:\n%s", logs.String())
+	}
+}
+
+// A customer whose two keys used up its budget (tollgate:customer-quota,
+// a month anchored to the 15th in Tokyo) stays refused, with either key on
+// either gateway, after the limiter's redis-server restarted empty: the
+// admin's restore writes the customer's use back from its keys' ledger
+// counts of the period before it marks the slot, so no key of the
+// customer is admitted in between (503, then 429). Another customer's key
+// counts on.
+func TestCustomerBudgetSurvivesALimiterRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	r := mustRedisServer(t)
+	s := mustStackWith(t, stackOptions{redisURL: r.url(), flushInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	api := s.mustCaseAPI(t)
+	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("budget"), Throttle: throttle(1000, 1000),
+		Quota:     quota(10, types.QuotaPeriodTypeMonth, 0),
+		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
+		Tags:      map[string]string{plans.CustomerQuotaTag: "4", plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
+	must(t, "CreateUsagePlan", err)
+	var keys [3]string // two of acme, one of beta
+	for i := range keys {
+		customer := map[bool]string{true: "acme", false: "beta"}[i < 2]
+		k, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String(fmt.Sprintf("%s-%d", customer, i)), Enabled: true, CustomerId: &customer})
+		must(t, "CreateApiKey", err)
+		_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: k.Id, KeyType: aws.String("API_KEY")})
+		must(t, "CreateUsagePlanKey", err)
+		keys[i] = *k.Value
+	}
+	s.sync(t)
+	for i, want := range []int{200, 200, 200, 200, 429, 429} { // acme's keys in turn, through both gateways
+		if res := s.call(t, i%2, api.id, "/prod/items", keys[i%2]); res.StatusCode != want {
+			t.Fatalf("acme's request %d: got %d, want %d", i+1, res.StatusCode, want)
+		}
+	}
+	if res := s.call(t, 0, api.id, "/prod/items", keys[2]); res.StatusCode != http.StatusOK {
+		t.Fatalf("beta's first request: got %d, want 200", res.StatusCode)
+	}
+	db, err := postgres.Open(ctx, s.admin.Config.DatabaseURL, postgres.Options{})
+	must(t, "open", err)
+	defer db.Close()
+	waittest.Until(t, "the ledger has acme's 4 units and beta's 1 in the period", 30*time.Second, func() bool {
+		uses, err := db.CustomerQuotaUsages(ctx, time.Now())
+		got := map[string]int64{}
+		for _, u := range uses {
+			got[u.CustomerID] = u.Used
+		}
+		return err == nil && reflect.DeepEqual(got, map[string]int64{"acme": 4, "beta": 1})
+	})
+
+	r.stop(t)
+	r.wipe(t)
+	r.start(t)
+	restarted := time.Now()
+	var statuses [4]int
+	refused := func() bool {
+		for i := range statuses {
+			res := s.call(t, i%2, api.id, "/prod/items", keys[i/2])
+			statuses[i] = res.StatusCode
+			if st := res.StatusCode; st != http.StatusServiceUnavailable && st != http.StatusTooManyRequests {
+				t.Fatalf("acme's key %d via gateway %d, %v after the restart: got %d, want 503 or 429", i/2, i%2, time.Since(restarted), st)
+			}
+		}
+		return statuses == [4]int{429, 429, 429, 429}
+	}
+	if _, ok := waittest.Poll(20*time.Second, refused); !ok {
+		t.Fatalf("acme's keys still get %v 20 s after the restart, want 429", statuses)
+	}
+	t.Logf("acme's keys were refused by the restored customer quota %v after the restart", time.Since(restarted).Round(time.Millisecond))
+	for i, want := range []int{200, 200, 200, 429} {
+		if res := s.call(t, i%2, api.id, "/prod/items", keys[2]); res.StatusCode != want {
+			t.Fatalf("beta's request %d after the restart: got %d, want %d", i+2, res.StatusCode, want)
+		}
 	}
 }

@@ -86,11 +86,13 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 	}
 	for g, start := range groups {
 		p := byPlan[g.planID]
-		var used int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(sum(q.count), 0)::bigint FROM usage_quotas q JOIN api_keys a ON a.id = q.key_id
-			WHERE q.plan_id = $1 AND q.period_start = $2 AND (a.customer_id = $3 AND $3 <> '' OR a.id = $4)`,
-			g.planID, start, g.customerID, g.keyID).Scan(&used); err != nil {
+		uses, err := customerQuotaUsages(ctx, tx, g.planID, start, &plans.CustomerQuotaUsage{CustomerID: g.customerID, KeyID: g.keyID})
+		if err != nil {
 			return err
+		}
+		var used int64
+		for _, u := range uses {
+			used += u.Used
 		}
 		n, _ := p.CustomerQuota()
 		limit := int64(n)

@@ -206,3 +206,59 @@ func (db *DB) QuotaUsages(ctx context.Context, afterKeyID, afterPlanID string, l
 	})
 	return out, err
 }
+
+// CustomerQuotaUsages returns, for every plan with a customer quota
+// (tollgate:customer-quota), what the ledger knows each customer used of
+// it in the plan's quota period that holds now (the limiter's time): what
+// a restore writes back (docs/usage.md, "Restore after a loss").
+func (db *DB) CustomerQuotaUsages(ctx context.Context, now time.Time) ([]plans.CustomerQuotaUsage, error) {
+	var out []plans.CustomerQuotaUsage
+	err := db.readBulk(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		out = out[:0] // a retried read starts over
+		rows, _ := tx.Query(ctx, `SELECT `+planCols+` FROM usage_plans WHERE quota_limit IS NOT NULL AND tags ? $1 ORDER BY id`,
+			plans.CustomerQuotaTag)
+		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[planRow])
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			p := r.plan()
+			if _, ok := p.CustomerQuota(); !ok {
+				continue
+			}
+			start, _ := p.QuotaRule().Bounds(now)
+			uses, err := customerQuotaUsages(ctx, tx, p.ID, start, nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, uses...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// customerQuotaUsages returns what each customer of planID used of its
+// customer quota in the period starting at start, as the ledger knows it:
+// the counts of its keys' quota states of that period, summed (a key
+// without a customerId is its own customer). only, when not nil, selects
+// one customer (CustomerID, or KeyID when that is empty). The alerts of a
+// customer quota and the restore after a loss both count by it.
+func customerQuotaUsages(ctx context.Context, tx pgx.Tx, planID string, start time.Time, only *plans.CustomerQuotaUsage) ([]plans.CustomerQuotaUsage, error) {
+	var customerID, keyID string
+	if only != nil {
+		customerID, keyID = only.CustomerID, only.KeyID
+	}
+	rows, _ := tx.Query(ctx, `SELECT a.customer_id, CASE WHEN a.customer_id = '' THEN a.id ELSE '' END, sum(q.count)::bigint
+		FROM usage_quotas q JOIN api_keys a ON a.id = q.key_id
+		WHERE q.plan_id = $1 AND q.period_start = $2
+			AND ($3 OR a.customer_id = $4 AND $4 <> '' OR a.customer_id = '' AND a.id = $5)
+		GROUP BY 1, 2 ORDER BY 1, 2`, planID, start, only == nil, customerID, keyID)
+	var out []plans.CustomerQuotaUsage
+	u := plans.CustomerQuotaUsage{PlanID: planID, PeriodStart: start.UTC()}
+	_, err := pgx.ForEachRow(rows, []any{&u.CustomerID, &u.KeyID, &u.Used}, func() error {
+		out = append(out, u)
+		return nil
+	})
+	return out, err
+}
