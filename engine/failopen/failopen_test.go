@@ -248,6 +248,9 @@ func (emptyLedger) QuotaUsages(context.Context, string, string, int) ([]plans.Qu
 func (emptyLedger) UsageDays(context.Context, plans.UsageQuery) ([]plans.UsageDay, error) {
 	return nil, nil
 }
+func (emptyLedger) CustomerQuotaUsages(context.Context, time.Time) ([]plans.CustomerQuotaUsage, error) {
+	return nil, nil
+}
 
 // With both cores saturated (GOMAXPROCS goroutines of CPU work beside 64
 // concurrent callers on each of two nodes sharing one Redis) and the
