@@ -50,8 +50,10 @@ func TestConsoleShowsCostUnitsAndCustomerBudgets(t *testing.T) {
 		Quota:     quota(300, types.QuotaPeriodTypeMonth, 0),
 		ApiStages: []types.ApiStage{{ApiId: api.Id, Stage: aws.String("prod")}},
 		Tags: map[string]string{plans.CostTag: "json:usage.total_tokens", plans.CostReserveTag: "50", plans.CostIfMissingTag: "0",
-			plans.CustomerQuotaTag: "1000", plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
+			plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
 	must(t, "CreateUsagePlan", err)
+	// the customer quota as tollgate's native field; the cost as tags
+	s.mustPatchPlan(t, *plan.Id, "/customerQuota/limit", "1000")
 	var keys [2]*apigateway.CreateApiKeyOutput
 	for i := range keys {
 		keys[i], err = c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String(fmt.Sprintf("acme-%d", i+1)), Enabled: true, CustomerId: aws.String("acme")})
@@ -96,10 +98,10 @@ func TestConsoleShowsCostUnitsAndCustomerBudgets(t *testing.T) {
 	p.Role("heading", "Usage plan tokens")
 	rows := p.Table("Cost and customer budget of the plan")
 	for _, want := range [][]string{
-		{"Cost per request", "settled after the response from JSON usage.total_tokens", "tollgate:cost = json:usage.total_tokens"},
-		{"Reserved when decided", "50 units", "tollgate:cost-reserve = 50"},
-		{"A response without the cost", "costs 0", "tollgate:cost-if-missing = 0"},
-		{"Customer quota", "1000 units per customer per MONTH", "tollgate:customer-quota = 1000"},
+		{"Cost per request", "settled after the response from JSON usage.total_tokens", "tag tollgate:cost = json:usage.total_tokens"},
+		{"Reserved when decided", "50 units", "tag tollgate:cost-reserve = 50"},
+		{"A response without the cost", "costs 0", "tag tollgate:cost-if-missing = 0"},
+		{"Customer quota", "1000 units per customer per MONTH", "field customerQuota.limit = 1000"},
 	} {
 		if !rowWith(rows, want...) {
 			t.Errorf("cost of the plan %q: no row %q", rows, want)

@@ -210,12 +210,30 @@ export function throttleText(t, p) {
 }
 
 /**
- * What plan p's limits count, from its tollgate:cost tag (docs/cost.md):
+ * Plan p's tags with its native cost fields in place of the tags they
+ * stand for, field by field, as the server reads them (docs/cost.md,
+ * "Native fields"): cost (weight, header or json; reserve; ifMissing) and
+ * customerQuota.
+ */
+export function planTags(p = {}) {
+  const out = { ...(p.tags || {}) };
+  const c = p.cost || {};
+  if (c.weight !== undefined && c.weight !== null) out["tollgate:cost"] = String(c.weight);
+  else if (c.header) out["tollgate:cost"] = "header:" + c.header;
+  else if (c.json && c.json.length) out["tollgate:cost"] = "json:" + c.json.join("+");
+  if (c.reserve !== undefined && c.reserve !== null) out["tollgate:cost-reserve"] = String(c.reserve);
+  if (c.ifMissing) out["tollgate:cost-if-missing"] = c.ifMissing;
+  if (p.customerQuota) out["tollgate:customer-quota"] = String(p.customerQuota.limit);
+  return out;
+}
+
+/**
+ * What plan p's limits count, from its cost (planTags) (docs/cost.md):
  * "units" when a request can cost other than 1, else "requests". unit is
  * the singular.
  */
 export function unitsOf(p = {}) {
-  const cost = ((p.tags || {})["tollgate:cost"] || "").trim();
+  const cost = (planTags(p)["tollgate:cost"] || "").trim();
   return cost && cost !== "1" ? { units: "units", unit: "unit", Units: "Units" } : { units: "requests", unit: "request", Units: "Requests" };
 }
 
@@ -260,14 +278,15 @@ export function quotaText(q, tags = {}) {
 }
 
 /**
- * What one request of plan p costs, from its cost tags (docs/cost.md):
+ * What one request of plan p costs, from its cost fields and tags
+ * (planTags; docs/cost.md):
  * basis in words (a weight, "2 units per request", or where a settled
  * cost is read, "response header X-Tokens", "JSON usage.total_tokens"),
  * and for a settled cost the reservation and what a response without it
  * costs ("0" or "the reservation (N)").
  */
 export function costOf(p = {}) {
-  const tags = p.tags || {};
+  const tags = planTags(p);
   const cost = (tags["tollgate:cost"] || "1").trim();
   const settled = cost.match(/^(header|json):(.+)$/);
   if (!settled) return { basis: `${cost} ${cost === "1" ? "unit" : "units"} per request`, settled: false };
@@ -286,9 +305,9 @@ export function costText(p = {}) {
   return c.settled ? `settled from ${c.basis}; reserves ${c.reserve}; without it: ${c.ifMissing}` : c.basis;
 }
 
-/** Plan p's customer quota (tollgate:customer-quota) in words, or "none". */
+/** Plan p's customer quota (customerQuota, or tollgate:customer-quota) in words, or "none". */
 export function customerQuotaText(p = {}) {
-  const n = (p.tags || {})["tollgate:customer-quota"];
+  const n = planTags(p)["tollgate:customer-quota"];
   if (n === undefined || n === "") return "none";
   return `${countText(Number(n), p)} per customer per ${p.quota ? p.quota.period : "period"}`;
 }

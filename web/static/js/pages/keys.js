@@ -2,7 +2,7 @@
 // and one key: edit (its expiry too), enable or disable, rotate with an
 // overlap (the new value shown once), its usage plans, delete.
 import { all, get, patch, post, del, page, path, query } from "../api.js";
-import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText, planTags } from "../dom.js";
 import { links } from "../links.js";
 
 const PAGE = 50;
@@ -188,7 +188,7 @@ function keyPlans(k, plans, allPlans, ctx) {
   const rows = plans.map((p) => [
     h("a", { href: links.plan(p.id) }, p.name),
     throttleText(p.throttle, p),
-    quotaText(p.quota, p.tags),
+    quotaText(p.quota, planTags(p)),
     h("a", { href: links.usage({ plan: p.id, key: k.id }) }, "Usage chart"),
     confirmed("Remove", `Remove API key ${k.name} from usage plan ${p.name}?`, null, async () => {
       await del(path`/usageplans/${p.id}/keys/${k.id}`);

@@ -2,7 +2,7 @@
 // per-method throttles, its keys (CreateUsagePlanKey, DeleteUsagePlanKey)
 // and delete it.
 import { all, get, patch, post, del, path } from "../api.js";
-import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText, costOf, customerQuotaText, unitsOf } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, showStatus, onOff, linkButton, throttleText, costOf, customerQuotaText, unitsOf, planTags } from "../dom.js";
 import { apisWithStages, apiMethods, settingKey } from "../data.js";
 import { planFields, throttleOf, quotaOf, alertsOf } from "./plans.js";
 import { links } from "../links.js";
@@ -45,22 +45,31 @@ export async function detail(planId, ctx) {
 
 /**
  * What a request of the plan costs and the budget its customers share,
- * from the plan's cost tags (docs/cost.md), each with the tag that sets it.
+ * from its cost fields and tags (docs/cost.md), each with the field or
+ * tag that sets it (a field wins over its tag).
  */
 function costSection(plan) {
   const tags = plan.tags || {};
+  const cost = plan.cost || {};
   const c = costOf(plan);
-  const tag = (name) => [h("code", {}, name), tags[name] !== undefined ? [" = ", h("code", {}, tags[name])] : " not set"];
+  const code = (name, value) => [h("code", {}, name), " = ", h("code", {}, String(value))];
+  const by = (fields, tagName) => {
+    const f = fields.find(([, v]) => v !== undefined && v !== null && v !== "" && !(Array.isArray(v) && !v.length));
+    if (f) return ["field ", code(f[0], Array.isArray(f[1]) ? f[1].join("+") : f[1])];
+    return tags[tagName] !== undefined ? ["tag ", code(tagName, tags[tagName])] : [h("code", {}, tagName), " not set"];
+  };
   const rows = [
-    ["Cost per request", c.settled ? `settled after the response from ${c.basis}` : c.basis, tag("tollgate:cost")],
-    ["Reserved when decided", c.settled ? `${c.reserve} ${c.reserve === "1" ? "unit" : "units"}` : "no reservation: the weight is charged when the request is decided", tag("tollgate:cost-reserve")],
-    ["A response without the cost", c.settled ? `costs ${c.ifMissing}` : "not applicable", tag("tollgate:cost-if-missing")],
-    ["Customer quota", customerQuotaText(plan), tag("tollgate:customer-quota")],
+    ["Cost per request", c.settled ? `settled after the response from ${c.basis}` : c.basis,
+      by([["cost.weight", cost.weight], ["cost.header", cost.header], ["cost.json", cost.json]], "tollgate:cost")],
+    ["Reserved when decided", c.settled ? `${c.reserve} ${c.reserve === "1" ? "unit" : "units"}` : "no reservation: the weight is charged when the request is decided",
+      by([["cost.reserve", cost.reserve]], "tollgate:cost-reserve")],
+    ["A response without the cost", c.settled ? `costs ${c.ifMissing}` : "not applicable", by([["cost.ifMissing", cost.ifMissing]], "tollgate:cost-if-missing")],
+    ["Customer quota", customerQuotaText(plan), by([["customerQuota.limit", plan.customerQuota && plan.customerQuota.limit]], "tollgate:customer-quota")],
   ];
   return [
-    table({ caption: "Cost and customer budget of the plan", columns: ["Setting", "Value", "Tag"], rows }),
-    h("p", { class: "hint" }, "Set with the plan's tags (aws apigateway tag-resource). With a cost, the quota and the plan's throttles count units; a customer quota is shared by every key with the same customer ID. ",
-      tags["tollgate:customer-quota"] !== undefined ? h("a", { href: links.usage({ plan: plan.id }) }, "See the customers' budgets") : null),
+    table({ caption: "Cost and customer budget of the plan", columns: ["Setting", "Value", "Set by"], rows }),
+    h("p", { class: "hint" }, "Set with the plan's fields cost and customerQuota, or its tags (aws apigateway tag-resource); a field wins over its tag. With a cost, the quota and the plan's throttles count units; a customer quota is shared by every key with the same customer ID. ",
+      planTags(plan)["tollgate:customer-quota"] !== undefined ? h("a", { href: links.usage({ plan: plan.id }) }, "See the customers' budgets") : null),
   ];
 }
 
@@ -92,9 +101,11 @@ function stagesSection(plan, apis, apiName, ctx) {
   const rows = plan.apiStages.map((s) => {
     const label = `${apiName.get(s.apiId) || s.apiId} / ${s.stage}`;
     const throttles = Object.entries(s.throttle || {}).map(([k, t]) => `${k}: ${throttleText(t, plan)}`);
+    const costs = Object.entries(s.methodCosts || {}).map(([k, n]) => `${k}: ${n} ${n === 1 ? "unit" : "units"}`);
     return [
       label,
       throttles.length ? throttles.join("; ") : "none",
+      costs.length ? costs.join("; ") : "the plan's",
       h("a", { href: links.planStage(plan.id, s.apiId, s.stage), "aria-label": `Method throttles of ${label}` }, "Method throttles"),
       confirmed("Remove", `Remove ${label} from usage plan ${plan.name}?`, "Keys of this plan can no longer call that stage through it.", async () => {
         await patch(url, [{ op: "remove", path: "/apiStages", value: `${s.apiId}:${s.stage}` }]);
@@ -114,7 +125,7 @@ function stagesSection(plan, apis, apiName, ctx) {
     showStatus(`API stage added to usage plan ${plan.name}.`);
     ctx.refresh();
   }) : null;
-  return [table({ caption: "API stages of the plan", columns: ["API stage", "Method throttles", "Edit", "Remove"], rows, empty: "The plan covers no API stage yet." }), add];
+  return [table({ caption: "API stages of the plan", columns: ["API stage", "Method throttles", "Method costs", "Edit", "Remove"], rows, empty: "The plan covers no API stage yet." }), add];
 }
 
 function keysSection(plan, planKeys, keys, ctx) {

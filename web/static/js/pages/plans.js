@@ -1,6 +1,6 @@
 // Usage plans: the list (with each plan's keys) and "Create usage plan".
 import { all, post, path } from "../api.js";
-import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText, alertsText, costText, customerQuotaText, unitsOf, periodStartText } from "../dom.js";
+import { h, table, field, onSubmit, showStatus, linkButton, throttleText, quotaText, alertsText, costText, customerQuotaText, unitsOf, periodStartText, planTags } from "../dom.js";
 import { apisWithStages } from "../data.js";
 import { links } from "../links.js";
 
@@ -13,7 +13,7 @@ export async function list() {
     h("a", { href: links.plan(p.id) }, p.name),
     h("code", {}, p.id),
     throttleText(p.throttle, p),
-    quotaText(p.quota, p.tags),
+    quotaText(p.quota, planTags(p)),
     costText(p),
     customerQuotaText(p),
     alertsText(p),

@@ -2,7 +2,7 @@
 // chosen range (GetUsage), and a live view of this node's admitted,
 // throttled and quota-refused requests per stage (its /metrics).
 import { all, get, path, query } from "../api.js";
-import { h, table, field, onSubmit, showError, quotaText, unitsOf, countText, when } from "../dom.js";
+import { h, table, field, onSubmit, showError, quotaText, unitsOf, countText, when, planTags } from "../dom.js";
 import { plot, COLORS } from "../chart.js";
 import { fetchTotals, rates } from "../metrics.js";
 import { links } from "../links.js";
@@ -33,7 +33,7 @@ export async function page(ctx) {
   const body = [pickForm(plans, keys, sel, ctx)];
   if (!plans.length) body.push(h("p", {}, "No usage plans yet: ", h("a", { href: links.newPlan() }, "create one"), "."));
   // read before the usage section, whose chart is drawn on the next frame once the page is shown
-  const customers = plan && (plan.tags || {})["tollgate:customer-quota"] !== undefined ? await customersSection(plan, keys) : [];
+  const customers = plan && planTags(plan)["tollgate:customer-quota"] !== undefined ? await customersSection(plan, keys) : [];
   if (plan) body.push(...(await usageSection(plan, keys, sel, cleanups)), ...customers);
   body.push(liveSection(apiNames, cleanups));
   return { title: "Usage", body, cleanup: () => cleanups.forEach((f) => f()) };
@@ -162,7 +162,7 @@ async function usageSection(plan, keys, sel, cleanups) {
   const totalRequests = requests.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
   const howMuch = unit.units === "units" ? `${countText(total, plan)} over ${totalRequests} ${totalRequests === 1 ? "request" : "requests"}` : countText(total, plan);
-  let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, plan.tags)}${key ? "" : " per key"}.`;
+  let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, planTags(plan))}${key ? "" : " per key"}.`;
   const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
   if (adjustment !== 0) {
     caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key ${unit.units === "units" ? "used" : "made"} ${countText(period.requests[period.requests.length - 1], plan)}.`;
@@ -228,7 +228,7 @@ async function customersSection(plan, planKeys) {
   const alone = keys.filter((k) => !k.customerId).length;
   return [
     h("h2", {}, "Customer budgets"),
-    h("p", { class: "hint" }, `Customer quota: ${countText(Number(plan.tags["tollgate:customer-quota"]), plan)} per ${plan.quota ? plan.quota.period : "period"}, shared by every key of the plan with the same customer ID, in the current period (on the limiter's clock).`,
+    h("p", { class: "hint" }, `Customer quota: ${countText(Number(planTags(plan)["tollgate:customer-quota"]), plan)} per ${plan.quota ? plan.quota.period : "period"}, shared by every key of the plan with the same customer ID, in the current period (on the limiter's clock).`,
       alone ? ` ${alone} ${alone === 1 ? "key has" : "keys have"} no customer ID: each is its own customer.` : ""),
     table({
       caption: "Customer budgets",
