@@ -90,9 +90,9 @@ func TestCostDecidedAndIfMissing(t *testing.T) {
 func TestCostFieldsWinOverTheirTags(t *testing.T) {
 	t.Parallel()
 	p := plans.UsagePlan{Name: "llm", Quota: &plans.Quota{Limit: 100, Period: plans.PeriodMonth},
-		Tags: map[string]string{plans.CostTag: "json:usage.total_tokens", plans.CostReserveTag: "40", plans.CustomerQuotaTag: "300"},
+		Tags:         map[string]string{plans.CostTag: "json:usage.total_tokens", plans.CostReserveTag: "40", plans.CustomerQuotaTag: "300"},
 		CostSettings: &plans.CostSettings{Header: "X-Tokens", IfMissing: "0"},
-		ApiStages: []plans.ApiStage{{ApiID: "a", Stage: "prod", MethodCosts: map[string]int32{"~1models/GET": 0}}}}
+		ApiStages:    []plans.ApiStage{{ApiID: "a", Stage: "prod", MethodCosts: map[string]int32{"~1models/GET": 0}}}}
 	p.Normalize()
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
