@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -159,5 +160,48 @@ func TestFlushRecordsCustomerAlertsOverTheirKeys(t *testing.T) {
 	must(t, err)
 	if len(alerts) != 2 || alerts[0].Scope != plans.AlertScopeCustomer || alerts[1].Scope != plans.AlertScopeCustomer {
 		t.Fatalf("acme's alerts %+v", alerts)
+	}
+}
+
+// What a restore writes back of each customer quota: per plan with one
+// (the field or the tag), each customer's keys' counts of the period that
+// holds now summed (an anchored, zoned period as the plan says; a key's
+// state of an earlier period not counted), a key without a customer its
+// own; a plan without a customer quota has none.
+func TestCustomerQuotaUsagesSumTheKeysOfTheCurrentPeriod(t *testing.T) {
+	db := newDB(t)
+	native := &plans.UsagePlan{Name: "native", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth},
+		CustomerBudget: &plans.CustomerQuota{Limit: 10}}
+	tokyo := &plans.UsagePlan{Name: "tokyo", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth},
+		Tags: map[string]string{plans.CustomerQuotaTag: "10", plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}}
+	none := &plans.UsagePlan{Name: "none", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth}}
+	for _, p := range []*plans.UsagePlan{native, tokyo, none} {
+		must(t, db.CreateUsagePlan(ctx, p))
+	}
+	key := func(customer string) string {
+		k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: customer}
+		must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
+		return k.ID
+	}
+	k1, k2, own := key("acme"), key("acme"), key("")
+	now := time.Date(2027, 3, 20, 0, 0, 0, 0, time.UTC)
+	month := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+	anchored := time.Date(2027, 3, 14, 15, 0, 0, 0, time.UTC) // the 15th in Tokyo
+	flush(t, db, quotaSeen(native.ID, k1, month, 3, 1), quotaSeen(native.ID, k2, month, 4, 1), quotaSeen(native.ID, own, month, 2, 1),
+		quotaSeen(tokyo.ID, k1, anchored, 5, 1), quotaSeen(tokyo.ID, k2, anchored.AddDate(0, -1, 0), 9, 1),
+		quotaSeen(none.ID, k1, month, 7, 1))
+	uses, err := db.CustomerQuotaUsages(ctx, now)
+	must(t, err)
+	got := map[string]int64{}
+	for _, u := range uses {
+		start := map[string]time.Time{native.ID: month, tokyo.ID: anchored}[u.PlanID]
+		if !u.PeriodStart.Equal(start) {
+			t.Fatalf("%+v: period start %v, want %v", u, u.PeriodStart, start)
+		}
+		got[u.PlanID+"/"+u.CustomerID+"/"+u.KeyID] = u.Used
+	}
+	want := map[string]int64{native.ID + "/acme/": 7, native.ID + "//" + own: 2, tokyo.ID + "/acme/": 5}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("customer quota uses %v, want %v", got, want)
 	}
 }

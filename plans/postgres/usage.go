@@ -208,14 +208,14 @@ func (db *DB) QuotaUsages(ctx context.Context, afterKeyID, afterPlanID string, l
 }
 
 // CustomerQuotaUsages returns, for every plan with a customer quota
-// (tollgate:customer-quota), what the ledger knows each customer used of
+// (customerQuota, or the tag tollgate:customer-quota), what the ledger knows each customer used of
 // it in the plan's quota period that holds now (the limiter's time): what
 // a restore writes back (docs/usage.md, "Restore after a loss").
 func (db *DB) CustomerQuotaUsages(ctx context.Context, now time.Time) ([]plans.CustomerQuotaUsage, error) {
 	var out []plans.CustomerQuotaUsage
 	err := db.readBulk(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
 		out = out[:0] // a retried read starts over
-		rows, _ := tx.Query(ctx, `SELECT `+planCols+` FROM usage_plans WHERE quota_limit IS NOT NULL AND tags ? $1 ORDER BY id`,
+		rows, _ := tx.Query(ctx, `SELECT `+planCols+` FROM usage_plans WHERE quota_limit IS NOT NULL AND (customer_quota IS NOT NULL OR tags ? $1) ORDER BY id`,
 			plans.CustomerQuotaTag)
 		rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[planRow])
 		if err != nil {
