@@ -16,6 +16,15 @@ func quotaSeen(planID, keyID string, start time.Time, count, seq int64) plans.Us
 	return plans.UsageObservation{KeyID: keyID, PlanID: planID, Quota: &plans.QuotaCount{PeriodStart: start, Count: count, Seq: seq}}
 }
 
+// customerKey creates an enabled key of customer ("" for none) and
+// returns its id.
+func customerKey(t *testing.T, db *postgres.DB, customer string) string {
+	t.Helper()
+	k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: customer}
+	must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
+	return k.ID
+}
+
 // outbox returns the bodies of the quota.threshold webhooks enqueued.
 func thresholdWebhooks(t *testing.T, db *postgres.DB) []map[string]any {
 	t.Helper()
@@ -126,12 +135,7 @@ func TestFlushRecordsCustomerAlertsOverTheirKeys(t *testing.T) {
 	p := &plans.UsagePlan{Name: "shared", Quota: &plans.Quota{Limit: 1000, Period: plans.PeriodMonth},
 		Tags: map[string]string{plans.AlertsTag: "50,100", "tollgate:customer-quota": "10"}}
 	must(t, db.CreateUsagePlan(ctx, p))
-	key := func(customer string) string {
-		k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: customer}
-		must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
-		return k.ID
-	}
-	k1, k2, own := key("acme"), key("acme"), key("")
+	k1, k2, own := customerKey(t, db, "acme"), customerKey(t, db, "acme"), customerKey(t, db, "")
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 	flush(t, db, quotaSeen(p.ID, k1, start, 3, 1), quotaSeen(p.ID, k2, start, 1, 1))
@@ -178,12 +182,7 @@ func TestCustomerQuotaUsagesSumTheKeysOfTheCurrentPeriod(t *testing.T) {
 	for _, p := range []*plans.UsagePlan{native, tokyo, none} {
 		must(t, db.CreateUsagePlan(ctx, p))
 	}
-	key := func(customer string) string {
-		k := &plans.ApiKey{Name: "k", Enabled: true, Value: plans.NewKeyValue(), CustomerID: customer}
-		must(t, db.CreateApiKey(ctx, k, plans.HashKey(k.Value, nil)))
-		return k.ID
-	}
-	k1, k2, own := key("acme"), key("acme"), key("")
+	k1, k2, own := customerKey(t, db, "acme"), customerKey(t, db, "acme"), customerKey(t, db, "")
 	now := time.Date(2027, 3, 20, 0, 0, 0, 0, time.UTC)
 	month := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
 	anchored := time.Date(2027, 3, 14, 15, 0, 0, 0, time.UTC) // the 15th in Tokyo
