@@ -75,7 +75,7 @@ func KeyExpiry(tags map[string]string) (t time.Time, ok bool, err error) {
 	}
 	t, err = ParseTime(v)
 	if err != nil {
-		return time.Time{}, false, Invalid("tags", "tag %s %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z", ExpiresAtTag, v)
+		return time.Time{}, false, Invalid("tags."+ExpiresAtTag, "tag %s %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z", ExpiresAtTag, v)
 	}
 	return t, true, nil
 }

@@ -126,7 +126,7 @@ func TestKeyExpiryFollowsItsTag(t *testing.T) {
 		k.Tags = map[string]string{plans.ExpiresAtTag: "next tuesday"}
 		return nil
 	})
-	wantErr(t, err, plans.KindInvalid, "tags")
+	wantErr(t, err, plans.KindInvalid, "tags."+plans.ExpiresAtTag)
 	if !strings.Contains(plans.ErrorMessage(err), plans.ExpiresAtTag) {
 		t.Errorf("got %v, want the message to name %s", err, plans.ExpiresAtTag)
 	}
