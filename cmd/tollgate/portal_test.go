@@ -159,6 +159,7 @@ func TestPortal(t *testing.T) {
 
 	p.Viewport(390, 844)
 	p.Role("link", "Keys").Click()
+	p.Role("heading", "Keys")
 	p.Screenshot("portal-keys-phone")
 	if probs := p.Problems(); len(probs) > 0 {
 		t.Errorf("the page reported problems (exceptions, console errors or CSP violations):\n%s", strings.Join(probs, "\n"))

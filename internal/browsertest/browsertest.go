@@ -199,9 +199,18 @@ func (p *Page) Eventually(what string, check func() error) {
 // directory and returns its path.
 func (p *Page) Screenshot(name string) string {
 	p.tb.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, Wait)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	// A capture asked for while the page navigates can go unanswered:
+	// each try has a third of Wait, and the next starts on a settled page.
+	var png []byte
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(p.ctx, Wait/3)
+		png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		cancel()
+		if err == nil || p.ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		p.tb.Fatalf("screenshot %s: %v", name, err)
 	}
