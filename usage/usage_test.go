@@ -207,6 +207,16 @@ func TestUsageSourceFailedDrainHoldsNothing(t *testing.T) {
 }
 
 // memLedger is a RestoreLedger in memory (one page: tests hold few rows).
+// mustToday returns the UTC day of the limiter Redis's clock.
+func mustToday(t *testing.T, l *Limiter) time.Time {
+	t.Helper()
+	now, err := l.Now(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plans.UTCDate(now)
+}
+
 type memLedger struct {
 	quotas    []plans.QuotaUsage // in (key, plan) order
 	days      []plans.UsageDay
@@ -255,11 +265,7 @@ func TestRestoreWritesTheLedgerBackBeforeKeysAreAdmittedAgain(t *testing.T) {
 		p := mustPair(t, b, nil, true)
 		e, l := p.e, p.l
 		ctx := t.Context()
-		now, err := l.Now(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		today := plans.UTCDate(now)
+		today := mustToday(t, l)
 		if _, err := e.Decide(ctx, quotaRequest("used")); !errors.Is(err, limit.ErrNotRestored) {
 			t.Fatalf("before the restore: got %v, want ErrNotRestored", err)
 		}
@@ -349,11 +355,7 @@ func TestRestoreWritesCustomerQuotasBackBeforeTheirKeysAreAdmitted(t *testing.T)
 		p := mustPair(t, b, nil, true)
 		e, l := p.e, p.l
 		ctx := t.Context()
-		now, err := l.Now(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		today := plans.UTCDate(now)
+		today := mustToday(t, l)
 		ledger := &memLedger{
 			quotas: []plans.QuotaUsage{
 				{KeyID: "a1", PlanID: "p1", QuotaCount: plans.QuotaCount{PeriodStart: today, Count: 2, Seq: 3}},
@@ -416,11 +418,7 @@ func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
 		if _, err := l.Restore(ctx, &memLedger{}); err != nil {
 			t.Fatal(err)
 		}
-		now, err := l.Now(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		today := plans.UTCDate(now)
+		today := mustToday(t, l)
 		for i, counted := range []bool{true, true, false} {
 			d, err := e.Decide(ctx, req)
 			if err != nil || !d.Allowed {
