@@ -52,15 +52,8 @@ func TestClusterFailoverDecidesAgainWithinTwoSecondsOfThePromotion(t *testing.T)
 			t.Fatalf("before the failover: %+v, %v", d, err)
 		}
 	}
-	for { // the decisions replicated (what a failover loses is another test's: failover_test.go)
-		n, err := masters[0].Client.Do(t.Context(), "wait", 1, 1000).Int()
-		if err != nil {
-			t.Fatalf("WAIT: %v", err)
-		}
-		if n >= 1 {
-			break
-		}
-	}
+	// the decisions replicated (what a failover loses is another test's: failover_test.go)
+	masters[0].WaitReplicated(t, replicas[0])
 	masters[0].Kill(t)
 	// decisions meanwhile fail (the slot's master is gone): as the gateway would, keep asking
 	stop := make(chan struct{})

@@ -394,6 +394,38 @@ func MustClusterWithReplicas(tb testing.TB, masters, replicas int, args ...strin
 	return c, nodes, reps
 }
 
+// WaitReplicated waits until replica has applied every write its master s
+// had taken when called. WAIT cannot say this for another client's writes:
+// it counts acknowledgements of the calling connection's own last write.
+func (s *Server) WaitReplicated(tb testing.TB, replica *Server) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offset := func(c *redis.Client, field string) int64 {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return -1
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return -1
+	}
+	want := offset(s.Client, "master_repl_offset")
+	if want < 0 {
+		tb.Fatalf("redistest: no replication offset on %s", s.Addr)
+	}
+	for offset(replica.Client, "slave_repl_offset") < want {
+		if ctx.Err() != nil {
+			tb.Fatalf("redistest: replica %s did not reach offset %d of %s", replica.Addr, want, s.Addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Kill kills the server's process (SIGKILL), as a machine that dies.
 func (s *Server) Kill(tb testing.TB) {
 	tb.Helper()
