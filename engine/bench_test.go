@@ -193,6 +193,28 @@ func BenchmarkResolve(b *testing.B) {
 // leases off and on (docs/leases.md); trips/op is the Redis round trips
 // (decisions and lease give-backs) per decision.
 func BenchmarkDecideHotKey(b *testing.B) {
+	benchHot(b, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 1<<30) })
+}
+
+// BenchmarkDecideHotRuleKey is BenchmarkDecideHotKey for a request that a
+// TOKEN_BUCKET rate-limit rule also limits (never refusing), from 8 and
+// 32 goroutines (docs/leases.md, "Rate-limit rules").
+func BenchmarkDecideHotRuleKey(b *testing.B) {
+	for _, callers := range []int{8, 32} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			benchHot(b, callers, func() *limit.Request {
+				r := hotRequest(1e6, 1<<30, 1<<30)
+				r.Rules = []limit.Rule{{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: limit.TokenBucket,
+					RateLimit: 1e6, BurstLimit: 1 << 30, Private: true}}
+				return r
+			})
+		})
+	}
+}
+
+// benchHot decides req's requests from callers goroutines, leases off and
+// on, reporting trips/op.
+func benchHot(b *testing.B, callers int, req func() *limit.Request) {
 	for _, lc := range []struct {
 		name string
 		life time.Duration
@@ -208,11 +230,11 @@ func BenchmarkDecideHotKey(b *testing.B) {
 				top = limit.Stack(l, leases.Layer)
 			}
 			b.ReportAllocs()
-			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 			before := l.r.trips.Load()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					d, err := top.Decide(b.Context(), hotRequest(1e6, 1<<30, 1<<30))
+					d, err := top.Decide(b.Context(), req())
 					if err != nil || !d.Allowed {
 						b.Fatal(d, err)
 					}

@@ -45,7 +45,8 @@ var propCosts = []int32{limit.NoCost, 0, 1, 2, 3, 7, 50}
 type propConfig struct {
 	plan, method, stage, account plans.Throttle
 	quota                        plans.Quota
-	customer                     int32 // the customer quota of a run with costs
+	customer                     int32          // the customer quota of a run with costs
+	rule                         plans.Throttle // the TOKEN_BUCKET rule of a run with a rule
 }
 
 // propRun drives the script and the reference model (limittest.Model)
@@ -67,6 +68,9 @@ type propRun struct {
 	// costs: each decision draws its cost, and both keys share a customer
 	// quota (cfg.customer).
 	costs bool
+	// rule: both keys' requests have a TOKEN_BUCKET rule (cfg.rule) that
+	// counts them together.
+	rule bool
 }
 
 // request builds the request of key k (0 or 1), via the plan bucket or
@@ -78,20 +82,29 @@ func (p *propRun) request(k int, viaMethod bool) *limit.Request {
 			Method: "GET", Path: "/pets"}
 	}
 	q := p.cfg.quota
-	return &limit.Request{KeyID: fmt.Sprintf("key%d", k), PlanID: "plan1", API: "api1", Stage: "prod",
+	req := &limit.Request{KeyID: fmt.Sprintf("key%d", k), PlanID: "plan1", API: "api1", Stage: "prod",
 		Buckets: []limit.Bucket{first,
 			{Level: limit.LevelStage, RateLimit: p.cfg.stage.RateLimit, BurstLimit: p.cfg.stage.BurstLimit, Method: "GET", Path: "/pets"},
 			{Level: limit.LevelAccount, RateLimit: p.cfg.account.RateLimit, BurstLimit: p.cfg.account.BurstLimit},
 		},
 		Quota: &limit.Quota{Limit: q.Limit, Period: q.Period, Offset: q.Offset},
 	}
+	if p.rule {
+		req.Rules = []limit.Rule{{Name: "tb", Counter: "cnt-tb", Value: "all", Algorithm: limit.TokenBucket,
+			RateLimit: p.cfg.rule.RateLimit, BurstLimit: p.cfg.rule.BurstLimit}}
+	}
+	return req
 }
 
 // change applies one limit change chosen by two bytes.
 func (p *propRun) change() {
 	what, v := p.ops.Next(), p.ops.Next()
 	t := plans.Throttle{RateLimit: proptest.Pick(propRates, v), BurstLimit: proptest.Pick(propBursts, v/16)}
-	switch what % 5 {
+	kinds := byte(5)
+	if p.rule {
+		kinds = 6
+	}
+	switch what % kinds {
 	case 0:
 		p.cfg.plan = t
 	case 1:
@@ -100,6 +113,8 @@ func (p *propRun) change() {
 		p.cfg.stage = t
 	case 3:
 		p.cfg.account = t
+	case 5:
+		p.cfg.rule = t
 	default:
 		if p.costs && v%4 == 1 {
 			p.cfg.customer = proptest.Pick(propLimits, v/4) * 3
@@ -199,6 +214,9 @@ func (p *propRun) keysOf(req *limit.Request) []string {
 	for _, b := range kr.Buckets {
 		keys = append(keys, b.Key)
 	}
+	for _, r := range kr.Rules {
+		keys = append(keys, r.Key)
+	}
 	return keys
 }
 
@@ -208,11 +226,11 @@ func (p *propRun) keysOf(req *limit.Request) []string {
 // the model mirrors, is what is under test here (TTLs are tested in
 // redis_test.go), and a stall of the test machine must not fail it.
 func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
-	var kr keyedRequest
-	var q, cq keyedQuota
-	p.l.res.resolve(req, &kr, nil, &q, &cq)
+	c := &call{ctx: p.ctx, done: make(chan struct{})}
+	p.l.res.resolve(req, &c.own, nil, &c.ownQuota, &c.ownCust)
+	c.req = &c.own
 	a := newRunArgs()
-	a.addDecision(&kr, nil, rulesAt{}, customerAt{}, 0)
+	a.addDecision(c.req, nil, rulesAt{}, customerAt{}, 0)
 	keys, args, _ := a.build(runOpts{clock: p.l.r.clockArg(), leaseUS: p.l.r.leaseHoldUS})
 	pipe := p.l.r.rdb.TxPipeline()
 	cmd := queueOnce(p.ctx, pipe, keys, args)
@@ -224,11 +242,12 @@ func (p *propRun) decideTx(req *limit.Request) (limit.Decision, error) {
 	if err != nil {
 		return limit.Decision{}, err
 	}
-	rr, err := decodeRunReply(reply, 1, 0)
+	rr, err := decodeRunReply(reply, 1, len(c.req.Rules))
 	if err != nil {
 		return limit.Decision{}, err
 	}
-	return parseDecision(&rr.decisions[0], &kr), nil
+	c.res, c.rules = rr.decisions[0], rr.rules
+	return p.l.result(c)
 }
 
 // checkUsage compares the usage hashes with the model's counts of
@@ -330,13 +349,26 @@ func TestCostsAndCustomerQuotaMatchModel(t *testing.T) {
 // every level has left, 1 near empty) and lease ends that give back
 // what was not spent (less the refill of the hold) and count usage.
 func TestLeaseSizingAndGiveBackMatchModel(t *testing.T) {
-	seededRuns(t, 0x1ea5e, func(p *propRun) {
-		p.leases = true
-		// room for leases of many, until a drawn change
-		p.cfg.plan, p.cfg.method = plans.Throttle{RateLimit: 100, BurstLimit: 400}, plans.Throttle{RateLimit: 7, BurstLimit: 200}
-		p.cfg.stage, p.cfg.account = plans.Throttle{RateLimit: 1000, BurstLimit: 1000}, plans.Throttle{RateLimit: 10000, BurstLimit: 4000}
-		p.cfg.quota.Limit = 1000
+	seededRuns(t, 0x1ea5e, leaseRun)
+}
+
+// The same with a TOKEN_BUCKET rule both keys' requests count in: a lease
+// takes its tokens too (at most a quarter), refuses with its lease wait,
+// and gives its unspent tokens back as a bucket's (docs/leases.md).
+func TestRuleLeaseSizingAndGiveBackMatchModel(t *testing.T) {
+	seededRuns(t, 0x1ea5eb, func(p *propRun) {
+		leaseRun(p)
+		p.rule, p.cfg.rule = true, plans.Throttle{RateLimit: 50, BurstLimit: 300}
 	})
+}
+
+// leaseRun sets p up to take leases, with room for leases of many until
+// a drawn change.
+func leaseRun(p *propRun) {
+	p.leases = true
+	p.cfg.plan, p.cfg.method = plans.Throttle{RateLimit: 100, BurstLimit: 400}, plans.Throttle{RateLimit: 7, BurstLimit: 200}
+	p.cfg.stage, p.cfg.account = plans.Throttle{RateLimit: 1000, BurstLimit: 1000}, plans.Throttle{RateLimit: 10000, BurstLimit: 4000}
+	p.cfg.quota.Limit = 1000
 }
 
 func FuzzLimiterVsModel(f *testing.F) {

@@ -13,7 +13,8 @@ import (
 const unleaseTimeout = time.Second
 
 // Unlease ends capacity leases (engine/lease): each lease's unspent units
-// go back to every level it took them from (op "unlease"), and the
+// go back to every level it took them from (op "unlease"; a TOKEN_BUCKET
+// rule's state as a bucket's), and the
 // requests the node admitted on it are counted in usage on the UTC day of
 // its take. One run per slot, in one pipeline on Redis Cluster. A run is
 // sent once (a charging run: see onceCmd); when it fails, its unspent
@@ -45,12 +46,13 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		var q keyedQuota
 		e.res.resolve(rt.Req, &kr, nil, &q, nil)
 		home := slotOf(kr.home())
+		buckets := leasedBuckets(&kr)
 		// the lease's part in each slot: its buckets there, and in its
 		// home slot its quota and usage
 		parts := map[int][]int{}
 		var partSlots []int
-		for i := range kr.Buckets {
-			s := slotOf(kr.Buckets[i].Key)
+		for i, key := range buckets {
+			s := slotOf(key)
 			if _, ok := parts[s]; !ok {
 				partSlots = append(partSlots, s)
 			}
@@ -79,7 +81,7 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 			}
 			sl.spec = ls.Append(sl.spec)
 			for _, bi := range parts[s] {
-				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, kr.Buckets[bi].Key), Taken: rt.Taken,
+				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, buckets[bi]), Taken: rt.Taken,
 					Unspent: rt.Unspent, TakenAtUS: rt.At.UnixMicro()}
 				sl.spec = b.Append(sl.spec)
 			}
@@ -107,4 +109,20 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		}
 	}
 	return nil
+}
+
+// leasedBuckets returns the state keys of the token buckets a lease of kr
+// took tokens of: its buckets, then its TOKEN_BUCKET rules (the only
+// rules a lease takes: decide.lua).
+func leasedBuckets(kr *keyedRequest) []string {
+	keys := make([]string, 0, len(kr.Buckets)+len(kr.Rules))
+	for i := range kr.Buckets {
+		keys = append(keys, kr.Buckets[i].Key)
+	}
+	for i := range kr.Rules {
+		if kr.Rules[i].Rule.Algorithm == limit.TokenBucket {
+			keys = append(keys, kr.Rules[i].Key)
+		}
+	}
+	return keys
 }

@@ -1,6 +1,7 @@
 // Package lease is the limiter layer of capacity leases (docs/leases.md):
-// a hot request shape (the same key, plan, stage and buckets) takes
-// several tokens and quota units in the decision that admits it
+// a hot request shape (the same key, plan, stage, buckets and
+// TOKEN_BUCKET rules) takes several tokens and quota units in the
+// decision that admits it
 // (limit.Request.Want), and the node admits further requests of that shape
 // against the rest, without a round trip, for at most the lease lifetime
 // L; then it gives back what it did not spend, with the usage of what it
@@ -27,6 +28,7 @@ package lease
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,6 +71,8 @@ const (
 	// maxBuckets is the most buckets a leased shape has (plan, stage,
 	// account).
 	maxBuckets = 4
+	// maxRules is the most rate-limit rules a leased shape has.
+	maxRules = 4
 )
 
 // Unleaser gives back ended leases: the engine below the layers.
@@ -109,14 +113,16 @@ type Table struct {
 	idleCh  chan struct{}
 }
 
-// shape names the limits of a request: its key, plan, stage, buckets and
+// shape names the limits of a request: its key, plan, stage, buckets,
+// rules (each rule's state: its counter and the value counted) and
 // whether it has a quota (their state is what a lease takes from).
 type shape struct {
 	keyID, planID, api, stage string
 	quota, uncounted          bool
-	n                         int
+	n, nr                     int
 	levels                    [maxBuckets]limit.Level
 	methods, paths            [maxBuckets]string
+	counters, values          [maxRules]string
 }
 
 // entry is one shape's rate estimate, decisions in progress and open
@@ -174,22 +180,30 @@ type decider struct {
 }
 
 // shapeOf returns req's shape; ok is false when req cannot take a lease:
-// it has rules (decided per request), more buckets than a shape holds, no
+// it has a rule of another algorithm than TOKEN_BUCKET (decided per
+// request: docs/leases.md), more buckets or rules than a shape holds, no
 // limit at all, a cost other than one unit or a customer quota (decided
 // in Redis every time: docs/cost.md). A request that reads the stage
 // cache with its decision (req.Along) takes leases as any other: admitted
 // on a lease, it leaves the read undone, and the engine's DecideLookup
 // reads in a round trip of its own (no script run).
 func shapeOf(req *limit.Request) (s shape, ok bool) {
-	if len(req.Rules) > 0 || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) ||
+	if len(req.Rules) > maxRules || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) ||
 		req.Units() != 1 || req.CustomerQuota != nil {
 		return s, false
 	}
 	s = shape{keyID: req.KeyID, planID: req.PlanID, api: req.API, stage: req.Stage, quota: req.Quota != nil,
-		uncounted: req.Uncounted, n: len(req.Buckets)}
+		uncounted: req.Uncounted, n: len(req.Buckets), nr: len(req.Rules)}
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
 		s.levels[i], s.methods[i], s.paths[i] = b.Level, b.Method, b.Path
+	}
+	for i := range req.Rules {
+		r := &req.Rules[i]
+		if r.Algorithm != limit.TokenBucket {
+			return s, false
+		}
+		s.counters[i], s.values[i] = r.Counter, r.Value
 	}
 	return s, true
 }
@@ -274,7 +288,8 @@ func (t *Table) finished(s *shape) {
 // sameLimits reports whether req asks for the limits l was taken under (a
 // lower limit, or any change, voids the lease).
 func (l *lease) sameLimits(req *limit.Request) bool {
-	if req.Version != l.req.Version || len(req.Buckets) != len(l.req.Buckets) || (req.Quota == nil) != (l.req.Quota == nil) {
+	if req.Version != l.req.Version || len(req.Buckets) != len(l.req.Buckets) || (req.Quota == nil) != (l.req.Quota == nil) ||
+		!slices.Equal(req.Rules, l.req.Rules) {
 		return false
 	}
 	for i := range req.Buckets {
@@ -400,8 +415,15 @@ func (l *lease) decision(now time.Time) limit.Decision {
 }
 
 // credit counts n units a node holds on a lease as remaining in d's header
-// states (copies: d's states may be shared).
+// states and rule outcomes (copies: d's may be shared).
 func credit(d *limit.Decision, n int64) {
+	if d.Rules != nil {
+		rules := slices.Clone(d.Rules)
+		for i := range rules {
+			rules[i].State.Remaining += n
+		}
+		d.Rules = rules
+	}
 	if d.Plan != nil {
 		p := *d.Plan
 		p.Remaining += n
@@ -450,6 +472,7 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 	expires := sent.Add(min(t.life, boundary(d).Sub(d.Now)))
 	l := &lease{req: *req, taken: d.Granted, left: d.Granted - 1, sent: sent, expires: expires, take: *d}
 	l.req.Buckets = append([]limit.Bucket(nil), req.Buckets...)
+	l.req.Rules = slices.Clone(req.Rules)
 	l.req.Along = nil
 	if req.Quota != nil {
 		q := *req.Quota

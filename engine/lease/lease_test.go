@@ -44,6 +44,38 @@ const (
 // ways are the ways every lease test runs its requests.
 var ways = []way{plain, cached}
 
+// form is what limits a test's requests: the plan's throttle, or a
+// TOKEN_BUCKET rate-limit rule (docs/leases.md, "Rate-limit rules"); hot
+// builds the request of a throttle of rate and burst and a DAY quota
+// (none when 0).
+type form struct {
+	name string
+	hot  func(rate float64, burst, quota int32) *limit.Request
+}
+
+// forms are the forms every lease test runs its requests in.
+var forms = []form{{"plan throttle", limittest.HotRequest}, {"token bucket rule", limittest.HotRuleRequest}}
+
+// eachForm runs test in parallel for every form.
+func eachForm(t *testing.T, test func(*testing.T, form)) {
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, f)
+		})
+	}
+}
+
+// eachCase runs test in parallel for every way and form.
+func eachCase(t *testing.T, test func(*testing.T, way, form)) {
+	for _, w := range ways {
+		t.Run(string(w), func(t *testing.T) {
+			t.Parallel()
+			eachForm(t, func(t *testing.T, f form) { test(t, w, f) })
+		})
+	}
+}
+
 // lookupDecider decides as a caching method's request: DecideLookup
 // through the node's layers. An admitted request whose stage cache could
 // not be read is an error.
@@ -95,8 +127,6 @@ func mustNodesAs(tb testing.TB, n int, clock *clocktest.Clock, w way) []*node {
 	}
 	return nodes
 }
-
-var hotRequest = limittest.HotRequest
 
 // load runs workers goroutines per node, each deciding req (a fresh copy
 // per call) until stop returns true; it calls seen with every decision
@@ -177,27 +207,27 @@ func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
 	onNodes(t, []int{2, 4}, leasedQuotaAdmitsExactlyItsLimit)
 }
 
-// onNodes runs test in parallel on fresh nodes, for every way and every
+// onNodes runs test in parallel on fresh nodes, for every way, form and
 // node count of counts.
-func onNodes(t *testing.T, counts []int, test func(*testing.T, []*node)) {
-	for _, w := range ways {
+func onNodes(t *testing.T, counts []int, test func(*testing.T, []*node, form)) {
+	eachCase(t, func(t *testing.T, w way, f form) {
 		for _, n := range counts {
-			t.Run(fmt.Sprintf("%s/%d nodes", w, n), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 				t.Parallel()
-				test(t, mustNodesAs(t, n, nil, w))
+				test(t, mustNodesAs(t, n, nil, w), f)
 			})
 		}
-	}
+	})
 }
 
 // leasedQuotaAdmitsExactlyItsLimit loads nodes until a DAY quota is spent.
-func leasedQuotaAdmitsExactlyItsLimit(t *testing.T, nodes []*node) {
+func leasedQuotaAdmitsExactlyItsLimit(t *testing.T, nodes []*node, f form) {
 	const quota = 6000
 	var admitted atomic.Int64
 	// until a second with no admission: a lease may end unspent while its
 	// node's workers stop, and its units come back
 	stop := quiet(&admitted, time.Now().Add(20*time.Second))
-	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }, stop, countInto(&admitted))
+	load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, quota) }, stop, countInto(&admitted))
 	if got := admitted.Load(); got != quota {
 		t.Fatalf("admitted: got %d, want %d", got, quota)
 	}
@@ -222,12 +252,12 @@ func TestLeasedThrottleStaysWithinItsBound(t *testing.T) {
 
 // leasedThrottleStaysWithinItsBound loads nodes for 1.5 s on a throttle
 // and checks its admissions against the bounds.
-func leasedThrottleStaysWithinItsBound(t *testing.T, nodes []*node) {
+func leasedThrottleStaysWithinItsBound(t *testing.T, nodes []*node, f form) {
 	const rate, burst = 4000.0, 400
 	var mu sync.Mutex
 	var times []time.Time
 	end := time.Now().Add(1500 * time.Millisecond)
-	decided := load(t, nodes, 8, func() *limit.Request { return hotRequest(rate, burst, 0) },
+	decided := load(t, nodes, 8, func() *limit.Request { return f.hot(rate, burst, 0) },
 		func() bool { return time.Now().After(end) },
 		func(d limit.Decision) {
 			if d.Allowed {
@@ -263,40 +293,37 @@ func leasedThrottleStaysWithinItsBound(t *testing.T, nodes []*node) {
 // concurrent callers is admitted on leases.
 func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 	t.Parallel()
-	for _, w := range ways {
-		t.Run(string(w), func(t *testing.T) {
-			t.Parallel()
-			nodes := mustNodesAs(t, 1, nil, w)
-			n := nodes[0]
-			for range 10 {
-				if _, err := n.top.Decide(t.Context(), hotRequest(1000, 1000, 0)); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
+	eachCase(t, func(t *testing.T, w way, f form) {
+		nodes := mustNodesAs(t, 1, nil, w)
+		n := nodes[0]
+		for range 10 {
+			if _, err := n.top.Decide(t.Context(), f.hot(1000, 1000, 0)); err != nil {
+				t.Fatal(err)
 			}
-			if got := n.e.Trips(); got != 10 {
-				t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
+			time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
+		}
+		if got := n.e.Trips(); got != 10 {
+			t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
+		}
+		before := n.e.Trips()
+		for range 1000 {
+			if _, err := n.top.Decide(t.Context(), f.hot(1e6, 1<<30, 0)); err != nil {
+				t.Fatal(err)
 			}
-			before := n.e.Trips()
-			for range 1000 {
-				if _, err := n.top.Decide(t.Context(), hotRequest(1e6, 1<<30, 0)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := n.e.Trips() - before; got != 1000 {
-				t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
-			}
-			before = n.e.Trips()
-			var decided atomic.Int64
-			load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 0) },
-				func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
-			// (a node whose round trips take over L/2 pauses its leases: only
-			// fewer round trips than requests is certain on a busy machine)
-			if got := n.e.Trips() - before; got >= decided.Load() {
-				t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
-			}
-		})
-	}
+		}
+		if got := n.e.Trips() - before; got != 1000 {
+			t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
+		}
+		before = n.e.Trips()
+		var decided atomic.Int64
+		load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, 0) },
+			func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
+		// (a node whose round trips take over L/2 pauses its leases: only
+		// fewer round trips than requests is certain on a busy machine)
+		if got := n.e.Trips() - before; got >= decided.Load() {
+			t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
+		}
+	})
 }
 
 // A refused request takes nothing, and a lease shrinks to one as the
@@ -305,18 +332,20 @@ func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 // further.
 func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 	t.Parallel()
-	nodes := mustNodes(t, 1, nil)
-	const quota = 500
-	var admitted atomic.Int64
-	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, quota) },
-		quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
-	if got := admitted.Load(); got != quota {
-		t.Fatalf("admitted %d, want %d", got, quota)
-	}
-	nodes[0].t.Close()
-	if _, left := usage(t, nodes[0], quota); left != 0 {
-		t.Fatalf("quota left %d, want 0", left)
-	}
+	eachForm(t, func(t *testing.T, f form) {
+		nodes := mustNodes(t, 1, nil)
+		const quota = 500
+		var admitted atomic.Int64
+		load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, quota) },
+			quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+		if got := admitted.Load(); got != quota {
+			t.Fatalf("admitted %d, want %d", got, quota)
+		}
+		nodes[0].t.Close()
+		if _, left := usage(t, nodes[0], quota); left != 0 {
+			t.Fatalf("quota left %d, want 0", left)
+		}
+	})
 }
 
 // A config change ends every open lease at once (push event:
@@ -325,10 +354,14 @@ func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 // unspent units went back.
 func TestConfigChangeVoidsLeases(t *testing.T) {
 	t.Parallel()
+	eachForm(t, configChangeVoidsLeases)
+}
+
+func configChangeVoidsLeases(t *testing.T, f form) {
 	nodes := mustNodes(t, 1, nil)
 	n := nodes[0]
 	var sent atomic.Int64
-	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 100000) },
+	load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, 100000) },
 		func() bool { return openLeft(n.t) > 0 || sent.Load() > 100000 }, func(limit.Decision) { sent.Add(1) })
 	if openLeft(n.t) == 0 {
 		t.Fatalf("no open lease after %d requests of a hot key", sent.Load())
@@ -338,9 +371,9 @@ func TestConfigChangeVoidsLeases(t *testing.T) {
 		t.Fatalf("after a change: %d units still on open leases, want 0", open)
 	}
 	// more than the lowered quota admitted before the change
-	load(t, nodes, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 100000) },
+	load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, 100000) },
 		func() bool { return sent.Load() >= 400 }, func(limit.Decision) { sent.Add(1) })
-	low := hotRequest(1e6, 1<<30, 100)
+	low := f.hot(1e6, 1<<30, 100)
 	low.Version = 3
 	d, err := n.top.Decide(t.Context(), low)
 	if err != nil {
@@ -373,11 +406,15 @@ func openLeft(t *Table) int64 {
 // admitted on them, and the other node spends the rest exactly.
 func TestDeadNodeLosesAtMostItsOpenLeases(t *testing.T) {
 	t.Parallel()
+	eachForm(t, deadNodeLosesAtMostItsOpenLeases)
+}
+
+func deadNodeLosesAtMostItsOpenLeases(t *testing.T, f form) {
 	const quota = 4000
 	nodes := mustNodes(t, 2, nil)
 	dead, alive := nodes[0], nodes[1]
 	var admitted atomic.Int64
-	req := func() *limit.Request { return hotRequest(1e6, 1<<30, quota) }
+	req := func() *limit.Request { return f.hot(1e6, 1<<30, quota) }
 	load(t, nodes, 8, req, func() bool { return admitted.Load() >= quota/2 }, countInto(&admitted))
 	// The node dies: it admits nothing more and gives nothing back.
 	dead.t.mu.Lock()
@@ -423,11 +460,15 @@ func overlapped(t *testing.T, core Unleaser, node *clocktest.Clock, req *limit.R
 // admitted on the lease are counted on the take's day.
 func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
 	t.Parallel()
+	eachForm(t, leaseEndsBeforeItsPeriodEnds)
+}
+
+func leaseEndsBeforeItsPeriodEnds(t *testing.T, f form) {
 	redis := clocktest.New(time.Date(2026, 6, 15, 23, 59, 59, 950_000_000, time.UTC))
 	nodeClock := clocktest.New(time.Date(2026, 6, 15, 8, 0, 0, 0, time.UTC)) // hours away from Redis's
 	nodes := mustNodes(t, 1, redis)
 	e := nodes[0].e
-	req := hotRequest(1e6, 1<<30, 1000)
+	req := f.hot(1e6, 1<<30, 1000)
 	tb := overlapped(t, e, nodeClock, req)
 	top := limit.Stack(e, tb.Layer)
 	d, err := top.Decide(t.Context(), req)
@@ -467,30 +508,33 @@ func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
 // are back, never lost.
 func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		w way
-		n int
-	}{{plain, 1}, {plain, 2}, {cached, 1}, {cached, 2}} {
-		n := c.n
-		t.Run(fmt.Sprintf("%s/%d nodes", c.w, n), func(t *testing.T) {
-			t.Parallel()
-			for round := range 5 {
-				nodes := mustNodesAs(t, n, nil, c.w)
-				req := hotRequest(0.01, 20, 0)
-				req.KeyID = fmt.Sprintf("burst%d", round)
-				admitted := hammertest.Count(100, 1, func(i, _ int) bool {
-					r := *req
-					d, err := nodes[i%n].top.Decide(context.Background(), &r)
-					if err != nil {
-						t.Errorf("Decide: %v", err)
-					}
-					return d.Allowed
-				})
-				if got := admitted; got != 20 {
-					t.Fatalf("round %d: admitted %d of 100, want the burst of 20", round, got)
-				}
+	eachCase(t, func(t *testing.T, w way, f form) {
+		for _, n := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+				t.Parallel()
+				burstUnderConcurrency(t, n, w, f)
+			})
+		}
+	})
+}
+
+// burstUnderConcurrency checks five fresh bursts of 20 on n nodes.
+func burstUnderConcurrency(t *testing.T, n int, w way, f form) {
+	for round := range 5 {
+		nodes := mustNodesAs(t, n, nil, w)
+		req := f.hot(0.01, 20, 0)
+		req.KeyID = fmt.Sprintf("burst%d", round)
+		admitted := hammertest.Count(100, 1, func(i, _ int) bool {
+			r := *req
+			d, err := nodes[i%n].top.Decide(context.Background(), &r)
+			if err != nil {
+				t.Errorf("Decide: %v", err)
 			}
+			return d.Allowed
 		})
+		if got := admitted; got != 20 {
+			t.Fatalf("round %d: admitted %d of 100, want the burst of 20", round, got)
+		}
 	}
 }
 
@@ -499,24 +543,21 @@ func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 // its requests never overlap, so it is decided in Redis every time.
 func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 	t.Parallel()
-	for _, w := range ways {
-		t.Run(string(w), func(t *testing.T) {
-			t.Parallel()
-			nodes := mustNodesAs(t, 2, nil, w)
-			const quota = 3000
-			var last int64 = quota
-			for i := range 600 {
-				d, err := nodes[i%2].top.Decide(t.Context(), hotRequest(1e6, 1<<30, quota))
-				if err != nil || !d.Allowed {
-					t.Fatalf("request %d: %+v, %v", i+1, d, err)
-				}
-				if d.Quota.Remaining != last-1 {
-					t.Fatalf("request %d: remaining %d after %d, want %d", i+1, d.Quota.Remaining, last, last-1)
-				}
-				last = d.Quota.Remaining
+	eachCase(t, func(t *testing.T, w way, f form) {
+		nodes := mustNodesAs(t, 2, nil, w)
+		const quota = 3000
+		var last int64 = quota
+		for i := range 600 {
+			d, err := nodes[i%2].top.Decide(t.Context(), f.hot(1e6, 1<<30, quota))
+			if err != nil || !d.Allowed {
+				t.Fatalf("request %d: %+v, %v", i+1, d, err)
 			}
-		})
-	}
+			if d.Quota.Remaining != last-1 {
+				t.Fatalf("request %d: remaining %d after %d, want %d", i+1, d.Quota.Remaining, last, last-1)
+			}
+			last = d.Quota.Remaining
+		}
+	})
 }
 
 // The layer against the reference model (its tiny core): a lease is taken
@@ -525,10 +566,14 @@ func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 // admissions.
 func TestLeasesOnTheModel(t *testing.T) {
 	t.Parallel()
+	eachForm(t, leasesOnTheModel)
+}
+
+func leasesOnTheModel(t *testing.T, f form) {
 	redis := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
 	core := &limittest.Model{Clock: redis.Now}
 	nodeClock := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
-	req := hotRequest(1e6, 1<<30, 100)
+	req := f.hot(1e6, 1<<30, 100)
 	tb := overlapped(t, core, nodeClock, req)
 	top := limit.Stack(core, tb.Layer)
 	admitted := 0

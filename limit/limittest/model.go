@@ -272,6 +272,7 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 		if cost != 1 || (keyed && req.CustomerQuota != nil) {
 			k = 1
 		}
+		k = max(ruleLease(checks, k), 1)
 		if k > 1 {
 			for i := range req.Buckets {
 				share := new(big.Rat).Add(toks[i], ratEps)
@@ -285,6 +286,9 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 		leased := int64(0)
 		if k > 1 {
 			leased = us + hold.Microseconds()
+		}
+		for _, c := range checks {
+			c.k, c.leased = k, leased
 		}
 		for i := range req.Buckets {
 			bk := &req.Buckets[i]
@@ -335,6 +339,7 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			} else {
 				d.RetryAfter = time.Duration(rulesRetry) * time.Microsecond
 			}
+			d.LeaseWait = time.Duration(checks[firstRule].leaseWait) * time.Microsecond
 		} else {
 			m.retry(&d, req, toks, refused, qEnd, bnames, qName, us, need)
 		}
@@ -412,9 +417,9 @@ func planIndex(req *limit.Request) int {
 
 // Unlease is the reference of the engine's Unlease at Clock's time: the
 // quota gets its unspent units back unless it moved to another period (or
-// KeepQuota), each bucket min(unspent, taken − rate × held) tokens under
-// the limits it is stored with, and usage counts what was spent on the
-// take's day.
+// KeepQuota), each bucket and TOKEN_BUCKET rule min(unspent, taken − rate
+// × held) tokens under the limits it is stored with, and usage counts
+// what was spent on the take's day.
 func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -431,31 +436,42 @@ func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 			}
 		}
 		for i := range req.Buckets {
-			name := bucketName(req, &req.Buckets[i])
-			s := m.buckets[name]
-			if s == nil || us >= s.l+ttlUS(s.t, s.r, s.b) {
-				continue
+			giveBack(m.buckets, bucketName(req, &req.Buckets[i]), &rt, us)
+		}
+		for i := range req.Rules {
+			if r := &req.Rules[i]; r.Algorithm == limit.TokenBucket {
+				m.rules.init()
+				giveBack(m.rules.tb, ruleName(r), &rt, us)
 			}
-			s.leases = max(0, s.leases-1)
-			held := big.NewRat(max(0, us-rt.At.UnixMicro()), 1_000_000)
-			back := new(big.Rat).Sub(big.NewRat(int64(rt.Taken), 1), held.Mul(held, ratFloat(s.r)))
-			back = ratMin(back, big.NewRat(int64(rt.Unspent), 1))
-			if back.Sign() <= 0 {
-				continue
-			}
-			t, _ := tokens(s, s.r, s.b, us)
-			t = new(big.Rat).Add(t, back)
-			if t.Cmp(big.NewRat(int64(s.b), 1)) >= 0 {
-				delete(m.buckets, name)
-				continue
-			}
-			m.buckets[name] = &bucket{t: t, l: max(s.l, us), r: s.r, b: s.b, leases: s.leases, leased: s.leased}
 		}
 		if req.KeyID != "" && !req.Uncounted && rt.Spent > 0 {
 			m.count(names.Usage(req.KeyID, req.PlanID), rt.At, int64(rt.Spent), int64(rt.Spent))
 		}
 	}
 	return nil
+}
+
+// giveBack ends lease rt on the bucket states[name] at us: min(unspent,
+// taken − rate × held) tokens back under the limits it is stored with.
+func giveBack(states map[string]*bucket, name string, rt *limit.Return, us int64) {
+	s := states[name]
+	if s == nil || us >= s.l+ttlUS(s.t, s.r, s.b) {
+		return
+	}
+	s.leases = max(0, s.leases-1)
+	held := big.NewRat(max(0, us-rt.At.UnixMicro()), 1_000_000)
+	back := new(big.Rat).Sub(big.NewRat(int64(rt.Taken), 1), held.Mul(held, ratFloat(s.r)))
+	back = ratMin(back, big.NewRat(int64(rt.Unspent), 1))
+	if back.Sign() <= 0 {
+		return
+	}
+	t, _ := tokens(s, s.r, s.b, us)
+	t = new(big.Rat).Add(t, back)
+	if t.Cmp(big.NewRat(int64(s.b), 1)) >= 0 {
+		delete(states, name)
+		return
+	}
+	states[name] = &bucket{t: t, l: max(s.l, us), r: s.r, b: s.b, leases: s.leases, leased: s.leased}
 }
 
 // Charge counts each charge's units in the quota period and on the day of
@@ -550,5 +566,16 @@ func HotRequest(rate float64, burst, quota int32) *limit.Request {
 	if quota > 0 {
 		r.Quota = &limit.Quota{Limit: quota, Period: plans.PeriodDay}
 	}
+	return r
+}
+
+// HotRuleRequest is HotRequest limited by a TOKEN_BUCKET rate-limit rule
+// of rate and burst, counting by the caller's address, instead of its plan
+// bucket (which, as the stage and account buckets, never refuses in a
+// test); a DAY quota of quota units (none when 0).
+func HotRuleRequest(rate float64, burst, quota int32) *limit.Request {
+	r := HotRequest(1e6, 1<<30, quota)
+	r.Rules = []limit.Rule{{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: limit.TokenBucket,
+		RateLimit: rate, BurstLimit: burst, Private: true}}
 	return r
 }

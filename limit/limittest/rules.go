@@ -47,6 +47,15 @@ type ruleCheck struct {
 	res    limit.RuleResult
 	commit func()
 	member *member // CONCURRENCY: the member the commit adds
+	// room is a TOKEN_BUCKET rule's tokens, a quarter of which a lease may
+	// take; nil for the algorithms that take no lease (docs/leases.md)
+	room *big.Rat
+	// leaseWait is, on a refusal, how long leases of the rule's state may
+	// still hold its units (µs)
+	leaseWait int64
+	// k and leased are set before the commit: the units it takes (0
+	// means 1) and, for a lease, when it ends (µs; 0 none)
+	k, leased int64
 }
 
 // checkRule decides rule r at now (µs) without charging it.
@@ -75,7 +84,7 @@ func (m *Model) checkTB(r *limit.Rule, now int64) *ruleCheck {
 	if s != nil && now < s.l+ttlUS(s.t, s.r, s.b) && s.l > now {
 		at = s.l
 	}
-	c := &ruleCheck{res: limit.RuleResult{Admitted: true}}
+	c := &ruleCheck{res: limit.RuleResult{Admitted: true}, room: toks}
 	report := func(t *big.Rat) {
 		c.res.Remaining = floorRat(new(big.Rat).Add(t, ratEps))
 		full := untilFull(t, r.RateLimit, r.BurstLimit)
@@ -93,14 +102,22 @@ func (m *Model) checkTB(r *limit.Rule, now int64) *ruleCheck {
 			x.Quo(x, ratFloat(r.RateLimit))
 			c.res.RetryUS = max(1, at-now+ceilRat(x))
 		}
+		if s != nil && s.leases > 0 && s.leased > now {
+			c.leaseWait = s.leased - now
+		}
 		return c
 	}
 	c.commit = func() {
-		left := new(big.Rat).Sub(toks, big.NewRat(1, 1))
+		left := new(big.Rat).Sub(toks, big.NewRat(max(c.k, 1), 1))
 		if left.Sign() < 0 {
 			left = new(big.Rat)
 		}
-		m.rules.tb[name] = &bucket{t: left, l: at, r: r.RateLimit, b: r.BurstLimit}
+		nb := &bucket{t: left, l: at, r: r.RateLimit, b: r.BurstLimit}
+		if s != nil {
+			nb.leases, nb.leased = s.leases, s.leased
+		}
+		leaseOut(&nb.leases, &nb.leased, now, c.leased)
+		m.rules.tb[name] = nb
 		report(left)
 	}
 	return c
@@ -282,6 +299,23 @@ func (m *Model) checkRules(req *limit.Request, now int64) (checks []*ruleCheck, 
 		}
 	}
 	return checks, ok, retryUS, first
+}
+
+// ruleLease caps a lease of k units by the rules' checks: a quarter of
+// every TOKEN_BUCKET rule's tokens; 1 when a rule cannot lease or would
+// refuse (a shadow rule).
+func ruleLease(checks []*ruleCheck, k int64) int64 {
+	for _, c := range checks {
+		if k <= 1 {
+			break
+		}
+		if c.room == nil || !c.res.Admitted {
+			return 1
+		}
+		share := new(big.Rat).Add(c.room, ratEps)
+		k = min(k, floorRat(share.Quo(share, big.NewRat(leaseShare, 1))))
+	}
+	return k
 }
 
 // commitRules charges the rules of an admitted request and fills d's rule

@@ -17,8 +17,14 @@ state is rebased to the new limits at now. A state past its expiry moment
 Redis had expired the key, whatever clock the caller uses. Time that goes
 back (a failover to a server whose clock is behind) refills nothing twice.
 
+Capacity leases (docs/leases.md): a bucket or quota state a lease took
+units of counts its leases out (leases) and until when they may hold
+them (leased_until_us); op "unlease" counts a lease back in. A decision it
+refuses meanwhile is told how long to wait (lease_wait): their units may
+come back.
+
 Defines: RATE0_TTL_US, until_full, ttl_us, tokens_now, give_back,
-write_bucket.
+write_bucket, lease_taken, lease_wait.
 ]]
 
 local RATE0_TTL_US = 400 * 86400 * US
@@ -67,4 +73,19 @@ end
 local function write_bucket(key, s)
   local expires = mmax(s.at_us + ttl_us(s.tokens, s.rate, s.burst), s.leased_until_us + SLACK_US)
   redis.call('SET', key, wire.pack_bucket_state(s), 'PX', mceil((expires - now) / 1000))
+end
+
+-- lease_taken counts a lease of state s (a bucket or quota state) taken
+-- now that holds its units until leased (0: no lease)
+local function lease_taken(s, leased)
+  if leased == 0 then return end
+  if s.leased_until_us <= now then s.leases = 0 end -- a dead node's leases are over
+  s.leases, s.leased_until_us = s.leases + 1, mmax(s.leased_until_us, leased)
+end
+
+-- lease_wait(s) -> µs the leases out of state s (or false: absent) may
+-- still hold units of it; 0 for none
+local function lease_wait(s)
+  if s and s.leases > 0 and s.leased_until_us > now then return s.leased_until_us - now end
+  return 0
 end

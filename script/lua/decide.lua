@@ -2,7 +2,8 @@
 decide: op "decide", the decision of a batch of requests, all or nothing
 per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
 SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period,
-period_in (clock.lua), until_full, tokens_now, write_bucket (bucket.lua),
+period_in (clock.lua), until_full, tokens_now, write_bucket, lease_taken,
+lease_wait (bucket.lua),
 quota_used, write_quota, count_usage, restored (usage.lua), rule_run
 (rules.lua).
 
@@ -26,9 +27,11 @@ all are charged, else nothing is (a shadow rule is charged only when the
 request is admitted and the rule would have admitted it).
 
 Capacity leases (docs/leases.md): a decision that wants w > 1 and is
-admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket,
-floor((limit - used) / LEASE_SHARE) of the quota), at least 1, from every
-level at once; the node admits up to k - 1 more requests on the rest and
+admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket and
+of every TOKEN_BUCKET rule, floor((limit - used) / LEASE_SHARE) of the
+quota), at least 1, from every level at once; a rule of another
+algorithm, a shadow rule that would refuse, or rules decided in their own
+slots make k 1. The node admits up to k - 1 more requests on the rest and
 gives back what it did not spend (op "unlease"). A level a lease holds
 units of counts its leases out and remembers until when they may hold
 them (leased_until_us: now + the run's lease_us; op "unlease" counts a
@@ -129,12 +132,6 @@ local function decide()
       dirty[ki] = true
       order[#order + 1] = ki
     end
-  end
-  -- lease_taken counts a lease of state s taken now (leased: its end)
-  local function lease_taken(s, leased)
-    if leased == 0 then return end
-    if s.leased_until_us <= now then s.leases = 0 end -- a dead node's leases are over
-    s.leases, s.leased_until_us = s.leases + 1, mmax(s.leased_until_us, leased)
   end
   local function put_bucket(ki, tokens, at, rate, burst, leased)
     mark(ki)
@@ -249,7 +246,9 @@ local function decide()
 
     -- Rules: every rule is checked (its result is reported either way);
     -- they admit when every rule that is not shadow admits.
-    local rules_ok, rules_retry, commits = true, 0, {}
+    -- rooms: what each rule could lease (nil: it cannot); rules_wait: the
+    -- lease wait of the first refusing rule
+    local rules_ok, rules_retry, rules_wait, commits, rooms = true, 0, 0, {}, {}
     if d.rules_elsewhere ~= wire.RULES_HERE then
       rules_ok, rules_retry = d.rules_elsewhere == wire.RULES_ADMITTED, d.rules_retry_us
     end
@@ -259,8 +258,8 @@ local function decide()
       pos = wire.read_rule_spec(spec, pos, rule)
       check_rule = check_rule or rule_run(m + u)
       local ok, res, commit = check_rule(rule)
-      if not ok and rule.shadow == 0 and rules_ok then rules_ok, rules_retry = false, res.retry_us end
-      commits[i] = commit
+      if not ok and rule.shadow == 0 and rules_ok then rules_ok, rules_retry, rules_wait = false, res.retry_us, res.lease_wait_us or 0 end
+      commits[i], rooms[i] = commit, ok and res.room
       rules_out[#rules_out + 1] = res
     end
     if r.refused == wire.REFUSED_NONE and not rules_ok then r.refused = wire.REFUSED_RULES end
@@ -302,9 +301,12 @@ local function decide()
       -- a lease takes at most 1/LEASE_SHARE of what every level has left
       -- (no lease for a cost other than 1, nor with a customer quota)
       local k = mmax(d.want, 1)
-      if cost ~= 1 or d.customer > 0 or d.customer_at ~= wire.CUSTOMER_HERE then k = 1 end
+      if cost ~= 1 or d.customer > 0 or d.customer_at ~= wire.CUSTOMER_HERE or d.rules_elsewhere ~= wire.RULES_HERE then k = 1 end
       for i = 1, nb do
         if bk[i].key > 0 and k > 1 then k = mmin(k, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
+      end
+      for i = 1, nr do
+        if k > 1 then k = rooms[i] and mmin(k, mfloor((rooms[i] + EPS) / LEASE_SHARE)) or 1 end
       end
       if d.quota > 0 and k > 1 then k = mmin(k, mfloor((d.limit - used) / LEASE_SHARE)) end
       k = mmax(k, 1)
@@ -321,7 +323,7 @@ local function decide()
         end
       end
       for i = 1, nr do
-        if commits[i] then commits[i]() end
+        if commits[i] then commits[i](k, hold) end
       end
       if d.quota > 0 then
         charge_quota(d.quota, kept, stop, k * cost, hold)
@@ -351,15 +353,13 @@ local function decide()
         else
           r.retry_us = -1
         end
-        local s = bucket_at(b.key)
-        if s and s.leases > 0 and s.leased_until_us > now then r.lease_wait_us = s.leased_until_us - now end
+        r.lease_wait_us = lease_wait(bucket_at(b.key))
       end
     elseif r.refused == wire.REFUSED_RULES then
-      r.retry_us = rules_retry
+      r.retry_us, r.lease_wait_us = rules_retry, rules_wait
     elseif r.refused == wire.REFUSED_QUOTA then
       r.retry_us = stop * US - now
-      local q = quota_at(d.quota)
-      if q and q.leases > 0 and q.leased_until_us > now then r.lease_wait_us = q.leased_until_us - now end
+      r.lease_wait_us = lease_wait(quota_at(d.quota))
     elseif r.refused == wire.REFUSED_CUSTOMER then
       if d.customer > 0 then
         r.retry_us = stop * US - now

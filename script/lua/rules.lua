@@ -3,7 +3,8 @@ rules: the rate-limit rules of docs/rules.md, for op "decide" (a request's
 rules are one level of its decision, after its buckets, before its quota)
 and op "unrules". Takes wire, US, EPS, SLACK_US, mmin, mmax, mfloor, mceil,
 now, days, ceil_us, period (clock.lua), until_full, ttl_us, tokens_now,
-write_bucket (bucket.lua), quota_used, write_quota (usage.lua).
+write_bucket, lease_taken, lease_wait (bucket.lua), quota_used,
+write_quota (usage.lua).
 
 A rule's state for one value of what it counts by is one key (one hash
 tag, so one Redis Cluster slot):
@@ -36,6 +37,12 @@ The algorithms (W a window in µs, T = 1/rate in whole µs rounded up):
                  then tat = start + T (as OpenResty's limit-req: the excess
                  waits for its turn, up to a burst, instead of being refused).
   CALENDAR_QUOTA as usage.lua's quota; admitted when count + 1 <= limit.
+
+Capacity leases (docs/leases.md): a TOKEN_BUCKET rule's check reports its
+tokens (room) and its commit takes the decision's k of them, counting the
+lease out as a plan bucket does (lease_taken); op "unlease" gives its
+unspent tokens back as a plan bucket's. The other algorithms report no
+room: a decision with one of them takes no lease.
 
 Defines: rule_run(base), undo_rule(base, u).
 ]]
@@ -106,15 +113,19 @@ local function turn_us(rate) return mmax(1, ceil_us(US / rate)) end
 
 -- Checks. A check reads one rule's state at now and returns whether it
 -- admits, its result (wire.rule_reply fields, the state before the
--- request) and, when it admits, a commit function that charges it and
--- moves the result to the state after the charge. Reads go through the
+-- request; a leasable rule's room, and on a refusal its lease_wait_us)
+-- and, when it admits, a commit function commit(put, k, leased) that
+-- charges it (k units, a lease held until leased when k > 1; only a
+-- leasable rule sees k > 1) and moves the result to the state after the
+-- charge. Reads go through the
 -- run's cache (get, held), and commits record what they wrote there (put),
 -- so later decisions of a run see earlier charges.
 
 local function check_tb(key, get, r)
   local rate, burst = r.rate, r.burst
-  local tokens, at = tokens_now(wire.bucket_state(get(key)), rate, burst)
-  local res = {admitted = 1, retry_us = 0, aux = 0}
+  local stored = wire.bucket_state(get(key))
+  local tokens, at = tokens_now(stored, rate, burst)
+  local res = {admitted = 1, retry_us = 0, aux = 0, room = tokens}
   local function report(t)
     local full = until_full(t, rate, burst)
     if full > 0 then full = full + at - now end
@@ -124,10 +135,13 @@ local function check_tb(key, get, r)
   if tokens < 1 - EPS then
     res.admitted, res.retry_us = 0, -1
     if rate > 0 then res.retry_us = mmax(1, at - now + ceil_us((1 - tokens) * US / rate)) end
+    res.lease_wait_us = lease_wait(stored)
     return false, res
   end
-  return true, res, function(put)
-    local s = {tokens = mmax(0, tokens - 1), at_us = at, rate = rate, burst = burst, leases = 0, leased_until_us = 0}
+  return true, res, function(put, k, leased)
+    local s = {tokens = mmax(0, tokens - k), at_us = at, rate = rate, burst = burst,
+      leases = stored and stored.leases or 0, leased_until_us = stored and stored.leased_until_us or 0}
+    lease_taken(s, leased)
     put(key, wire.pack_bucket_state(s))
     write_bucket(key, s)
     report(s.tokens)
@@ -255,7 +269,7 @@ local function rule_run(base)
     end
     if commit then
       local c = commit
-      commit = function() c(put) end
+      commit = function(k, leased) c(put, k or 1, leased or 0) end
     end
     return ok, res, commit
   end
