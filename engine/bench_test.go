@@ -188,21 +188,29 @@ func BenchmarkResolve(b *testing.B) {
 }
 
 // BenchmarkDecideHotKey is one hot API key (plan, stage and account
-// buckets, a quota and usage that never refuse) decided from 8
-// goroutines, as a gateway under 8 connections on one key, with capacity
-// leases off and on (docs/leases.md); trips/op is the Redis round trips
-// (decisions and lease give-backs) per decision.
+// buckets, a quota and usage that never refuse) decided from 8 and 32
+// goroutines, as a gateway under 8 and 32 connections on one key, on one
+// primary and on Redis Cluster, with capacity leases off and on
+// (docs/leases.md); trips/op is the Redis round trips (decisions, lease
+// give-backs and, on Redis Cluster, each phase's pipeline) per admitted
+// decision.
 func BenchmarkDecideHotKey(b *testing.B) {
-	benchHot(b, 8, func() *limit.Request { return hotRequest(1e6, 1<<30, 1<<30) })
+	for _, backend := range redistest.Backends {
+		for _, callers := range []int{8, 32} {
+			b.Run(fmt.Sprintf("%s/callers=%d", backend.Name, callers), func(b *testing.B) {
+				benchHot(b, backend, callers, func() *limit.Request { return hotRequest(1e6, 1<<30, 1<<30) })
+			})
+		}
+	}
 }
 
 // BenchmarkDecideHotRuleKey is BenchmarkDecideHotKey for a request that a
 // TOKEN_BUCKET rate-limit rule also limits (never refusing), from 8 and
-// 32 goroutines (docs/leases.md, "Rate-limit rules").
+// 32 goroutines on one primary (docs/leases.md, "Rate-limit rules").
 func BenchmarkDecideHotRuleKey(b *testing.B) {
 	for _, callers := range []int{8, 32} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			benchHot(b, callers, func() *limit.Request {
+			benchHot(b, redistest.Backends[0], callers, func() *limit.Request {
 				r := hotRequest(1e6, 1<<30, 1<<30)
 				r.Rules = []limit.Rule{{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: limit.TokenBucket,
 					RateLimit: 1e6, BurstLimit: 1 << 30, Private: true}}
@@ -212,15 +220,15 @@ func BenchmarkDecideHotRuleKey(b *testing.B) {
 	}
 }
 
-// benchHot decides req's requests from callers goroutines, leases off and
-// on, reporting trips/op.
-func benchHot(b *testing.B, callers int, req func() *limit.Request) {
+// benchHot decides req's requests on backend from callers goroutines,
+// leases off and on, reporting trips/op.
+func benchHot(b *testing.B, backend redistest.Backend, callers int, req func() *limit.Request) {
 	for _, lc := range []struct {
 		name string
 		life time.Duration
 	}{{"leases=off", 0}, {"leases=on", lease.DefaultLifetime}} {
 		b.Run(lc.name, func(b *testing.B) {
-			rdb, prefix := redistest.MustClient(b)
+			rdb, prefix := backend.Open(b)
 			l := mustLoaded(b, New(rdb, Options{Prefix: prefix, Timeout: testTimeout}))
 			b.Cleanup(func() { _ = l.Close() })
 			var top limit.Decider = l

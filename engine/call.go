@@ -37,6 +37,8 @@ type call struct {
 	// run is the number of the run that decided the call (its run window,
 	// decide.lua), 0 for a run without one.
 	run int64
+	// takenAt is limit.Decision.TakenAt of a lease taken on Redis Cluster
+	takenAt []time.Time
 	// own holds the request when Decide resolved it (no allocation of its
 	// own).
 	own        keyedRequest

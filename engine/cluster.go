@@ -31,6 +31,13 @@ import (
 // over-admitted either; it may under-admit while a give-back is in
 // flight, or for good by the units of a give-back that is lost.
 //
+// Capacity leases (docs/leases.md) go through the same phases: phase 1
+// takes the lease's want from each slot of shared buckets (each slot at
+// most a quarter of what its buckets have left), phase 2 takes at most
+// the least of those from the request's own state, and phase 3 gives
+// back, per slot, what a slot took beyond the units the lease kept (all
+// of them for a refused request), by the rule of op "unlease".
+//
 // A run that charges is sent once (onceCmd); only replies that prove it
 // did not run (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN,
 // NOSCRIPT) are sent again, within the call's deadline.
@@ -49,16 +56,21 @@ type part struct {
 	buckets []int // indexes into the request's buckets
 	// outcome of phase 1
 	taken   bool  // every bucket of the part gave a token
+	granted int32 // the tokens each bucket of the part gave (more than 1: a lease)
 	refused int   // index (into the request's buckets) of the refusing bucket; -1 none
 	retryUS int64 // its retry-after
-	now     int64 // Redis time of the run (µs)
-	err     error
+	// leaseWaitUS: refused while leases hold tokens of the bucket, how long
+	// they may still hold them
+	leaseWaitUS int64
+	now         int64 // Redis time of the run (µs)
+	err         error
 }
 
 // plan is one call's split over slots.
 type plan struct {
 	c     *call
 	home  int // slot of the request's own state; -1 without one
+	want  uint16
 	parts []part
 	// its rules' results from phase 1, which of them came back, whether
 	// they admit and the retry of the first that refused, the error of
@@ -82,6 +94,25 @@ type custPart struct {
 	start   int64 // the period its units were taken in (s)
 	left    int64
 	err     error
+}
+
+// trimRun is the op "unlease" run of slot giving back trims: each a
+// lease of one bucket, ended unless held.
+func (cl *cluster) trimRun(slot int, trims []trim) *slotRun {
+	var names []string
+	idx := map[string]uint16{}
+	var body []byte
+	for _, t := range trims {
+		ls := script.LeaseSpec{Buckets: 1}
+		if t.held {
+			ls.Held = 1
+		}
+		body = ls.Append(body)
+		b := script.LeaseBucketSpec{Key: index(&names, idx, t.key), Taken: t.taken, Unspent: t.unspent, TakenAtUS: t.atUS}
+		body = b.Append(body)
+	}
+	head := script.UnleaseArgs{Leases: uint16(len(trims)), States: uint16(len(names))}
+	return &slotRun{slot: slot, keys: names, argv: []any{script.OpUnlease, cl.r.clockArg(), append(head.Append(nil), body...)}}
 }
 
 // custRefund gives a customer quota's units back (phase 3).
@@ -117,7 +148,7 @@ func (cl *cluster) decide(deadline time.Duration, _ *runArgs, live []*call) {
 	cancel()
 	undos = refusedRuleUndos(plans, undos)
 	custs := customerRefunds(plans)
-	if len(refunds) == 0 && len(undos) == 0 && len(custs) == 0 {
+	if refunds.empty() && len(undos) == 0 && len(custs) == 0 {
 		cl.refunds.Done()
 		return
 	}
@@ -131,7 +162,7 @@ func (cl *cluster) decide(deadline time.Duration, _ *runArgs, live []*call) {
 // of another slot.
 func split(c *call) plan {
 	req := c.req
-	p := plan{c: c, home: -1}
+	p := plan{c: c, home: -1, want: max(req.Want, 1)}
 	if k := req.home(); k != "" {
 		p.home = keyspace.Slot(k)
 	}
@@ -179,7 +210,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 		for qi := range plans[pi].parts {
 			pt := &plans[pi].parts[qi]
 			r := runOf(pt.slot)
-			sub := keyedRequest{Buckets: make([]keyedBucket, len(pt.buckets)), Want: 1}
+			sub := keyedRequest{Buckets: make([]keyedBucket, len(pt.buckets)), Want: plans[pi].want}
 			for k, bi := range pt.buckets {
 				sub.Buckets[k] = req.Buckets[bi]
 			}
@@ -206,8 +237,10 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 	for _, r := range order {
 		// a customer quota's take waits for its slot's restore as a
 		// key's decision does (the change set is named only then)
-		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore})
+		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore,
+			leaseUS: cl.r.leaseHoldUS})
 	}
+	cl.r.trips.Add(1)
 	cl.r.runCluster(ctx, order, nil)
 	for _, r := range order {
 		rules := 0
@@ -251,9 +284,9 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 				continue
 			}
 			res := &rr.decisions[i]
-			pt.now, pt.taken = res.NowUS, res.Allowed == 1
+			pt.now, pt.taken, pt.granted = res.NowUS, res.Allowed == 1, res.Granted
 			if !pt.taken {
-				pt.refused, pt.retryUS = pt.buckets[res.Bucket-1], res.RetryUS
+				pt.refused, pt.retryUS, pt.leaseWaitUS = pt.buckets[res.Bucket-1], res.RetryUS, res.LeaseWaitUS
 			}
 		}
 	}
@@ -311,9 +344,29 @@ func refusedRuleUndos(plans []plan, undos []keyEntry) []keyEntry {
 	return undos
 }
 
-// decideHome runs phase 2 and answers every call; it returns the buckets
-// to give back (phase 3), by slot.
-func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]string {
+// returns is what phase 3 gives back to the shared buckets, by slot: a
+// token of each request refused (op "refund"), and the units of leases
+// that a slot took beyond what the lease kept (op "unlease").
+type returns struct {
+	tokens map[int][]string
+	trims  map[int][]trim
+}
+
+// trim gives back units a lease took from a shared bucket in phase 1 and
+// does not hold: Taken at atUS (the bucket's clock), unspent of them back.
+// held: the lease goes on (the bucket still counts it out).
+type trim struct {
+	key            string
+	taken, unspent int32
+	atUS           int64
+	held           bool
+}
+
+func (rs *returns) empty() bool { return len(rs.tokens) == 0 && len(rs.trims) == 0 }
+
+// decideHome runs phase 2 and answers every call; it returns what to give
+// back to the shared buckets (phase 3).
+func (cl *cluster) decideHome(ctx context.Context, plans []plan) *returns {
 	order, homeOf := cl.homeRuns(plans)
 	var alongs []*call
 	for pi := range plans {
@@ -322,9 +375,10 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) map[int][]strin
 		}
 	}
 	if len(order) > 0 || len(alongs) > 0 {
+		cl.r.trips.Add(1)
 		cl.r.runCluster(ctx, order, alongs)
 	}
-	refunds := map[int][]string{}
+	refunds := &returns{tokens: map[int][]string{}, trims: map[int][]trim{}}
 	cl.answerHome(plans, order, homeOf, refunds)
 	answerShared(plans, refunds)
 	return refunds
@@ -347,13 +401,32 @@ func (cl *cluster) homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun
 			runs[p.home] = r
 			order = append(order, r)
 		}
-		r.args.addDecision(p.c.req, p.remotes(), p.rulesAt(), p.customerAt(), 0)
+		req := *p.c.req // shared with the caller: its Want stays
+		req.Want = p.homeWant()
+		r.args.addDecision(&req, p.remotes(), p.rulesAt(), p.customerAt(), 0)
 		homeOf[r] = append(homeOf[r], pi)
 	}
 	for _, r := range order {
 		r.keys, r.argv, r.run = r.args.build(cl.r.decideOpts(r.slot, plans[0].c.clock))
 	}
 	return order, homeOf
+}
+
+// homeWant returns the units p's own state may take in phase 2: its
+// Want, at most what every part gave in phase 1, so that a lease holds as
+// many units of each level; 1 when its rules or its customer quota were
+// decided elsewhere (phase 1 takes one of them).
+func (p *plan) homeWant() uint16 {
+	if len(p.c.req.Rules) > 0 || p.cust != nil {
+		return 1
+	}
+	w := p.want
+	for i := range p.parts {
+		if pt := &p.parts[i]; pt.taken {
+			w = min(w, uint16(max(pt.granted, 1)))
+		}
+	}
+	return max(w, 1)
 }
 
 // customerAt says how p's customer quota was decided: here, or in its
@@ -401,8 +474,9 @@ func (p *plan) rulesAt() rulesAt {
 }
 
 // answerHome answers the calls phase 2 decided (or failed), adding the
-// shared tokens of those refused, or not run, to refunds.
-func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refunds map[int][]string) {
+// shared tokens of those refused, or not run, to refunds, and what the
+// parts of a lease took beyond it.
+func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRun][]int, refunds *returns) {
 	for _, r := range order {
 		rr, err := r.decoded(len(homeOf[r]), 0)
 		if err != nil {
@@ -415,15 +489,21 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 			if err != nil {
 				if notRun(err) { // it did not run: nothing of the key was charged
 					p.addRefunds(refunds)
+				} else { // it may have admitted the request: one unit stays
+					p.trimTo(refunds, 1)
 				}
 				p.c.answer(err)
 				continue
 			}
 			p.c.res, p.c.run, p.c.rules = rr.decisions[i], r.run, p.ruleRes
 			if p.c.res.Allowed != 1 {
+				p.refusedElsewhere(&p.c.res)
 				p.addRefunds(refunds)
-			} else if p.cust != nil {
-				p.c.res.CustomerLeft = p.cust.left // the state after its take
+			} else {
+				if p.cust != nil {
+					p.c.res.CustomerLeft = p.cust.left // the state after its take
+				}
+				p.leased(refunds)
 			}
 			p.c.answer(nil)
 		}
@@ -433,7 +513,7 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 // answerShared answers the calls phase 2 did not decide: those whose
 // phase 1 failed, and those without own state (decided by phase 1 alone),
 // adding the shared tokens of those refused or failed to refunds.
-func answerShared(plans []plan, refunds map[int][]string) {
+func answerShared(plans []plan, refunds *returns) {
 	for pi := range plans {
 		p := &plans[pi]
 		if p.c.answered {
@@ -450,6 +530,8 @@ func answerShared(plans []plan, refunds map[int][]string) {
 		p.c.res, p.c.rules = p.sharedOnly(), p.ruleRes
 		if p.c.res.Allowed != 1 {
 			p.addRefunds(refunds)
+		} else {
+			p.leased(refunds)
 		}
 		p.c.answer(nil)
 	}
@@ -509,33 +591,87 @@ func (p *plan) sharedOnly() script.DecisionReply {
 	switch {
 	case first >= 0:
 		res.Allowed, res.Refused, res.Bucket = 0, script.RefusedBucket, uint8(first+1)
+		p.refusedElsewhere(&res)
 	case len(p.c.req.Rules) > 0 && !p.rulesOK:
 		res.Allowed, res.Refused, res.RetryUS = 0, script.RefusedRules, p.rulesRetry
+	default:
+		res.Granted = int32(p.homeWant()) // the least every part gave
 	}
 	return res
 }
 
-// addRefunds adds the shared buckets of p's parts that took a token to
-// refunds.
-func (p *plan) addRefunds(refunds map[int][]string) {
+// refusedElsewhere sets the lease wait of res, refused by a bucket that
+// refused in phase 1: how long leases may still hold its tokens.
+func (p *plan) refusedElsewhere(res *script.DecisionReply) {
+	if res.Refused != script.RefusedBucket {
+		return
+	}
 	for _, pt := range p.parts {
-		if !pt.taken {
-			continue
-		}
-		for _, bi := range pt.buckets {
-			refunds[pt.slot] = append(refunds[pt.slot], p.c.req.Buckets[bi].Key)
+		if pt.refused == int(res.Bucket)-1 {
+			res.LeaseWaitUS = pt.leaseWaitUS
 		}
 	}
 }
 
-// giveBack runs phase 3: one op "refund" run per slot of refunds, and the
-// rule undos. A failure loses those tokens or charges (the buckets and
-// rules under-admit by as many requests); it is logged at warn level.
-func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry, custs []custRefund) {
+// leased gives back what p's parts took beyond the units its admitted
+// decision kept (p.c.res.Granted: a lease when more than 1), and notes
+// when each bucket of such a lease gave its tokens.
+func (p *plan) leased(refunds *returns) {
+	k := max(p.c.res.Granted, 1)
+	p.trimTo(refunds, k)
+	if k > 1 && len(p.parts) > 0 {
+		at := make([]time.Time, len(p.c.req.Buckets))
+		for i := range at {
+			at[i] = time.UnixMicro(p.c.res.NowUS).UTC()
+		}
+		for _, pt := range p.parts {
+			for _, bi := range pt.buckets {
+				at[bi] = time.UnixMicro(pt.now).UTC()
+			}
+		}
+		p.c.takenAt = at
+	}
+}
+
+// trimTo gives back, per bucket of p's parts, the tokens taken in phase 1
+// beyond k: the units the request kept (1: none is leased, and the part's
+// lease ends; more: the lease goes on).
+func (p *plan) trimTo(refunds *returns, k int32) {
+	for _, pt := range p.parts {
+		if !pt.taken || pt.granted <= max(k, 1) {
+			continue
+		}
+		for _, bi := range pt.buckets {
+			refunds.trims[pt.slot] = append(refunds.trims[pt.slot], trim{key: p.c.req.Buckets[bi].Key, taken: pt.granted,
+				unspent: pt.granted - k, atUS: pt.now, held: k > 1})
+		}
+	}
+}
+
+// addRefunds adds the shared buckets of p's parts that took a token to
+// refunds (a lease's tokens, all of them, as a trim that ends it).
+func (p *plan) addRefunds(refunds *returns) {
+	p.trimTo(refunds, 0)
+	for _, pt := range p.parts {
+		if !pt.taken || pt.granted > 1 {
+			continue
+		}
+		for _, bi := range pt.buckets {
+			refunds.tokens[pt.slot] = append(refunds.tokens[pt.slot], p.c.req.Buckets[bi].Key)
+		}
+	}
+}
+
+// giveBack runs phase 3: one op "refund" run per slot of refunds' tokens,
+// one op "unlease" run per slot of its trims, the customer quotas' units
+// and the rule undos. A failure loses those tokens or charges (the
+// buckets and rules under-admit by as many requests); it is logged at
+// warn level.
+func (cl *cluster) giveBack(refunds *returns, undos []keyEntry, custs []custRefund) {
 	ctx, cancel := context.WithTimeout(context.Background(), refundTimeout)
 	defer cancel()
-	order := make([]*slotRun, 0, len(refunds)+len(custs))
-	for slot, keys := range refunds {
+	order := make([]*slotRun, 0, len(refunds.tokens)+len(refunds.trims)+len(custs))
+	for slot, keys := range refunds.tokens {
 		var names []string
 		idx := map[string]uint16{}
 		var spec []byte
@@ -545,10 +681,16 @@ func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry, custs []
 		}
 		order = append(order, &slotRun{slot: slot, keys: names, argv: []any{script.OpRefund, cl.r.clockArg(), spec}})
 	}
+	for slot, trims := range refunds.trims {
+		order = append(order, cl.trimRun(slot, trims))
+	}
 	buckets := len(order)
 	for _, c := range custs {
 		a := script.SettleArgs{PeriodStartS: c.periodStartS, Customer: 1, Charge: -c.units}
 		order = append(order, &slotRun{slot: c.slot, keys: []string{c.key}, argv: []any{script.OpSettle, cl.r.clockArg(), a.Append(nil)}})
+	}
+	if len(order) > 0 {
+		cl.r.trips.Add(1)
 	}
 	cl.r.runCluster(ctx, order, nil)
 	for i, r := range order {
@@ -556,7 +698,7 @@ func (cl *cluster) giveBack(refunds map[int][]string, undos []keyEntry, custs []
 		case r.err == nil:
 		case i < buckets:
 			slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back shared tokens failed; those buckets under-admit until they refill",
-				slog.Int("slot", r.slot), slog.Int("tokens", len(refunds[r.slot])), slog.String("error", r.err.Error()))
+				slog.Int("slot", r.slot), slog.Int("requests", len(refunds.tokens[r.slot])+len(refunds.trims[r.slot])), slog.String("error", r.err.Error()))
 		default:
 			slog.Default().LogAttrs(ctx, slog.LevelWarn, "engine: giving back a customer quota's units failed; it under-admits by as many until its period ends",
 				slog.String("key", r.keys[0]), slog.Int("units", int(custs[i-buckets].units)), slog.String("error", r.err.Error()))

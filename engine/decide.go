@@ -84,6 +84,7 @@ func (e *Engine) result(c *call) (limit.Decision, error) {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", errPeriodMoved)
 	}
 	d := parseDecision(&c.res, c.req)
+	d.TakenAt = c.takenAt
 	e.holds.ruleDecision(&d, c)
 	return d, nil
 }

@@ -81,8 +81,12 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 			}
 			sl.spec = ls.Append(sl.spec)
 			for _, bi := range parts[s] {
+				at := rt.At
+				if bi < len(rt.TakenAt) && !rt.TakenAt[bi].IsZero() {
+					at = rt.TakenAt[bi] // by its own slot's clock (Redis Cluster)
+				}
 				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, buckets[bi]), Taken: rt.Taken,
-					Unspent: rt.Unspent, TakenAtUS: rt.At.UnixMicro()}
+					Unspent: rt.Unspent, TakenAtUS: at.UnixMicro()}
 				sl.spec = b.Append(sl.spec)
 			}
 			sl.leases++
@@ -101,7 +105,9 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		spec := append(head.Append(nil), sl.spec...)
 		runs = append(runs, &slotRun{slot: s, keys: keys, argv: []any{script.OpUnlease, e.r.clockArg(), spec}})
 	}
-	e.r.trips.Add(int64(len(runs)))
+	if len(runs) > 0 {
+		e.r.trips.Add(1) // one run on one primary; one pipeline on Redis Cluster
+	}
 	e.r.runSlots(ctx, runs)
 	for _, r := range runs {
 		if r.err != nil {

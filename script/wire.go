@@ -231,6 +231,10 @@ type LeaseSpec struct {
 	Day          int32  // the UTC day of the take (days since 1970-01-01): spent counts there
 	Unspent      int32  // quota units to give back
 	PeriodStartS int64  // the quota period of the take: nothing goes back to another
+	// Held is 1 for a trim of a lease that goes on (Redis Cluster: a
+	// level of another slot took more than the lease's other levels):
+	// its units go back, and its levels still count the lease out.
+	Held uint8
 }
 
 // LeaseBucketSpec is one bucket of an ended lease.

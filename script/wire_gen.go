@@ -363,9 +363,9 @@ func (v *UnleaseArgs) Decode(s string) (string, error) {
 }
 
 // LeaseSpecSize is the packed size of LeaseSpec.
-const LeaseSpecSize = 25
+const LeaseSpecSize = 26
 
-// Append appends v packed (format "<BHHi4i4i4i8").
+// Append appends v packed (format "<BHHi4i4i4i8B").
 func (v *LeaseSpec) Append(b []byte) []byte {
 	b = append(b, v.Buckets)
 	b = le.AppendUint16(b, v.Quota)
@@ -374,6 +374,7 @@ func (v *LeaseSpec) Append(b []byte) []byte {
 	b = le.AppendUint32(b, uint32(v.Day))
 	b = le.AppendUint32(b, uint32(v.Unspent))
 	b = le.AppendUint64(b, uint64(v.PeriodStartS))
+	b = append(b, v.Held)
 	return b
 }
 
@@ -390,6 +391,7 @@ func (v *LeaseSpec) Decode(s string) (string, error) {
 	v.Day = int32(uint32(u64(s, 9, 4)))
 	v.Unspent = int32(uint32(u64(s, 13, 4)))
 	v.PeriodStartS = int64(u64(s, 17, 8))
+	v.Held = s[25]
 	return s[LeaseSpecSize:], nil
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/redis/go-redis/v9"
-
 	"tollgate/engine/failopen"
 	"tollgate/engine/lease"
 	"tollgate/engine/refusal"
@@ -14,19 +12,17 @@ import (
 // limiterStack stacks the limiter layers on the gateway's engine, as chi
 // stacks middleware, and returns the top (docs/architecture.md):
 // fail-open charges nearest the engine (failure mode open only), capacity
-// leases (TOLLGATE_LEASE_LIFETIME > 0; not on Redis Cluster, whose shared
-// buckets sit in other slots than a key's own state, nor under a test
-// clock, which the leases' node-clock lifetimes do not follow), then the
-// refusal memory on top.
+// leases (TOLLGATE_LEASE_LIFETIME > 0, on one primary and on Redis
+// Cluster; not under a test clock, which the leases' node-clock lifetimes
+// do not follow), then the refusal memory on top.
 func (m *Main) limiterStack() limit.Decider {
 	var layers []limit.Layer
 	if m.Config.LimiterFailureMode != gateway.FailClosed {
 		m.charges = failopen.New(m.engine, failopen.Options{Logger: m.Logger})
 		layers = append(layers, m.charges.Layer)
 	}
-	_, cluster := m.rdb.(*redis.ClusterClient)
 	var keep = m.Config.LeaseLifetime
-	if m.Config.LeaseLifetime > 0 && !cluster && m.clock == nil {
+	if m.Config.LeaseLifetime > 0 && m.clock == nil {
 		m.leases = lease.New(m.engine, lease.Options{Lifetime: m.Config.LeaseLifetime, Logger: m.Logger})
 		layers = append(layers, m.leases.Layer)
 		keep = 2 * m.leases.Lifetime()

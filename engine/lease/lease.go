@@ -573,7 +573,7 @@ func (t *Table) giveBack() {
 		spent := 0
 		for i, l := range batch {
 			returns[i] = limit.Return{Req: &l.req, Taken: l.taken, Unspent: l.left, Spent: l.spent,
-				At: l.take.Now, KeepQuota: l.keepQuota}
+				At: l.take.Now, KeepQuota: l.keepQuota, TakenAt: l.take.TakenAt}
 			if q := l.take.Quota; q != nil {
 				returns[i].PeriodStart = q.Reset.Add(-q.Window)
 			}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"tollgate/cache"
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
@@ -56,24 +54,43 @@ type form struct {
 // forms are the forms every lease test runs its requests in.
 var forms = []form{{"plan throttle", limittest.HotRequest}, {"token bucket rule", limittest.HotRuleRequest}}
 
-// eachForm runs test in parallel for every form.
-func eachForm(t *testing.T, test func(*testing.T, form)) {
-	for _, f := range forms {
-		t.Run(f.name, func(t *testing.T) {
-			t.Parallel()
-			test(t, f)
-		})
+// formsOn returns the forms that lease on backend b: on Redis Cluster a
+// rule's state is taken in its own slot, one unit at a time (no lease).
+func formsOn(b redistest.Backend) []form {
+	if b.Name == "cluster" {
+		return forms[:1]
 	}
+	return forms
 }
 
-// eachCase runs test in parallel for every way and form.
-func eachCase(t *testing.T, test func(*testing.T, way, form)) {
-	for _, w := range ways {
-		t.Run(string(w), func(t *testing.T) {
-			t.Parallel()
-			eachForm(t, func(t *testing.T, f form) { test(t, w, f) })
-		})
-	}
+// eachForm runs test in parallel for every backend (one primary, Redis
+// Cluster) and form.
+func eachForm(t *testing.T, test func(*testing.T, redistest.Backend, form)) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, f := range formsOn(b) {
+			t.Run(f.name, func(t *testing.T) {
+				t.Parallel()
+				test(t, b, f)
+			})
+		}
+	})
+}
+
+// eachCase runs test in parallel for every backend, way and form.
+func eachCase(t *testing.T, test func(*testing.T, redistest.Backend, way, form)) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, w := range ways {
+			t.Run(string(w), func(t *testing.T) {
+				t.Parallel()
+				for _, f := range formsOn(b) {
+					t.Run(f.name, func(t *testing.T) {
+						t.Parallel()
+						test(t, b, w, f)
+					})
+				}
+			})
+		}
+	})
 }
 
 // lookupDecider decides as a caching method's request: DecideLookup
@@ -90,35 +107,30 @@ func (l lookupDecider) Decide(ctx context.Context, req *limit.Request) (limit.De
 	return d, err
 }
 
-// mustNodes returns n nodes deciding plainly (mustNodesAs).
-func mustNodes(tb testing.TB, n int, clock *clocktest.Clock) []*node {
-	return mustNodesAs(tb, n, clock, plain)
+// mustNodes returns n nodes on backend b deciding plainly (mustNodesAs).
+func mustNodes(tb testing.TB, b redistest.Backend, n int, clock *clocktest.Clock) []*node {
+	return mustNodesAs(tb, b, n, clock, plain)
 }
 
-// mustNodesAs returns n nodes, each with its own client of the test Redis,
-// on one fresh key prefix, their leases of the production lifetime,
-// deciding their requests the way w. Each is closed (its leases given
-// back) at cleanup, before its client. clock, when not nil, replaces
-// Redis TIME in the scripts.
-func mustNodesAs(tb testing.TB, n int, clock *clocktest.Clock, w way) []*node {
+// mustNodesAs returns n nodes, each with its own client of backend b
+// (one primary, or Redis Cluster), on one fresh key prefix, their leases
+// of the production lifetime, deciding their requests the way w. Each is
+// closed (its leases given back) at cleanup, before its client. clock,
+// when not nil, replaces Redis TIME in the scripts.
+func mustNodesAs(tb testing.TB, b redistest.Backend, n int, clock *clocktest.Clock, w way) []*node {
 	tb.Helper()
-	_, prefix := redistest.MustClient(tb) // deletes the prefix at cleanup
+	_, prefix := b.Open(tb) // deletes the prefix at cleanup
 	if clock == nil {
 		clock = &clocktest.Clock{}
 	}
 	nodes := make([]*node, n)
 	for i := range nodes {
-		opt, err := redis.ParseURL(redistest.URL())
-		if err != nil {
-			tb.Fatal(err)
-		}
-		rdb := redis.NewClient(opt)
+		rdb := b.Dial(tb)
 		e := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second, Clock: clock.Now})
 		t := New(e, Options{})
 		tb.Cleanup(func() {
 			t.Close()
 			_ = e.Close()
-			_ = rdb.Close()
 		})
 		nodes[i] = &node{e: e, t: t, top: limit.Stack(e, t.Layer), clock: clock}
 		if w == cached {
@@ -207,14 +219,14 @@ func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
 	onNodes(t, []int{2, 4}, leasedQuotaAdmitsExactlyItsLimit)
 }
 
-// onNodes runs test in parallel on fresh nodes, for every way, form and
-// node count of counts.
+// onNodes runs test in parallel on fresh nodes, for every backend, way,
+// form and node count of counts.
 func onNodes(t *testing.T, counts []int, test func(*testing.T, []*node, form)) {
-	eachCase(t, func(t *testing.T, w way, f form) {
+	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
 		for _, n := range counts {
 			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 				t.Parallel()
-				test(t, mustNodesAs(t, n, nil, w), f)
+				test(t, mustNodesAs(t, b, n, nil, w), f)
 			})
 		}
 	})
@@ -287,23 +299,62 @@ func leasedThrottleStaysWithinItsBound(t *testing.T, nodes []*node, f form) {
 	t.Logf("%d nodes: %d decided, %d admitted over %v, %d round trips", len(nodes), decided, len(times), run, trips(nodes))
 }
 
+// A shared stage bucket (rate 0) is counted exactly under leases from two
+// nodes, on every backend: while a key's quota binds, the stage bucket's
+// leases (on Redis Cluster taken in its own slot first, each up to a
+// quarter of what it has left) keep only as many tokens as the key's own
+// levels gave and give the rest back, so after the quota admitted exactly
+// its limit, another key is admitted exactly what the stage bucket has
+// left.
+func TestLeasedSharedBucketCountsExactly(t *testing.T) {
+	t.Parallel()
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		nodes := mustNodes(t, b, 2, nil)
+		const stage, quota = 3000, 2000
+		req := func(key string, quota int32) func() *limit.Request {
+			return func() *limit.Request {
+				r := limittest.HotRequest(1e6, 1<<30, quota)
+				r.KeyID = key
+				r.Buckets[1].RateLimit, r.Buckets[1].BurstLimit = 0, stage
+				return r
+			}
+		}
+		for _, c := range []struct {
+			key          string
+			quota, admit int64
+		}{{"quoted", quota, quota}, {"free", 0, stage - quota}} {
+			var admitted atomic.Int64
+			load(t, nodes, 8, req(c.key, int32(c.quota)), quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+			if got := admitted.Load(); got != c.admit {
+				t.Fatalf("key %s: admitted %d, want %d", c.key, got, c.admit)
+			}
+		}
+	})
+}
+
 // A cold key (a few requests per second) takes no lease, nor does a hot
 // one whose caller waits for each answer (its requests never overlap):
 // one round trip per request, exactly as without leases. A hot key with
 // concurrent callers is admitted on leases.
 func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, w way, f form) {
-		nodes := mustNodesAs(t, 1, nil, w)
+	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+		nodes := mustNodesAs(t, b, 1, nil, w)
 		n := nodes[0]
-		for range 10 {
+		// a decision's round trips: one on one primary, two on Redis
+		// Cluster (the shared buckets' take, then the key's own state)
+		var each int64
+		for i := range 10 {
 			if _, err := n.top.Decide(t.Context(), f.hot(1000, 1000, 0)); err != nil {
 				t.Fatal(err)
 			}
+			if i == 0 {
+				each = n.e.Trips()
+			}
 			time.Sleep(50 * time.Millisecond) // 20 requests per second: the pace is the point
 		}
-		if got := n.e.Trips(); got != 10 {
-			t.Errorf("cold key: got %d round trips for 10 requests, want 10", got)
+		if got := n.e.Trips(); got != 10*each {
+			t.Errorf("cold key: got %d round trips for 10 requests, want %d", got, 10*each)
 		}
 		before := n.e.Trips()
 		for range 1000 {
@@ -311,8 +362,8 @@ func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := n.e.Trips() - before; got != 1000 {
-			t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want 1000", got)
+		if got := n.e.Trips() - before; got != 1000*each {
+			t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want %d", got, 1000*each)
 		}
 		before = n.e.Trips()
 		var decided atomic.Int64
@@ -332,8 +383,8 @@ func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 // further.
 func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 	t.Parallel()
-	eachForm(t, func(t *testing.T, f form) {
-		nodes := mustNodes(t, 1, nil)
+	eachForm(t, func(t *testing.T, b redistest.Backend, f form) {
+		nodes := mustNodes(t, b, 1, nil)
 		const quota = 500
 		var admitted atomic.Int64
 		load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, quota) },
@@ -357,8 +408,8 @@ func TestConfigChangeVoidsLeases(t *testing.T) {
 	eachForm(t, configChangeVoidsLeases)
 }
 
-func configChangeVoidsLeases(t *testing.T, f form) {
-	nodes := mustNodes(t, 1, nil)
+func configChangeVoidsLeases(t *testing.T, b redistest.Backend, f form) {
+	nodes := mustNodes(t, b, 1, nil)
 	n := nodes[0]
 	var sent atomic.Int64
 	load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, 100000) },
@@ -409,9 +460,9 @@ func TestDeadNodeLosesAtMostItsOpenLeases(t *testing.T) {
 	eachForm(t, deadNodeLosesAtMostItsOpenLeases)
 }
 
-func deadNodeLosesAtMostItsOpenLeases(t *testing.T, f form) {
+func deadNodeLosesAtMostItsOpenLeases(t *testing.T, b redistest.Backend, f form) {
 	const quota = 4000
-	nodes := mustNodes(t, 2, nil)
+	nodes := mustNodes(t, b, 2, nil)
 	dead, alive := nodes[0], nodes[1]
 	var admitted atomic.Int64
 	req := func() *limit.Request { return f.hot(1e6, 1<<30, quota) }
@@ -463,32 +514,35 @@ func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
 	eachForm(t, leaseEndsBeforeItsPeriodEnds)
 }
 
-func leaseEndsBeforeItsPeriodEnds(t *testing.T, f form) {
+func leaseEndsBeforeItsPeriodEnds(t *testing.T, b redistest.Backend, f form) {
 	redis := clocktest.New(time.Date(2026, 6, 15, 23, 59, 59, 950_000_000, time.UTC))
 	nodeClock := clocktest.New(time.Date(2026, 6, 15, 8, 0, 0, 0, time.UTC)) // hours away from Redis's
-	nodes := mustNodes(t, 1, redis)
+	nodes := mustNodes(t, b, 1, redis)
 	e := nodes[0].e
-	req := f.hot(1e6, 1<<30, 1000)
+	// a quota that leaves every level more than 4 × the lease's want: no
+	// level of another slot takes more than the lease keeps (no give-back)
+	req := f.hot(1e6, 1<<30, 10000)
 	tb := overlapped(t, e, nodeClock, req)
 	top := limit.Stack(e, tb.Layer)
 	d, err := top.Decide(t.Context(), req)
 	if err != nil || !d.Allowed || d.Granted < 2 {
 		t.Fatalf("take: %+v, %v, want a lease", d, err)
 	}
+	take := e.Trips()                    // one on one primary, two on Redis Cluster
 	nodeClock.Add(40 * time.Millisecond) // Redis's 23:59:59.990: still the lease's period
 	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed || d.Quota.Reset.Day() != 16 {
 		t.Fatalf("10 ms before midnight: %+v, %v, want admitted in the day that ends at midnight", d, err)
 	}
-	if got := e.Trips(); got != 1 {
-		t.Fatalf("10 ms before midnight: %d round trips, want 1 (admitted on the lease)", got)
+	if got := e.Trips(); got != take {
+		t.Fatalf("10 ms before midnight: %d round trips, want %d (the take's; admitted on the lease)", got, take)
 	}
 	nodeClock.Add(20 * time.Millisecond) // Redis's 00:00:00.010
 	redis.Add(60 * time.Millisecond)
 	d, err = top.Decide(t.Context(), req)
-	if err != nil || !d.Allowed || d.Quota.Reset.Day() != 17 || d.Quota.Remaining < 990 {
+	if err != nil || !d.Allowed || d.Quota.Reset.Day() != 17 || d.Quota.Remaining < 9990 {
 		t.Fatalf("10 ms after midnight: %+v, %v, want admitted in the new day's period", d, err)
 	}
-	if got := e.Trips(); got < 2 {
+	if got := e.Trips(); got <= take {
 		t.Fatalf("10 ms after midnight: %d round trips, want the request decided in Redis", got)
 	}
 	tb.Close()
@@ -508,20 +562,20 @@ func leaseEndsBeforeItsPeriodEnds(t *testing.T, f form) {
 // are back, never lost.
 func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, w way, f form) {
+	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
 		for _, n := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 				t.Parallel()
-				burstUnderConcurrency(t, n, w, f)
+				burstUnderConcurrency(t, b, n, w, f)
 			})
 		}
 	})
 }
 
-// burstUnderConcurrency checks five fresh bursts of 20 on n nodes.
-func burstUnderConcurrency(t *testing.T, n int, w way, f form) {
+// burstUnderConcurrency checks five fresh bursts of 20 on n nodes of b.
+func burstUnderConcurrency(t *testing.T, b redistest.Backend, n int, w way, f form) {
 	for round := range 5 {
-		nodes := mustNodesAs(t, n, nil, w)
+		nodes := mustNodesAs(t, b, n, nil, w)
 		req := f.hot(0.01, 20, 0)
 		req.KeyID = fmt.Sprintf("burst%d", round)
 		admitted := hammertest.Count(100, 1, func(i, _ int) bool {
@@ -543,8 +597,8 @@ func burstUnderConcurrency(t *testing.T, n int, w way, f form) {
 // its requests never overlap, so it is decided in Redis every time.
 func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, w way, f form) {
-		nodes := mustNodesAs(t, 2, nil, w)
+	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+		nodes := mustNodesAs(t, b, 2, nil, w)
 		const quota = 3000
 		var last int64 = quota
 		for i := range 600 {
@@ -566,7 +620,12 @@ func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 // admissions.
 func TestLeasesOnTheModel(t *testing.T) {
 	t.Parallel()
-	eachForm(t, leasesOnTheModel)
+	for _, f := range forms {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			leasesOnTheModel(t, f)
+		})
+	}
 }
 
 func leasesOnTheModel(t *testing.T, f form) {

@@ -438,13 +438,32 @@ func (s *Server) Kill(tb testing.TB) {
 // three-master Redis Cluster (MustCluster).
 type Backend struct {
 	Name string
+	// Open returns a client and a fresh key prefix, as MustClient.
 	Open func(tb testing.TB) (redis.UniversalClient, string)
+	// Dial returns one more client of the same Redis (one per gateway node
+	// of a test), closed at cleanup.
+	Dial func(tb testing.TB) redis.UniversalClient
 }
 
-// Backends are the primary and the cluster.
+// Backends are the primary and the cluster. (No Sentinel backend: a
+// Sentinel's primary is a primary to the engine, which decides on it
+// exactly as on "primary".)
 var Backends = []Backend{
-	{"primary", func(tb testing.TB) (redis.UniversalClient, string) { return MustClient(tb) }},
-	{"cluster", func(tb testing.TB) (redis.UniversalClient, string) { return MustCluster(tb) }},
+	{"primary", func(tb testing.TB) (redis.UniversalClient, string) { return MustClient(tb) }, dialURL(URL)},
+	{"cluster", func(tb testing.TB) (redis.UniversalClient, string) { return MustCluster(tb) }, dialURL(ClusterURL)},
+}
+
+// dialURL returns a Backend.Dial of the Redis at url().
+func dialURL(url func() string) func(tb testing.TB) redis.UniversalClient {
+	return func(tb testing.TB) redis.UniversalClient {
+		tb.Helper()
+		c, err := redisurl.Open(url())
+		if err != nil {
+			tb.Fatalf("redistest: %s: %v", url(), err)
+		}
+		tb.Cleanup(func() { _ = c.Close() })
+		return c
+	}
 }
 
 // EachBackend runs test as a parallel subtest on every backend.

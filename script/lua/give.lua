@@ -28,7 +28,9 @@ on them, on the UTC day of the take.
   the tokens stayed, so giving all of g back could exceed the
   burst + rate × (T + L) bound (docs/leases.md proves the rule). Unspent
   quota units come back whole, unless the state is of another period by
-  now.
+  now. A lease_spec with held 1 trims a lease that goes on (Redis Cluster:
+  a slot took more than the lease's other levels could): what it names goes
+  back by the same rule, and its levels still count the lease out.
   Reply: the number of states written.
 
 op "unrules": undo rule charges of requests another limit refused, and end
@@ -103,7 +105,8 @@ local function unlease()
     if l.quota > 0 then
       local q = wire.quota_state(vals[l.quota])
       if q and q.period_start_s == l.period_start_s then
-        q.used, q.seq, q.leases = mmax(0, q.used - l.unspent), q.seq + 1, mmax(0, q.leases - 1)
+        q.used, q.seq = mmax(0, q.used - l.unspent), q.seq + 1
+        if l.held == 0 then q.leases = mmax(0, q.leases - 1) end
         vals[l.quota] = wire.pack_quota_state(q)
         write_quota(KEYS[l.quota], q, q.period_end_s)
         written = written + 1
@@ -111,11 +114,11 @@ local function unlease()
     end
     for _ = 1, l.buckets do
       pos = wire.read_lease_bucket_spec(spec, pos, b)
-      local taken, unspent, at = b.taken, b.unspent, b.taken_at_us
+      local taken, unspent, at, ends = b.taken, b.unspent, b.taken_at_us, l.held == 0
       -- less the refill of the hold, at the rate the bucket is stored with;
-      -- the lease is counted back in
+      -- an ended lease is counted back in
       local held = function(s)
-        s.leases = mmax(0, s.leases - 1)
+        if ends then s.leases = mmax(0, s.leases - 1) end
         return mmin(unspent, taken - s.rate * mmax(0, now - at) / US)
       end
       if give_back_at(vals, b.key, held) then written = written + 1 end

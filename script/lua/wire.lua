@@ -135,13 +135,13 @@ function wire.pack_unlease_args(t)
   return struct.pack('<HHHH', t.leases, t.states, t.usages, t.changes)
 end
 
--- LeaseSpec, 25 bytes
+-- LeaseSpec, 26 bytes
 function wire.read_lease_spec(s, pos, t)
-  t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, pos = struct.unpack('<BHHi4i4i4i8', s, pos)
+  t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held, pos = struct.unpack('<BHHi4i4i4i8B', s, pos)
   return pos
 end
 function wire.pack_lease_spec(t)
-  return struct.pack('<BHHi4i4i4i8', t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s)
+  return struct.pack('<BHHi4i4i4i8B', t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held)
 end
 
 -- LeaseBucketSpec, 18 bytes
