@@ -185,6 +185,9 @@ func split(c *call) plan {
 			p.cust = &custPart{slot: s}
 		}
 	}
+	if len(req.Rules) > 0 || p.cust != nil {
+		p.want = 1 // phase 1 takes one unit of their state: no lease
+	}
 	p.ruleRes = make([]script.RuleReply, len(req.Rules))
 	p.ruleKnown = make([]bool, len(req.Rules))
 	return p
@@ -413,13 +416,9 @@ func (cl *cluster) homeRuns(plans []plan) (order []*slotRun, homeOf map[*slotRun
 }
 
 // homeWant returns the units p's own state may take in phase 2: its
-// Want, at most what every part gave in phase 1, so that a lease holds as
-// many units of each level; 1 when its rules or its customer quota were
-// decided elsewhere (phase 1 takes one of them).
+// want, at most what every part gave in phase 1, so that a lease holds as
+// many units of each level.
 func (p *plan) homeWant() uint16 {
-	if len(p.c.req.Rules) > 0 || p.cust != nil {
-		return 1
-	}
 	w := p.want
 	for i := range p.parts {
 		if pt := &p.parts[i]; pt.taken {
