@@ -88,12 +88,14 @@ type plan struct {
 
 // custPart is a customer quota taken in phase 1, in its own slot.
 type custPart struct {
-	slot    int
-	taken   bool
-	retryUS int64
-	start   int64 // the period its units were taken in (s)
-	left    int64
-	err     error
+	slot        int
+	taken       bool
+	granted     int32 // the requests' units it gave (more than 1: a lease)
+	retryUS     int64
+	leaseWaitUS int64 // refused while leases hold its units: how long they may
+	start, end  int64 // the period its units were taken in (s)
+	left        int64
+	err         error
 }
 
 // trimRun is the op "unlease" run of slot giving back trims: each a
@@ -106,6 +108,11 @@ func (cl *cluster) trimRun(slot int, trims []trim) *slotRun {
 		ls := script.LeaseSpec{Buckets: 1}
 		if t.held {
 			ls.Held = 1
+		}
+		if t.quota {
+			ls.Buckets, ls.Quota, ls.Unspent, ls.PeriodStartS = 0, index(&names, idx, t.key), t.unspent, t.periodStartS
+			body = ls.Append(body)
+			continue
 		}
 		body = ls.Append(body)
 		b := script.LeaseBucketSpec{Key: index(&names, idx, t.key), Taken: t.taken, Unspent: t.unspent, TakenAtUS: t.atUS}
@@ -185,7 +192,7 @@ func split(c *call) plan {
 			p.cust = &custPart{slot: s}
 		}
 	}
-	if len(req.Rules) > 0 || p.cust != nil {
+	if len(req.Rules) > 0 {
 		p.want = 1 // phase 1 takes one unit of their state: no lease
 	}
 	p.ruleRes = make([]script.RuleReply, len(req.Rules))
@@ -228,7 +235,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 		}
 		if cp := plans[pi].cust; cp != nil {
 			r := runOf(cp.slot)
-			sub := keyedRequest{Quota: req.Customer, Want: 1, Cost: req.Cost}
+			sub := keyedRequest{Quota: req.Customer, Want: plans[pi].want, Cost: req.Cost}
 			r.args.addDecision(&sub, nil, rulesAt{}, customerAt{}, 0)
 			takes[r] = append(takes[r], take{plan: pi, part: -1, rule: -1})
 		}
@@ -272,7 +279,8 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 					continue
 				}
 				res := &rr.decisions[i]
-				cp.taken, cp.retryUS, cp.start, cp.left = res.Allowed == 1, res.RetryUS, res.QuotaStart, res.QuotaLeft
+				cp.taken, cp.granted, cp.retryUS, cp.leaseWaitUS = res.Allowed == 1, res.Granted, res.RetryUS, res.LeaseWaitUS
+				cp.start, cp.end, cp.left = res.QuotaStart, res.QuotaEnd, res.QuotaLeft
 				switch res.Refused {
 				case script.RefusedPeriod: // Decide sends it again, its tables around this time
 					cp.err, p.c.res.NowUS = errPeriodMoved, res.NowUS
@@ -355,13 +363,17 @@ type returns struct {
 	trims  map[int][]trim
 }
 
-// trim gives back units a lease took from a shared bucket in phase 1 and
-// does not hold: Taken at atUS (the bucket's clock), unspent of them back.
-// held: the lease goes on (the bucket still counts it out).
+// trim gives back units a lease took in phase 1 and does not hold: from a
+// shared bucket, taken at atUS (the bucket's clock), unspent of them
+// back; from a customer quota (quota), unspent units into the period
+// that started at periodStartS. held: the lease goes on (the level still
+// counts it out).
 type trim struct {
 	key            string
+	quota          bool
 	taken, unspent int32
 	atUS           int64
+	periodStartS   int64
 	held           bool
 }
 
@@ -425,6 +437,9 @@ func (p *plan) homeWant() uint16 {
 			w = min(w, uint16(max(pt.granted, 1)))
 		}
 	}
+	if cp := p.cust; cp != nil && cp.taken {
+		w = min(w, uint16(max(cp.granted, 1)))
+	}
 	return max(w, 1)
 }
 
@@ -448,8 +463,8 @@ func customerRefunds(plans []plan) []custRefund {
 	var out []custRefund
 	for pi := range plans {
 		p := &plans[pi]
-		if p.cust == nil || !p.cust.taken {
-			continue
+		if p.cust == nil || !p.cust.taken || p.cust.granted > 1 {
+			continue // a lease's units go back as a trim (addRefunds)
 		}
 		c := p.c
 		if c.err == nil && c.res.Allowed == 1 || c.err != nil && !notRun(c.err) && p.failed() == nil {
@@ -499,9 +514,6 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 				p.refusedElsewhere(&p.c.res)
 				p.addRefunds(refunds)
 			} else {
-				if p.cust != nil {
-					p.c.res.CustomerLeft = p.cust.left // the state after its take
-				}
 				p.leased(refunds)
 			}
 			p.c.answer(nil)
@@ -599,9 +611,13 @@ func (p *plan) sharedOnly() script.DecisionReply {
 	return res
 }
 
-// refusedElsewhere sets the lease wait of res, refused by a bucket that
-// refused in phase 1: how long leases may still hold its tokens.
+// refusedElsewhere sets the lease wait of res, refused by a bucket or
+// customer quota that refused in phase 1: how long leases may still hold
+// its units.
 func (p *plan) refusedElsewhere(res *script.DecisionReply) {
+	if res.Refused == script.RefusedCustomer && p.cust != nil {
+		res.LeaseWaitUS = p.cust.leaseWaitUS
+	}
 	if res.Refused != script.RefusedBucket {
 		return
 	}
@@ -618,6 +634,14 @@ func (p *plan) refusedElsewhere(res *script.DecisionReply) {
 func (p *plan) leased(refunds *returns) {
 	k := max(p.c.res.Granted, 1)
 	p.trimTo(refunds, k)
+	if cp := p.cust; cp != nil {
+		// the state after its take and the trim; its period when the key
+		// has no quota of its own
+		p.c.res.CustomerLeft = cp.left + int64(max(cp.granted-k, 0))
+		if p.c.req.Quota == nil {
+			p.c.res.QuotaStart, p.c.res.QuotaEnd = cp.start, cp.end
+		}
+	}
 	if k > 1 && len(p.parts) > 0 {
 		at := make([]time.Time, len(p.c.req.Buckets))
 		for i := range at {
@@ -636,6 +660,10 @@ func (p *plan) leased(refunds *returns) {
 // beyond k: the units the request kept (1: none is leased, and the part's
 // lease ends; more: the lease goes on).
 func (p *plan) trimTo(refunds *returns, k int32) {
+	if cp := p.cust; cp != nil && cp.taken && cp.granted > max(k, 1) {
+		refunds.trims[cp.slot] = append(refunds.trims[cp.slot], trim{key: p.c.req.Customer.Key, quota: true,
+			periodStartS: cp.start, unspent: cp.granted - k, held: k > 1})
+	}
 	for _, pt := range p.parts {
 		if !pt.taken || pt.granted <= max(k, 1) {
 			continue

@@ -364,6 +364,17 @@ func TestRuleLeaseSizingAndGiveBackMatchModel(t *testing.T) {
 
 // leaseRun sets p up to take leases, with room for leases of many until
 // a drawn change.
+// The same with a customer quota both keys share and drawn costs: a
+// one-unit request's lease takes at most a quarter of the customer
+// quota's rest too, a refusal by it waits for its leases, and its unspent
+// units go back (docs/leases.md); other costs decide per request.
+func TestCustomerLeaseSizingAndGiveBackMatchModel(t *testing.T) {
+	seededRuns(t, 0x1ea5ec, func(p *propRun) {
+		leaseRun(p)
+		p.costs, p.cfg.customer = true, 300
+	})
+}
+
 func leaseRun(p *propRun) {
 	p.leases = true
 	p.cfg.plan, p.cfg.method = plans.Throttle{RateLimit: 100, BurstLimit: 400}, plans.Throttle{RateLimit: 7, BurstLimit: 200}

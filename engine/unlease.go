@@ -43,8 +43,8 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 	slotOf := e.r.slotOf
 	for _, rt := range returns {
 		var kr keyedRequest
-		var q keyedQuota
-		e.res.resolve(rt.Req, &kr, nil, &q, nil)
+		var q, cq keyedQuota
+		e.res.resolve(rt.Req, &kr, nil, &q, &cq)
 		home := slotOf(kr.home())
 		buckets := leasedBuckets(&kr)
 		// the lease's part in each slot: its buckets there, and in its
@@ -89,6 +89,13 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 					Unspent: rt.Unspent, TakenAtUS: at.UnixMicro()}
 				sl.spec = b.Append(sl.spec)
 			}
+			sl.leases++
+		}
+		if c := kr.Customer; c != nil { // its own entry, in its own slot on Redis Cluster
+			sl := at(slotOf(c.Key))
+			ls := script.LeaseSpec{Quota: index(&sl.args.states, sl.args.stateIdx, c.Key), Unspent: rt.Unspent,
+				PeriodStartS: rt.PeriodStart.Unix()}
+			sl.spec = ls.Append(sl.spec)
 			sl.leases++
 		}
 	}

@@ -26,6 +26,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -114,11 +115,14 @@ type Table struct {
 }
 
 // shape names the limits of a request: its key, plan, stage, buckets,
-// rules (each rule's state: its counter and the value counted) and
-// whether it has a quota (their state is what a lease takes from).
+// rules (each rule's state: its counter and the value counted), whether
+// it has a quota and a customer quota, and its customer (their state is
+// what a lease takes from).
 type shape struct {
 	keyID, planID, api, stage string
-	quota, uncounted          bool
+	customerID                string
+	quota, customer           bool
+	uncounted                 bool
 	n, nr                     int
 	levels                    [maxBuckets]limit.Level
 	methods, paths            [maxBuckets]string
@@ -182,18 +186,18 @@ type decider struct {
 // shapeOf returns req's shape; ok is false when req cannot take a lease:
 // it has a rule of another algorithm than TOKEN_BUCKET (decided per
 // request: docs/leases.md), more buckets or rules than a shape holds, no
-// limit at all, a cost other than one unit or a customer quota (decided
-// in Redis every time: docs/cost.md). A request that reads the stage
+// limit at all, or a cost other than one unit (decided in Redis every
+// time: docs/cost.md). A request that reads the stage
 // cache with its decision (req.Along) takes leases as any other: admitted
 // on a lease, it leaves the read undone, and the engine's DecideLookup
 // reads in a round trip of its own (no script run).
 func shapeOf(req *limit.Request) (s shape, ok bool) {
-	if len(req.Rules) > maxRules || len(req.Buckets) > maxBuckets || (len(req.Buckets) == 0 && req.Quota == nil) ||
-		req.Units() != 1 || req.CustomerQuota != nil {
+	if len(req.Rules) > maxRules || len(req.Buckets) > maxBuckets ||
+		(len(req.Buckets) == 0 && req.Quota == nil && req.CustomerQuota == nil) || req.Units() != 1 {
 		return s, false
 	}
-	s = shape{keyID: req.KeyID, planID: req.PlanID, api: req.API, stage: req.Stage, quota: req.Quota != nil,
-		uncounted: req.Uncounted, n: len(req.Buckets), nr: len(req.Rules)}
+	s = shape{keyID: req.KeyID, planID: req.PlanID, api: req.API, stage: req.Stage, customerID: req.CustomerID,
+		quota: req.Quota != nil, customer: req.CustomerQuota != nil, uncounted: req.Uncounted, n: len(req.Buckets), nr: len(req.Rules)}
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
 		s.levels[i], s.methods[i], s.paths[i] = b.Level, b.Method, b.Path
@@ -298,7 +302,8 @@ func (l *lease) sameLimits(req *limit.Request) bool {
 			return false
 		}
 	}
-	return req.Quota == nil || *req.Quota == *l.req.Quota
+	return (req.Quota == nil || *req.Quota == *l.req.Quota) && req.CustomerID == l.req.CustomerID &&
+		(req.CustomerQuota == nil) == (l.req.CustomerQuota == nil) && (req.CustomerQuota == nil || *req.CustomerQuota == *l.req.CustomerQuota)
 }
 
 // admit decides req on its shape's open lease at node time now: local when
@@ -434,17 +439,35 @@ func credit(d *limit.Decision, n int64) {
 		q.Remaining += n
 		d.Quota = &q
 	}
+	if d.Customer != nil {
+		c := *d.Customer
+		c.Remaining += n
+		d.Customer = &c
+	}
 }
 
 // boundary returns when a lease taken by decision d must end in Redis
-// time: the end of its quota period, or of the UTC day of d.Now, whichever
-// comes first (usage is counted per UTC day).
+// time: the end of its quota's or customer quota's period, or of the UTC
+// day of d.Now, whichever comes first (usage is counted per UTC day).
 func boundary(d *limit.Decision) time.Time {
-	day := d.Now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	if d.Quota != nil && d.Quota.Reset.Before(day) {
-		return d.Quota.Reset
+	end := d.Now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	for _, q := range []*limit.State{d.Quota, d.Customer} {
+		if q != nil && q.Reset.Before(end) {
+			end = q.Reset
+		}
 	}
-	return day
+	return end
+}
+
+// periodStart returns the start of the quota period a lease taken by
+// decision d took its units in (the customer quota's when the key has no
+// quota of its own; both share one period otherwise); zero without
+// either.
+func periodStart(d *limit.Decision) time.Time {
+	if q := cmp.Or(d.Quota, d.Customer); q != nil {
+		return q.Reset.Add(-q.Window)
+	}
+	return time.Time{}
 }
 
 // taken hands the outcome of a decision of s that asked for a lease, sent
@@ -477,6 +500,10 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 	if req.Quota != nil {
 		q := *req.Quota
 		l.req.Quota = &q
+	}
+	if req.CustomerQuota != nil {
+		q := *req.CustomerQuota
+		l.req.CustomerQuota = &q
 	}
 	l.take.Granted = 1
 	credit(d, int64(l.left))
@@ -574,9 +601,7 @@ func (t *Table) giveBack() {
 		for i, l := range batch {
 			returns[i] = limit.Return{Req: &l.req, Taken: l.taken, Unspent: l.left, Spent: l.spent,
 				At: l.take.Now, KeepQuota: l.keepQuota, TakenAt: l.take.TakenAt}
-			if q := l.take.Quota; q != nil {
-				returns[i].PeriodStart = q.Reset.Add(-q.Window)
-			}
+			returns[i].PeriodStart = periodStart(&l.take)
 			spent += int(l.spent)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)

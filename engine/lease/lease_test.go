@@ -332,6 +332,84 @@ func TestLeasedSharedBucketCountsExactly(t *testing.T) {
 	})
 }
 
+// A customer quota two keys share (or a key's own, without a customer)
+// admits exactly its limit under leases from two nodes, on every backend
+// (on Redis Cluster the customer's slot is taken in phase 1, as a shared
+// bucket's), with or without a quota of the keys' own, and when a key's
+// own quota binds first (what the customer's leases took beyond it went
+// back: the other key gets exactly the rest); usage counts exactly the
+// admitted requests, and leases saved round trips.
+func TestLeasedCustomerQuotaAdmitsExactlyItsLimit(t *testing.T) {
+	t.Parallel()
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		for _, c := range []struct {
+			name, customer string
+			phases         []customerPhase
+		}{
+			{"two keys of a customer", "acme", []customerPhase{{[]string{"k1", "k2"}, 1 << 20, 3000}}},
+			{"two keys of a customer, no key quota", "acme", []customerPhase{{[]string{"k1", "k2"}, 0, 3000}}},
+			{"a key its own customer", "", []customerPhase{{[]string{"k1"}, 0, 3000}}},
+			{"a key's quota binds first", "acme", []customerPhase{{[]string{"k1"}, 2000, 2000}, {[]string{"k2"}, 0, 1000}}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				customerLeases(t, b, c.customer, c.phases)
+			})
+		}
+	})
+}
+
+// customerPhase is a load of the requests of keys in turn, each with a
+// DAY quota of keyQuota (none when 0), that admits admit requests.
+type customerPhase struct {
+	keys     []string
+	keyQuota int32
+	admit    int64
+}
+
+// customerLeases runs phases on two nodes, every request limited by a
+// customer quota of 3000, each phase until nothing is admitted for a
+// second.
+func customerLeases(t *testing.T, b redistest.Backend, customer string, phases []customerPhase) {
+	const customerQuota = 3000
+	nodes := mustNodes(t, b, 2, nil)
+	used := map[string]bool{}
+	for _, ph := range phases {
+		var next, admitted atomic.Int64
+		req := func() *limit.Request {
+			r := limittest.HotRequest(1e6, 1<<30, ph.keyQuota)
+			r.KeyID = ph.keys[next.Add(1)%int64(len(ph.keys))]
+			r.CustomerID, r.CustomerQuota = customer, &limit.Quota{Limit: customerQuota, Period: plans.PeriodDay}
+			return r
+		}
+		before := trips(nodes)
+		decided := load(t, nodes, 8, req, quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+		if got := admitted.Load(); got != ph.admit {
+			t.Fatalf("keys %v: admitted %d, want %d", ph.keys, got, ph.admit)
+		}
+		if n := trips(nodes) - before; n >= decided {
+			t.Errorf("keys %v: %d round trips for %d decisions, want fewer (leases)", ph.keys, n, decided)
+		}
+		for _, k := range ph.keys {
+			used[k] = true
+		}
+	}
+	for _, x := range nodes {
+		x.t.Close()
+	}
+	var counted int64
+	for k := range used {
+		u, err := nodes[0].e.KeyUsage(t.Context(), k, "p1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted += u.Today
+	}
+	if counted != customerQuota {
+		t.Errorf("usage of the keys: %d, want %d", counted, customerQuota)
+	}
+}
+
 // A cold key (a few requests per second) takes no lease, nor does a hot
 // one whose caller waits for each answer (its requests never overlap):
 // one round trip per request, exactly as without leases. A hot key with

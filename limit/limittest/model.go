@@ -269,7 +269,7 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 	d.Allowed = refused < 0
 	if d.Allowed {
 		k := max(1, int64(req.Want))
-		if cost != 1 || (keyed && req.CustomerQuota != nil) {
+		if cost != 1 {
 			k = 1
 		}
 		k = max(ruleLease(checks, k), 1)
@@ -280,6 +280,9 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			}
 			if keyed && req.Quota != nil {
 				k = min(k, (int64(req.Quota.Limit)-used)/leaseShare)
+			}
+			if keyed && req.CustomerQuota != nil {
+				k = min(k, (int64(req.CustomerQuota.Limit)-cused)/leaseShare)
 			}
 			k = max(k, 1)
 		}
@@ -305,11 +308,12 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			m.buckets[bnames[i]] = nb
 		}
 		if keyed && req.CustomerQuota != nil {
-			cused += cost
+			cused += k * cost
 			nq := &quota{start: cStored, used: cused}
 			if s := m.quotas[cName]; s != nil {
 				nq.leases, nq.leased = s.leases, s.leased
 			}
+			leaseOut(&nq.leases, &nq.leased, us, leased)
 			m.quotas[cName] = nq
 		}
 		if keyed && req.Quota != nil {
@@ -365,6 +369,9 @@ func (m *Model) count(name string, day time.Time, n, units int64) {
 func (m *Model) retry(d *limit.Decision, req *limit.Request, toks []*big.Rat, refused int, qEnd time.Time, bnames []string, qName string, us int64, need func(int) *big.Rat) {
 	if refused == len(req.Buckets)+2 { // the customer quota
 		d.RetryAfter = qEnd.Sub(d.Now)
+		if s := m.quotas[customerQuota(req)]; s != nil && s.leases > 0 && s.leased > us {
+			d.LeaseWait = time.Duration(s.leased-us) * time.Microsecond
+		}
 		return
 	}
 	if refused == len(req.Buckets) {
@@ -417,7 +424,7 @@ func planIndex(req *limit.Request) int {
 
 // Unlease is the reference of the engine's Unlease at Clock's time: the
 // quota gets its unspent units back unless it moved to another period (or
-// KeepQuota), each bucket and TOKEN_BUCKET rule min(unspent, taken − rate
+// KeepQuota), the customer quota likewise (whatever KeepQuota), each bucket and TOKEN_BUCKET rule min(unspent, taken − rate
 // × held) tokens under the limits it is stored with, and usage counts
 // what was spent on the take's day.
 func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
@@ -433,6 +440,11 @@ func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 					s.used = max(0, s.used-int64(rt.Unspent))
 				}
 				s.leases = max(0, s.leases-1)
+			}
+		}
+		if req.CustomerQuota != nil && req.KeyID != "" { // a usage update keeps only the key's own quota
+			if s := m.quotas[customerQuota(req)]; s != nil && s.start.Equal(rt.PeriodStart) {
+				s.used, s.leases = max(0, s.used-int64(rt.Unspent)), max(0, s.leases-1)
 			}
 		}
 		for i := range req.Buckets {

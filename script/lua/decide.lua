@@ -29,9 +29,11 @@ request is admitted and the rule would have admitted it).
 Capacity leases (docs/leases.md): a decision that wants w > 1 and is
 admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket and
 of every TOKEN_BUCKET rule, floor((limit - used) / LEASE_SHARE) of the
-quota), at least 1, from every level at once; a rule of another
-algorithm, a shadow rule that would refuse, or rules decided in their own
-slots make k 1. The node admits up to k - 1 more requests on the rest and
+quota and of the customer quota), at least 1, from every level at once; a
+rule of another algorithm, a shadow rule that would refuse, or rules
+decided in their own slots make k 1 (a customer quota decided in its own
+slot took the node's want there first: the node asks here for at most
+what it took). The node admits up to k - 1 more requests on the rest and
 gives back what it did not spend (op "unlease"). A level a lease holds
 units of counts its leases out and remembers until when they may hold
 them (leased_until_us: now + the run's lease_us; op "unlease" counts a
@@ -299,9 +301,9 @@ local function decide()
 
     if r.refused == wire.REFUSED_NONE then
       -- a lease takes at most 1/LEASE_SHARE of what every level has left
-      -- (no lease for a cost other than 1, nor with a customer quota)
+      -- (no lease for a cost other than 1)
       local k = mmax(d.want, 1)
-      if cost ~= 1 or d.customer > 0 or d.customer_at ~= wire.CUSTOMER_HERE or d.rules_elsewhere ~= wire.RULES_HERE then k = 1 end
+      if cost ~= 1 or d.rules_elsewhere ~= wire.RULES_HERE then k = 1 end
       for i = 1, nb do
         if bk[i].key > 0 and k > 1 then k = mmin(k, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
       end
@@ -309,6 +311,7 @@ local function decide()
         if k > 1 then k = rooms[i] and mmin(k, mfloor((rooms[i] + EPS) / LEASE_SHARE)) or 1 end
       end
       if d.quota > 0 and k > 1 then k = mmin(k, mfloor((d.limit - used) / LEASE_SHARE)) end
+      if d.customer > 0 and k > 1 then k = mmin(k, mfloor((d.customer_limit - cused) / LEASE_SHARE)) end
       k = mmax(k, 1)
       local hold = k > 1 and leased or 0
       for i = 1, nb do
@@ -330,8 +333,8 @@ local function decide()
         used = used + k * cost
       end
       if d.customer > 0 then
-        charge_quota(d.customer, ckept, stop, cost, 0)
-        cused = cused + cost
+        charge_quota(d.customer, ckept, stop, k * cost, hold)
+        cused = cused + k * cost
       end
       if d.usage > 0 then count(d.usage, days, 1, cost - 1) end
       r.allowed, r.granted = 1, k
@@ -363,6 +366,7 @@ local function decide()
     elseif r.refused == wire.REFUSED_CUSTOMER then
       if d.customer > 0 then
         r.retry_us = stop * US - now
+        r.lease_wait_us = lease_wait(quota_at(d.customer))
       else
         r.retry_us = d.customer_retry_us
       end
