@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"tollgate/cache"
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
@@ -630,6 +632,90 @@ func leaseEndsBeforeItsPeriodEnds(t *testing.T, b redistest.Backend, f form) {
 	}
 	redis.Add(-time.Second)
 	if old, err := e.KeyUsage(t.Context(), "hot", "p1", nil); err != nil || old.Today != 2 {
+		t.Fatalf("usage of the lease's day: %+v, %v, want 2", old, err)
+	}
+}
+
+// The same on a real Redis whose wall clock the test steps (one primary,
+// and a Redis Cluster of three masters on one stepped clock), the node's
+// clock hours away from it: a lease taken in the last 50 ms before
+// Redis's midnight ends, by the node's clock counted from its send, no
+// later than Redis's midnight as the take's reply read it; the next
+// request is decided in Redis in the new day, and the requests of the
+// lease count on the take's day.
+func TestLeaseEndsBeforeRedisMidnightOnASteppedClock(t *testing.T) {
+	t.Parallel()
+	for _, b := range []struct {
+		name string
+		open func(*testing.T, *redistest.SteppedClock) redis.UniversalClient
+	}{
+		{"primary", func(t *testing.T, c *redistest.SteppedClock) redis.UniversalClient {
+			return redistest.MustServerOn(t, c).Client
+		}},
+		{"cluster", func(t *testing.T, c *redistest.SteppedClock) redis.UniversalClient {
+			return redistest.MustClusterStepped(t, 3, c, "--cluster-node-timeout", "60000")
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			midnight := time.Date(2030, 6, 16, 0, 0, 0, 0, time.UTC)
+			clock := redistest.NewSteppedClock(t, time.Until(midnight.Add(-10*time.Second)))
+			rdb := b.open(t, clock)
+			leaseEndsBeforeRedisMidnight(t, rdb, clock, midnight)
+		})
+	}
+}
+
+func leaseEndsBeforeRedisMidnight(t *testing.T, rdb redis.UniversalClient, clock *redistest.SteppedClock, midnight time.Time) {
+	e := engine.New(rdb, engine.Options{Prefix: redistest.MustPrefix(t), Timeout: 5 * time.Second})
+	t.Cleanup(func() { _ = e.Close() })
+	nodeClock := clocktest.New(time.Date(2030, 6, 15, 8, 0, 0, 0, time.UTC)) // hours away from Redis's
+	var tb *Table
+	var top limit.Decider
+	var req *limit.Request
+	var d limit.Decision
+	for attempt := 0; ; attempt++ { // a take that a busy machine sends late comes after midnight
+		req = limittest.HotRequest(1e6, 1<<30, 10000) // no level of another slot takes more than the lease keeps
+		req.KeyID = fmt.Sprintf("edge%d", attempt)
+		tb = overlapped(t, e, nodeClock, req)
+		top = limit.Stack(e, tb.Layer)
+		clock.At(t, midnight.Add(-50*time.Millisecond))
+		var err error
+		if d, err = top.Decide(t.Context(), req); err != nil || !d.Allowed || d.Granted < 2 {
+			t.Fatalf("take: %+v, %v, want a lease", d, err)
+		}
+		if d.Now.Before(midnight) {
+			break
+		}
+		if attempt == 9 {
+			t.Fatalf("ten takes read Redis's time after midnight (the last %v)", d.Now)
+		}
+	}
+	left := midnight.Sub(d.Now) // by Redis's clock, from the take
+	take := e.Trips()
+	nodeClock.Add(left / 2)
+	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed || !d.Quota.Reset.Equal(midnight) {
+		t.Fatalf("%v before midnight: %+v, %v, want admitted in the day that ends at midnight", left/2, d, err)
+	}
+	if got := e.Trips(); got != take {
+		t.Fatalf("%v before midnight: %d round trips, want %d (admitted on the lease)", left/2, got, take)
+	}
+	nodeClock.Add(left - left/2)
+	clock.At(t, midnight.Add(10*time.Millisecond))
+	d, err := top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed || !d.Quota.Reset.Equal(midnight.Add(24*time.Hour)) || d.Quota.Remaining < 9990 {
+		t.Fatalf("at midnight by the node's clock: %+v, %v, want admitted in the new day's period", d, err)
+	}
+	if got := e.Trips(); got <= take {
+		t.Fatalf("at midnight by the node's clock: %d round trips, want the request decided in Redis", got)
+	}
+	tb.Close()
+	days, err := e.KeyUsage(t.Context(), req.KeyID, "p1", nil)
+	if err != nil || days.Today != 1 {
+		t.Fatalf("usage of the new day: %+v, %v, want 1 (the requests of the lease count on its day)", days, err)
+	}
+	clock.At(t, midnight.Add(-time.Second))
+	if old, err := e.KeyUsage(t.Context(), req.KeyID, "p1", nil); err != nil || old.Today != 2 {
 		t.Fatalf("usage of the lease's day: %+v, %v, want 2", old, err)
 	}
 }

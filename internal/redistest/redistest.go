@@ -144,7 +144,13 @@ func MustServerAhead(tb testing.TB, offset time.Duration, args ...string) *Serve
 // as long would).
 func MustServerStepped(tb testing.TB, offset time.Duration, args ...string) *Server {
 	tb.Helper()
-	c := NewSteppedClock(tb, offset)
+	return MustServerOn(tb, NewSteppedClock(tb, offset), args...)
+}
+
+// MustServerOn is MustServerStepped on the clock c, which other servers
+// of the test may follow too.
+func MustServerOn(tb testing.TB, c *SteppedClock, args ...string) *Server {
+	tb.Helper()
 	srv := startServer(tb, c.Env(tb), args)
 	srv.clock = c
 	return srv
@@ -319,6 +325,24 @@ func MustClusterServer(tb testing.TB, masters int, args ...string) (*redis.Clust
 // over.
 func MustClusterWithReplicas(tb testing.TB, masters, replicas int, args ...string) (*redis.ClusterClient, []*Server, []*Server) {
 	tb.Helper()
+	return mustCluster(tb, masters, replicas, nil, args)
+}
+
+// MustClusterStepped is MustClusterServer with every master on the wall
+// clock c (a SteppedClock the test moves): their TIME, script time and
+// key expiry follow its steps. Steps should stay below the cluster's
+// --cluster-node-timeout (pass a long one in args): the cluster bus times
+// its peers by the wall clock.
+func MustClusterStepped(tb testing.TB, masters int, c *SteppedClock, args ...string) *redis.ClusterClient {
+	tb.Helper()
+	cc, _, _ := mustCluster(tb, masters, 0, c.Env(tb), args)
+	return cc
+}
+
+// mustCluster starts the cluster of MustClusterWithReplicas, its servers
+// with the environment env added (nil: none).
+func mustCluster(tb testing.TB, masters, replicas int, env, args []string) (*redis.ClusterClient, []*Server, []*Server) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addrs := make([]string, masters)
@@ -326,8 +350,8 @@ func MustClusterWithReplicas(tb testing.TB, masters, replicas int, args ...strin
 	bus := make([]string, masters+replicas) // cluster bus ports
 	start := func(i int) *Server {
 		bus[i] = FreePort(tb)
-		return MustServerProcess(tb, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus[i],
-			"--cluster-config-file", "nodes.conf"}, args...)...)
+		return startServer(tb, env, append([]string{"--cluster-enabled", "yes", "--cluster-port", bus[i],
+			"--cluster-config-file", "nodes.conf"}, args...))
 	}
 	meet := func(n *Server) {
 		host, port, _ := net.SplitHostPort(addrs[0])
