@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,61 +14,64 @@ import (
 // chargeTimeout bounds one Charge run.
 const chargeTimeout = time.Second
 
-// Charge counts the quota and usage of requests a node admitted without a
-// decision (engine/failopen), exactly once: one run of op "decide" per
-// slot (charges only, under the node's run window), in one pipeline. A
-// charge whose Run the window holds was decided by that run and is
-// dropped; any other is counted in the day and quota period of its At,
-// and its Run entered in the window, so that a late copy of that run does
-// nothing.
+// Charge counts charges exactly once (limit.Charge): the quota, customer
+// quota and usage of requests a node admitted without a decision
+// (engine/failopen), and the settles of admitted requests once their
+// response is known. One run of op "decide" per slot (charges only, under
+// the node's run window), in one pipeline; on Redis Cluster a customer
+// quota in a slot of its own is charged by that slot's run (part
+// limit.PartCustomer), the rest by the run of the key's slot. A charge
+// part whose Run the window holds was decided by that run (see
+// script.ChargeSpec for what a settle charges then); a part whose Prev
+// the window holds was counted by that earlier try. Every other part is
+// counted in the day and quota period of its At, and its Run and Prev
+// entered in the window, so that a late copy of either does nothing.
 //
 // It returns the charges not counted, to try again: those of a slot that
 // awaits its restore (after the limiter lost its data: they count once it
-// is restored), and those of a run that failed (err says why). A charge
-// of a failed run that was never decided by another run comes back with
-// that run's number, so a retry never counts it twice. Charges without
-// quota and usage are dropped.
+// is restored), and those of a run that failed (err says why), with the
+// parts that did land in Done and the failed run in Prev when Redis did
+// not reply (so a retry never counts them twice). Charges without quota,
+// customer quota or usage are dropped.
 func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Charge, error) {
 	ctx, cancel := context.WithTimeout(ctx, chargeTimeout)
 	defer cancel()
 	type slotCharges struct {
-		slot    int
-		args    *runArgs
-		charges []limit.Charge
-		run     *slotRun
+		args  *runArgs
+		parts []chargePart
+		run   *slotRun
 	}
 	bySlot := map[int]*slotCharges{}
 	var order []*slotCharges
-	for _, ch := range charges {
-		var kr keyedRequest
-		var q keyedQuota
-		e.res.resolve(ch.Req, &kr, nil, &q, nil)
-		home := kr.home()
-		if kr.Quota == nil && kr.UsageKey == "" {
-			continue
+	for i := range charges {
+		for _, p := range e.chargeParts(&charges[i], i) {
+			sc := bySlot[p.slot]
+			if sc == nil {
+				sc = &slotCharges{args: newRunArgs(), run: &slotRun{slot: p.slot}}
+				bySlot[p.slot] = sc
+				order = append(order, sc)
+			}
+			sc.args.addCharge(&p)
+			sc.parts = append(sc.parts, p)
 		}
-		slot := e.r.slotOf(home)
-		sc := bySlot[slot]
-		if sc == nil {
-			sc = &slotCharges{slot: slot, args: newRunArgs()}
-			bySlot[slot] = sc
-			order = append(order, sc)
-		}
-		sc.args.addCharge(&kr, ch.Units, ch.Requests, min(ch.At.UnixMicro(), time.Now().Add(time.Hour).UnixMicro()), ch.Run)
-		sc.charges = append(sc.charges, ch)
 	}
 	if len(order) == 0 {
 		return nil, nil
 	}
 	runs := make([]*slotRun, len(order))
 	for i, sc := range order {
-		r := &slotRun{slot: sc.slot}
+		r := sc.run
 		r.keys, r.argv, r.run = sc.args.build(runOpts{clock: e.r.clockArg(), changes: e.r.changesOf(r.slot),
 			window: e.r.keys.RunWindow(r.slot, e.r.node), run: e.r.runs.Add(1), await: e.r.awaitRestore})
-		sc.run, runs[i] = r, r
+		runs[i] = r
+	}
+	if e.r.cc != nil {
+		e.r.trips.Add(1) // one pipeline
+	} else {
+		e.r.trips.Add(int64(len(runs)))
 	}
 	e.r.runSlots(ctx, runs)
-	var kept []limit.Charge
+	var failed []chargePart // to try again
 	var errs error
 	for _, sc := range order {
 		r := sc.run
@@ -77,25 +81,107 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 			_, err = head.Decode(r.reply)
 		}
 		switch {
-		case err == nil && head.Status == script.RunUnrestored:
-			kept = append(kept, sc.charges...)
-			errs = errors.Join(errs, fmt.Errorf("slot %d: %w", r.slot, limit.ErrNotRestored))
 		case err == nil && head.Status == script.RunDone:
-		default: // failed, or a duplicate (cannot be: its number is new)
-			if err == nil {
-				err = errDuplicateRun
-			}
-			errs = errors.Join(errs, fmt.Errorf("slot %d: %w", r.slot, err))
-			for _, ch := range sc.charges {
-				if ch.Run == 0 && !isReply(err) {
-					ch.Run = r.run // counted by this run, or by none
-				}
-				kept = append(kept, ch)
-			}
+			continue
+		case err == nil && head.Status == script.RunUnrestored:
+			err = limit.ErrNotRestored
+		case err == nil: // a duplicate: cannot be, its number is new
+			err = errDuplicateRun
 		}
+		errs = errors.Join(errs, fmt.Errorf("slot %d: %w", r.slot, err))
+		for _, p := range sc.parts {
+			if p.prev == 0 && err != limit.ErrNotRestored && !isReply(err) {
+				p.prev = r.run // counted by this run, or by none: every later try names it
+			}
+			failed = append(failed, p)
+		}
+	}
+	var kept []limit.Charge
+	for _, p := range failed {
+		ch := charges[p.charge]
+		ch.Done |= p.all &^ p.parts // the other slot's part landed, or is a retry of its own
+		ch.Prev = p.prev
+		kept = append(kept, ch)
 	}
 	if errs != nil {
 		return kept, fmt.Errorf("engine: charge: %w", errs)
 	}
 	return kept, nil
+}
+
+// chargePart is the part of a charge counted in one slot.
+type chargePart struct {
+	charge     int // index of its charge
+	slot       int
+	parts, all limit.Parts // its parts, and those of the whole charge counted now
+	spec       script.ChargeSpec
+	period     *keyedQuota // the rule of the quotas' period
+	quotaKey   string
+	custKey    string
+	bucketKey  string
+	usageKey   string
+	prev       int64
+}
+
+// chargeParts splits ch (charges[i]) into its parts, one per slot: the
+// key's own state (with the customer quota when it shares the key's
+// slot), and the customer quota when it lives in another slot (Redis
+// Cluster). Parts in ch.Done, and parts with nothing to count, are left
+// out.
+func (e *Engine) chargeParts(ch *limit.Charge, i int) []chargePart {
+	if ch.Req.KeyID == "" {
+		return nil
+	}
+	var kr keyedRequest
+	var q, cq keyedQuota
+	var buckets [4]keyedBucket
+	e.res.resolve(ch.Req, &kr, buckets[:0], &q, &cq)
+	settle := ch.Kind != limit.ChargeAdmitted
+	requests, usage := ch.Requests, kr.UsageKey
+	if settle { // counted, or marked for the ledger when its quota changes
+		usage = e.r.keys.Usage(ch.Req.KeyID, ch.Req.PlanID)
+	} else if requests == 0 {
+		requests = ch.Units
+	}
+	spec := script.ChargeSpec{Units: ch.Units, AtUS: min(ch.At.UnixMicro(), time.Now().Add(time.Hour).UnixMicro()),
+		Run: ch.Run, Kind: uint8(ch.Kind), Reserved: ch.Reserved, Prev: ch.Prev}
+	key := chargePart{charge: i, slot: e.r.slotOf(cmp.Or(kr.home(), usage)), spec: spec, period: cmp.Or(kr.Quota, kr.Customer), prev: ch.Prev}
+	if ch.Done&limit.PartKey == 0 {
+		key.parts = limit.PartKey
+		if kr.Quota != nil {
+			key.quotaKey = kr.Quota.Key
+		}
+		if usage != "" && (requests > 0 || settle && kr.Quota != nil) {
+			key.usageKey, key.spec.Requests = usage, requests
+		}
+		if i := kr.planIndex(); i >= 0 && ch.Bucket {
+			key.bucketKey = kr.Buckets[i].Key
+		}
+	}
+	var out []chargePart
+	cust := kr.Customer
+	if cust != nil && ch.Done&limit.PartCustomer == 0 && !(ch.CustomerTaken && !settle) {
+		if s := e.r.slotOf(cust.Key); s == key.slot {
+			key.custKey = cust.Key
+			key.parts |= limit.PartCustomer
+		} else {
+			cp := chargePart{charge: i, slot: s, parts: limit.PartCustomer, spec: spec, period: cust, custKey: cust.Key, prev: ch.Prev}
+			cp.spec.Run = ch.CustomerRun
+			if ch.CustomerTaken { // a settle whose customer units its own slot's run took
+				cp.spec.Kind = uint8(limit.ChargeSettle)
+			}
+			out = append(out, cp)
+		}
+	}
+	if key.quotaKey != "" || key.usageKey != "" || key.custKey != "" || key.bucketKey != "" {
+		out = append(out, key)
+	}
+	var all limit.Parts
+	for _, p := range out {
+		all |= p.parts
+	}
+	for j := range out {
+		out[j].all = all
+	}
+	return out
 }

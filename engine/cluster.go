@@ -96,6 +96,7 @@ type custPart struct {
 	start, end  int64 // the period its units were taken in (s)
 	left        int64
 	err         error
+	run         int64 // its run (in the slot's run window)
 }
 
 // trimRun is the op "unlease" run of slot giving back trims: each a
@@ -246,9 +247,11 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 	clock := plans[0].c.clock
 	for _, r := range order {
 		// a customer quota's take waits for its slot's restore as a
-		// key's decision does (the change set is named only then)
-		r.keys, r.argv, _ = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore,
-			leaseUS: cl.r.leaseHoldUS})
+		// key's decision does (the change set is named only then), and is
+		// numbered in the slot's run window (a fail-open charge of its
+		// request, should its reply be lost, names it)
+		r.keys, r.argv, r.run = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore,
+			leaseUS: cl.r.leaseHoldUS, window: cl.r.keys.RunWindow(r.slot, cl.r.node), run: cl.r.runs.Add(1)})
 	}
 	cl.r.trips.Add(1)
 	cl.r.runCluster(ctx, order, nil)
@@ -274,6 +277,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 			}
 			if t.part < 0 {
 				cp := p.cust
+				cp.run = r.run
 				if err != nil {
 					cp.err = err
 					continue
@@ -395,7 +399,7 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) *returns {
 	}
 	refunds := &returns{tokens: map[int][]string{}, trims: map[int][]trim{}}
 	cl.answerHome(plans, order, homeOf, refunds)
-	answerShared(plans, refunds)
+	answerShared(plans, refunds, cl.r.redisNow(time.Now()))
 	return refunds
 }
 
@@ -475,6 +479,28 @@ func customerRefunds(plans []plan) []custRefund {
 	return out
 }
 
+// customerUndecided adds to err, the failure of p's decision (a
+// limit.UndecidedError for a fail-open charge of it), what became of its
+// customer quota in its own slot: taken, and kept (its home run may have
+// run); or maybe taken by a run whose reply was lost (CustomerRun); or
+// not taken, or given back. Other errors, and a p without a customer
+// quota in its own slot, come back as they are.
+func (p *plan) customerUndecided(err error) error {
+	var ue *limit.UndecidedError
+	if p.cust == nil || !errors.As(err, &ue) {
+		return err
+	}
+	u := *ue
+	cp := p.cust
+	switch {
+	case cp.err != nil && !isReply(cp.err) && !notRun(cp.err):
+		u.CustomerRun = cp.run
+	case cp.err == nil && cp.taken && !notRun(ue.Err) && p.failed() == nil:
+		u.CustomerTaken = true // kept: see customerRefunds
+	}
+	return &u
+}
+
 // rulesAt says how p's rules were decided: elsewhere, in phase 1.
 func (p *plan) rulesAt() rulesAt {
 	switch {
@@ -506,7 +532,7 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 				} else { // it may have admitted the request: one unit stays
 					p.trimTo(refunds, 1)
 				}
-				p.c.answer(err)
+				p.c.answer(p.customerUndecided(err))
 				continue
 			}
 			p.c.res, p.c.run, p.c.rules = rr.decisions[i], r.run, p.ruleRes
@@ -523,8 +549,9 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 
 // answerShared answers the calls phase 2 did not decide: those whose
 // phase 1 failed, and those without own state (decided by phase 1 alone),
-// adding the shared tokens of those refused or failed to refunds.
-func answerShared(plans []plan, refunds *returns) {
+// adding the shared tokens of those refused or failed to refunds. now is
+// the estimate of Redis time.
+func answerShared(plans []plan, refunds *returns, now time.Time) {
 	for pi := range plans {
 		p := &plans[pi]
 		if p.c.answered {
@@ -534,6 +561,11 @@ func answerShared(plans []plan, refunds *returns) {
 			p.addRefunds(refunds)
 			if errors.Is(err, limit.ErrNotRestored) { // Redis replied: answered as the home slot's would be
 				p.c.res, err = script.DecisionReply{Refused: script.RefusedUnrestored}, nil
+			}
+			if err != nil && p.cust != nil {
+				// its home run was not sent; the customer's units were
+				// given back if taken, or may have been if its reply was lost
+				err = p.customerUndecided(&limit.UndecidedError{At: now, Err: err})
 			}
 			p.c.answer(err)
 			continue
@@ -713,7 +745,7 @@ func (cl *cluster) giveBack(refunds *returns, undos []keyEntry, custs []custRefu
 	}
 	buckets := len(order)
 	for _, c := range custs {
-		a := script.SettleArgs{PeriodStartS: c.periodStartS, Customer: 1, Charge: -c.units}
+		a := script.SettleArgs{PeriodStartS: c.periodStartS, Charge: -c.units}
 		order = append(order, &slotRun{slot: c.slot, keys: []string{c.key}, argv: []any{script.OpSettle, cl.r.clockArg(), a.Append(nil)}})
 	}
 	if len(order) > 0 {

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -57,12 +58,34 @@ func TestClusterLostReplyIsNotSentAgain(t *testing.T) {
 // replyDropper dials Redis through connections that, the first time a
 // command holding marker is written, let Redis run it, read the start of
 // its reply and then close: the command ran, its reply never arrives.
+// While down, it refuses to dial and fails every write, as a Redis that
+// is not reachable does; arm sets a marker later.
 type replyDropper struct {
-	marker []byte
+	marker []byte // set before the first dial
 	fired  atomic.Bool
+	armed  atomic.Pointer[[]byte]
+	down   atomic.Bool
+}
+
+// arm drops the reply of the next command holding marker.
+func (d *replyDropper) arm(marker []byte) {
+	d.armed.Store(&marker)
+	d.fired.Store(false)
+}
+
+// matches reports whether b holds the marker.
+func (d *replyDropper) matches(b []byte) bool {
+	if d.marker != nil && bytes.Contains(b, d.marker) {
+		return true
+	}
+	m := d.armed.Load()
+	return m != nil && bytes.Contains(b, *m)
 }
 
 func (d *replyDropper) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if d.down.Load() {
+		return nil, errors.New("refused: the test took Redis down")
+	}
 	var nd net.Dialer
 	conn, err := nd.DialContext(ctx, network, addr)
 	if err != nil {
@@ -78,7 +101,11 @@ type droppingConn struct {
 }
 
 func (c *droppingConn) Write(b []byte) (int, error) {
-	if bytes.Contains(b, c.d.marker) && c.d.fired.CompareAndSwap(false, true) {
+	if c.d.down.Load() {
+		_ = c.Conn.Close()
+		return 0, errors.New("broken: the test took Redis down")
+	}
+	if c.d.matches(b) && c.d.fired.CompareAndSwap(false, true) {
 		c.armed.Store(true)
 	}
 	return c.Conn.Write(b)

@@ -62,7 +62,7 @@ func TestSettleChargesTheDifferenceOnEveryOwnLimit(t *testing.T) {
 			t.Fatalf("reservation: %+v quota %+v plan %+v customer %+v; want 90, 990, 40 left", d, d.Quota, d.Plan, d.Customer)
 		}
 		start := d.Quota.Reset.Add(-d.Quota.Window)
-		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, Charge: 15, Count: true, Units: 25, Bucket: true}); err != nil {
+		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, At: d.Now, Charge: 15, Count: true, Units: 25, Bucket: true}); err != nil {
 			t.Fatal(err)
 		}
 		u, err := l.KeyUsage(t.Context(), "k1", "p1", req.Quota)
@@ -72,7 +72,7 @@ func TestSettleChargesTheDifferenceOnEveryOwnLimit(t *testing.T) {
 		if got := customerUsed(t, l, "acme"); got != 25 {
 			t.Fatalf("customer used %v, want 25", got)
 		}
-		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, Charge: -20, Bucket: true}); err != nil {
+		if err := l.Settle(t.Context(), limit.Settlement{Req: req, PeriodStart: start, At: d.Now, Charge: -20, Bucket: true}); err != nil {
 			t.Fatal(err)
 		}
 		d = mustDecideReq(t, l, costRequest("k1", "acme", 1))

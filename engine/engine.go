@@ -88,9 +88,10 @@ type Engine struct {
 	cache   *entries
 }
 
-// Trips returns the round trips of decisions and lease give-backs so far:
-// one per run on one primary, one per phase's pipeline on Redis Cluster
-// (tests and benchmarks report them per request).
+// Trips returns the round trips of decisions, lease give-backs and
+// charges (fail-open admissions, settles) so far: one per run on one
+// primary, one per phase's pipeline on Redis Cluster (tests and
+// benchmarks report them per request).
 func (e *Engine) Trips() int64 { return e.r.trips.Load() }
 
 // CheckPrefix returns an error when prefix cannot be an Options.Prefix:

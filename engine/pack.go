@@ -161,26 +161,32 @@ func (a *runArgs) appendRule(s []byte, r *keyedRule, leaseUS int64) []byte {
 	return a.rule.Append(s)
 }
 
-// addCharge packs the charge of units of req's quota and usage (requests
-// requests; 0: units) admitted at Redis time atUS, which run may have
-// decided (0: none was sent).
-func (a *runArgs) addCharge(req *keyedRequest, units, requests int32, atUS, run int64) {
-	if requests == 0 {
-		requests = units
-	}
+// addCharge packs the charge part p (its states and usage hash among the
+// run's; the period table of an anchored or zoned quota made around its
+// admission, not now).
+func (a *runArgs) addCharge(p *chargePart) {
 	c := &a.charge
-	*c = script.ChargeSpec{Units: units, AtUS: atUS, Run: run, Requests: requests}
-	if q := req.Quota; q != nil {
-		c.Quota = index(&a.states, a.stateIdx, q.Key)
+	*c = p.spec
+	if q := p.period; q != nil {
 		c.Period, c.Offset = q.Period, q.Offset
 	}
-	if req.UsageKey != "" {
-		c.Usage = index(&a.usages, a.usageIdx, req.UsageKey)
+	if p.quotaKey != "" {
+		c.Quota = index(&a.states, a.stateIdx, p.quotaKey)
+	}
+	if p.custKey != "" {
+		c.Customer = index(&a.states, a.stateIdx, p.custKey)
+	}
+	if p.bucketKey != "" {
+		c.Bucket = index(&a.states, a.stateIdx, p.bucketKey)
+	}
+	if p.usageKey != "" {
+		c.Usage = index(&a.usages, a.usageIdx, p.usageKey)
+	} else if c.Quota != 0 || c.Customer != 0 {
+		a.quotaOnly = true // the change set is named: the restore gate
 	}
 	a.charges = c.Append(a.charges)
-	if q := req.Quota; q != nil && q.tabled() {
-		// the period of the admission, not of now
-		b := script.TableOf(q.Cal, time.UnixMicro(atUS))
+	if q := p.period; q != nil && q.tabled() {
+		b := script.TableOf(q.Cal, time.UnixMicro(c.AtUS))
 		a.charges = b.Append(a.charges)
 	}
 	a.nCharges++

@@ -14,6 +14,23 @@ import (
 type Port struct {
 	*Engine
 	Top limit.Decider
+	// Settler, when not nil, takes the settles (engine/failopen's Charges:
+	// batched, tried again until counted, exactly once); nil means one
+	// try of Engine.Settle each.
+	Settler Settler
+}
+
+// Settler takes settles to count (limit.Settlement).
+type Settler interface {
+	Settle(ctx context.Context, s limit.Settlement) error
+}
+
+// Settle settles s through the Settler, or Engine.Settle without one.
+func (p Port) Settle(ctx context.Context, s limit.Settlement) error {
+	if p.Settler != nil {
+		return p.Settler.Settle(ctx, s)
+	}
+	return p.Engine.Settle(ctx, s)
 }
 
 // Decide decides req through the layers.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,55 +13,13 @@ import (
 // (limit.Settlement): a settled cost's difference from its reservation on
 // the quota, the customer quota and the plan bucket, and its usage count
 // when it was decided uncounted (a settled cost, a plan tagged
-// tollgate:quota-counts=non-5xx, docs/usage.md). Quota units change only
-// in the period that started at s.PeriodStart. The key's state goes in one
-// run; a customer quota in another Redis Cluster slot in a second, in
-// parallel. Errors are wrapped.
+// tollgate:quota-counts=non-5xx, docs/usage.md), in the quota period and
+// on the day of its decision. It is one try of Charge: a settle that fails
+// is the caller's to try again, as the charge Charge returns
+// (engine/failopen does, exactly once). Errors are wrapped.
 func (e *Engine) Settle(ctx context.Context, s limit.Settlement) error {
-	var kr keyedRequest
-	var q, cq keyedQuota
-	var buckets [4]keyedBucket
-	req := s.Req
-	e.res.resolve(req, &kr, buckets[:0], &q, &cq)
-	a := script.SettleArgs{PeriodStartS: s.PeriodStart.Unix(), Charge: s.Charge}
-	usage := e.r.keys.Usage(req.KeyID, req.PlanID)
-	home := e.r.slotOf(usage)
-	keys := make([]string, 0, 5)
-	add := func(k string) uint16 {
-		keys = append(keys, k)
-		return uint16(len(keys))
-	}
-	if kr.Quota != nil {
-		a.Quota = add(kr.Quota.Key)
-	}
-	if i := kr.planIndex(); i >= 0 && s.Charge != 0 && s.Bucket {
-		a.Bucket = add(kr.Buckets[i].Key)
-	}
-	var custErr chan error // the customer quota's run in its own slot
-	if c := kr.Customer; c != nil && s.Charge != 0 {
-		if e.r.slotOf(c.Key) == home {
-			a.Customer = add(c.Key)
-		} else {
-			ca := script.SettleArgs{PeriodStartS: a.PeriodStartS, Customer: 1, Charge: s.Charge}
-			custErr = make(chan error, 1)
-			go func() {
-				custErr <- runOnce(ctx, e.r.rdb, []string{c.Key}, []any{script.OpSettle, e.r.clockArg(), ca.Append(nil)}).Err()
-			}()
-		}
-	}
-	if s.Count || a.Quota > 0 {
-		a.Usage = add(usage)
-		a.Changes = add(e.r.changesOf(home))
-	}
-	if s.Count {
-		a.Requests, a.Units = 1, s.Units
-	}
-	err := runOnce(ctx, e.r.rdb, keys, []any{script.OpSettle, e.r.clockArg(), a.Append(nil)}).Err()
-	if custErr != nil {
-		err = errors.Join(err, <-custErr)
-	}
-	if err != nil {
-		return fmt.Errorf("engine: settle key %s: %w", req.KeyID, err)
+	if _, err := e.Charge(ctx, []limit.Charge{s.AsCharge()}); err != nil {
+		return fmt.Errorf("engine: settle key %s: %w", s.Req.KeyID, err)
 	}
 	return nil
 }

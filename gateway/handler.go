@@ -39,13 +39,15 @@ type exchange struct {
 	buckets           [3]limit.Bucket
 	quota             limit.Quota
 	lreq              limit.Request
-	planRules         []limit.Level // the levels of the shadow plan's rules, first in rules
-	release           func()        // ends the request's concurrency slots; nil without any
-	unsettled         bool          // admitted uncounted (quota-counts=non-5xx, a settled cost): settle after the response
-	quotaStart        time.Time     // the quota period start of its decision
-	cache             string        // X-Cache outcome of a caching method
-	stale             string        // why a stale entry answered (staleError, ...); "" when none did
-	body              *reqbody.Body // the request body under its deadline; nil without one
+	planRules         []limit.Level         // the levels of the shadow plan's rules, first in rules
+	release           func()                // ends the request's concurrency slots; nil without any
+	unsettled         bool                  // admitted uncounted (quota-counts=non-5xx, a settled cost): settle after the response
+	quotaStart        time.Time             // the quota period start of its decision
+	decidedAt         time.Time             // the decision's time (Redis's)
+	undecided         *limit.UndecidedError // admitted without a decision (failure mode open)
+	cache             string                // X-Cache outcome of a caching method
+	stale             string                // why a stale entry answered (staleError, ...); "" when none did
+	body              *reqbody.Body         // the request body under its deadline; nil without one
 	// held in the exchange so a request allocates them with it: its
 	// response writer, its upstream call's outbound, and the backing of
 	// its header values (request id, key id, the five rate-limit headers)

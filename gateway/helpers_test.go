@@ -14,11 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/engine/failopen"
 	"tollgate/engine/lease"
 	"tollgate/engine/refusal"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	"tollgate/cache"
 	"tollgate/engine"
@@ -199,17 +201,20 @@ func (c *countingEngine) Settle(ctx context.Context, s limit.Settlement) error {
 
 // limiter is a gateway node's limiter as cmd/tollgate stacks it on eng:
 // refusal memory on top and, with leases, capacity leases below it
-// (docs/architecture.md); forget is what push events call.
+// (docs/architecture.md), and its settles through the node's pending
+// charges; forget is what push events call.
 type limiter struct {
 	engine.Port
 	refusals *refusal.Memory
 	leases   *lease.Table
+	settles  *failopen.Charges
 }
 
 // newLimiter stacks the layers on eng; leases adds capacity leases of the
 // default lifetime (closed at cleanup).
 func newLimiter(t testing.TB, eng *engine.Engine, leases bool) *limiter {
-	l := &limiter{refusals: refusal.New(refusal.Options{})}
+	l := &limiter{refusals: refusal.New(refusal.Options{}), settles: failopen.New(eng, failopen.Options{})}
+	t.Cleanup(l.settles.Close)
 	layers := []limit.Layer{}
 	if leases {
 		l.leases = lease.New(eng, lease.Options{})
@@ -218,7 +223,7 @@ func newLimiter(t testing.TB, eng *engine.Engine, leases bool) *limiter {
 		l.refusals = refusal.New(refusal.Options{Keep: 2 * l.leases.Lifetime()})
 	}
 	layers = append(layers, l.refusals.Layer)
-	l.Port = engine.Port{Engine: eng, Top: limit.Stack(eng, layers...)}
+	l.Port = engine.Port{Engine: eng, Top: limit.Stack(eng, layers...), Settler: l.settles}
 	return l
 }
 
@@ -253,11 +258,12 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 // key prefix, served over HTTP by httptest.
 type testGateway struct {
 	*Server
-	http   *httptest.Server
-	keys   *fakeKeys
-	engine *countingEngine
-	prefix string
-	logs   *syncBuffer
+	http    *httptest.Server
+	keys    *fakeKeys
+	engine  *countingEngine
+	settles *failopen.Charges
+	prefix  string
+	logs    *syncBuffer
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (the log sink).
@@ -283,13 +289,21 @@ func (s *syncBuffer) String() string {
 func mustGateway(t *testing.T, snap *plans.Snapshot, edit func(*Options)) *testGateway {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
+	return mustGatewayOn(t, rdb, prefix, snap, edit)
+}
+
+// mustGatewayOn is mustGateway on the limiter Redis rdb, its keys under
+// prefix.
+func mustGatewayOn(t *testing.T, rdb redis.UniversalClient, prefix string, snap *plans.Snapshot, edit func(*Options)) *testGateway {
+	t.Helper()
 	// A 5 s deadline: with the default 50 ms a loaded test machine sometimes
 	// failed open (200 without limits) and flaked the header tests.
 	eng := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second})
 	if err := eng.Load(t.Context()); err != nil {
 		t.Fatalf("engine Load: %v", err)
 	}
-	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: newLimiter(t, eng, false)}, prefix: prefix, logs: &syncBuffer{}}
+	l := newLimiter(t, eng, false)
+	tg := &testGateway{keys: newFakeKeys(), engine: &countingEngine{inner: l}, settles: l.settles, prefix: prefix, logs: &syncBuffer{}}
 	opts := Options{
 		Keys:   tg.keys,
 		Engine: tg.engine,

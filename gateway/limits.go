@@ -101,21 +101,29 @@ func (s *Server) applyDecision(w *statusWriter, r *http.Request, ex *exchange, d
 		return false
 	}
 	ex.m.stage.series.admit(s.metrics, ex.m.stage)
+	if d.Quota != nil {
+		ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)
+	}
+	ex.decidedAt = d.Now
+	s.keepToSettle(w, ex)
+	return d.Delay <= 0 || s.delay(w, r, ex, d)
+}
+
+// keepToSettle marks an admitted request decided uncounted (a settled
+// cost, tollgate:quota-counts=non-5xx) to settle once its response has
+// ended, and keeps the JSON body a settled cost reads.
+func (s *Server) keepToSettle(w *statusWriter, ex *exchange) {
 	if ex.lreq.Uncounted && ex.lreq.KeyID != "" && !ex.m.partnerUsage() {
 		ex.unsettled = true
-		if d.Quota != nil {
-			ex.quotaStart = d.Quota.Reset.Add(-d.Quota.Window)
-		}
 		if len(ex.cost.JSON) > 0 {
 			w.tee = &costTee{}
 		}
 	}
-	return d.Delay <= 0 || s.delay(w, r, ex, d)
 }
 
-// settleTimeout bounds the settle of one request (its own round trip,
-// after the response): a settled cost is charged within it of the
-// response's end (docs/cost.md).
+// settleTimeout bounds the hand-over of one settle to the engine (the
+// node's pending charges take it at once and count it within a second of
+// the response's end while Redis answers, docs/cost.md).
 const settleTimeout = time.Second
 
 // settle settles an admitted request decided uncounted once its response
@@ -126,16 +134,19 @@ const settleTimeout = time.Second
 // request with that cost. A plan tagged tollgate:quota-counts=non-5xx
 // gives a 5xx (the upstream's, or the gateway's 502/504 for an
 // integration that failed or timed out) all its units back and does not
-// count it; anything else is counted. It runs on its own goroutine,
-// within settleTimeout of the response's end; an error is logged (the
-// request stays charged its reservation and uncounted). It is the one
-// exception to one limiter round trip per request: every admitted request
-// of such a plan pays a second one, off the request's path, because its
-// cost and count are known only once the response is.
+// count it; anything else is counted. A request admitted without a
+// decision (failure mode open) is settled too, naming the run that may
+// have taken its reservation: the engine charges the whole cost when that
+// run did not run. The engine's port takes it off the request's path
+// (engine.Port's Settler: batched with other settles, tried again until
+// counted, exactly once); an error (the settle could not be kept) is
+// logged. It is the one exception to one limiter round trip per request:
+// such requests pay a share of a batched run after the response, because
+// their cost and count are known only once the response is.
 func (s *Server) settle(ex *exchange, sw *statusWriter, status int) {
 	cost := ex.cost
 	reserved := ex.lreq.Units()
-	set := limit.Settlement{PeriodStart: ex.quotaStart, Count: true, Units: reserved}
+	set := limit.Settlement{PeriodStart: ex.quotaStart, At: ex.decidedAt, Count: true, Units: reserved, Reserved: reserved, Undecided: ex.undecided}
 	if cost.Settled() {
 		real, ok := settledCost(cost, sw.Header(), sw.tee)
 		if !ok {
@@ -144,8 +155,8 @@ func (s *Server) settle(ex *exchange, sw *statusWriter, status int) {
 		set.Units, set.Charge, set.Bucket = real, real-reserved, true
 	}
 	if ex.sp.non5xx && status >= 500 {
-		set = limit.Settlement{PeriodStart: ex.quotaStart, Charge: -reserved}
-		if reserved == 0 {
+		set.Count, set.Units, set.Charge, set.Bucket = false, 0, -reserved, false
+		if reserved == 0 || ex.undecided != nil && ex.undecided.Run == 0 && ex.undecided.CustomerRun == 0 {
 			return // nothing was charged
 		}
 	}
@@ -243,6 +254,12 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 	if s.failureMode == FailOpen {
 		ex.reason = "limiter unavailable: admitted without limits"
 		ex.m.stage.series.admit(s.metrics, ex.m.stage)
+		// its settle charges it (engine/failopen charges the others)
+		ex.undecided = &limit.UndecidedError{At: s.nodeNow(), Err: err}
+		if ue := (*limit.UndecidedError)(nil); errors.As(err, &ue) {
+			ex.undecided = ue
+		}
+		s.keepToSettle(w, ex)
 		return true
 	}
 	ex.errType, ex.reason = ErrorTypeUnavailable, "limiter: "+err.Error()

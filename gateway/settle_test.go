@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/internal/faultnet"
+	"tollgate/internal/redistest"
 	"tollgate/internal/waittest"
 	"tollgate/limit"
 	"tollgate/plans"
@@ -76,5 +80,51 @@ func TestQuotaCountsAllCountsEveryAnswer(t *testing.T) {
 		tg := settleGateway(t, tags)
 		tg.sendStatuses(t)
 		tg.wantCounts(t, 4, 6)
+	}
+}
+
+// A settle that fails is kept and counted once Redis answers again: after
+// the response, the limiter is unreachable (its run never reaches Redis),
+// or paused (its run waits in Redis and runs late, its reply lost); either
+// way the settled cost lands on the quota and the request in usage
+// exactly once.
+func TestFailedSettleIsCountedOnceWhenRedisAnswers(t *testing.T) {
+	t.Parallel()
+	srv := redistest.MustServerProcess(t)
+	fault := faultnet.MustProxy(t, srv.Addr)
+	client := redis.NewClient(&redis.Options{Addr: fault.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	reached, release := make(chan struct{}), make(chan struct{})
+	up := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Tokens", "12")
+		reached <- struct{}{}
+		<-release
+	}))
+	snap := snapshot(plans.Stage{}, res{"/llm", methods(proxy(true, up.URL+"/llm"), "GET")})
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Quota: &plans.Quota{Limit: 100, Period: plans.PeriodDay},
+		Tags: map[string]string{plans.CostTag: "header:X-Tokens", plans.CostReserveTag: "5"}})
+	tg := mustGatewayOn(t, client, "t", snap, nil)
+	addTestKeys(tg.keys)
+	for i, v := range []struct {
+		name         string
+		fail, answer func()
+	}{
+		{"unreachable", fault.Cut, fault.Restore},
+		{"paused", func() { srv.Pause(t) }, func() { srv.Resume(t) }},
+	} {
+		done := make(chan response, 1)
+		go func() { done <- tg.do(t, "GET", "/prod/llm", "x-api-key", goodKey) }()
+		<-reached // decided: its reservation taken
+		v.fail()
+		failures := tg.settles.Failures()
+		close(release)
+		if got := <-done; got.status != 200 {
+			t.Fatalf("%s: status %d, want 200", v.name, got.status)
+		}
+		waittest.Until(t, v.name+": a try of the settle failed", 20*time.Second, func() bool { return tg.settles.Failures() > failures })
+		v.answer()
+		release = make(chan struct{})
+		tg.wantUnits(t, 100, int64(12*(i+1)), int64(i+1), int64(12*(i+1)))
 	}
 }

@@ -167,28 +167,75 @@ func Stack(base Decider, layers ...Layer) Decider {
 // (Redis did not answer, or answered an error). Run is the run that may
 // have decided it all the same, its reply lost; 0 when none was sent, so
 // nothing was decided. At is the limiter's time at the failure, as
-// estimated by the node.
+// estimated by the node. On Redis Cluster a customer quota in a slot of
+// its own is taken by a run of its own first: CustomerRun is that run when
+// its reply was lost (0: none, or it replied), and CustomerTaken says its
+// reply came and its units stay taken.
 type UndecidedError struct {
-	Run int64
-	At  time.Time
-	Err error
+	Run           int64
+	At            time.Time
+	Err           error
+	CustomerRun   int64
+	CustomerTaken bool
 }
 
 func (e *UndecidedError) Error() string { return e.Err.Error() }
 func (e *UndecidedError) Unwrap() error { return e.Err }
 
-// Charge is the quota and usage of requests a node admitted without a
-// decision (failure mode open), to count once the limiter answers
-// (engine/failopen): Units of Req's quota and usage, in the period and day
-// of At, unless Run is known to have decided them.
+// ChargeKind says what a Charge is.
+type ChargeKind uint8
+
+// Kinds of charges.
+const (
+	// ChargeAdmitted is requests a node admitted without a decision
+	// (failure mode open): nothing is counted when Run decided them.
+	ChargeAdmitted ChargeKind = iota
+	// ChargeSettle is the settle of a decided request (Settlement).
+	ChargeSettle
+	// ChargeSettleUndecided is the settle of a request admitted without a
+	// decision: Units less Reserved when Run decided it, else Units.
+	ChargeSettleUndecided
+)
+
+// Parts names the parts of a charge: the key's own state (quota, usage,
+// plan bucket) and the customer quota, which on Redis Cluster may sit in
+// another slot and land apart.
+type Parts uint8
+
+// Parts of a charge.
+const (
+	PartKey Parts = 1 << iota
+	PartCustomer
+)
+
+// Charge is what the limiter counts for requests after their decision, at
+// most once each (engine.Engine.Charge): the quota and usage of requests a
+// node admitted without a decision (failure mode open, engine/failopen),
+// or a request's settle once its response is known (Settlement.AsCharge).
+// Units of Req's quota, customer quota and usage, in the period and day of
+// At, as Kind says.
 type Charge struct {
 	Req   *Request
 	Units int32
 	At    time.Time
 	Run   int64
 	// Requests is how many requests they were, counted in usage beside
-	// Units; 0 means Units (requests of one unit each).
+	// Units; 0 means Units (requests of one unit each) for ChargeAdmitted,
+	// none for a settle.
 	Requests int32
+	Kind     ChargeKind
+	// Reserved is the units the decision took (settles).
+	Reserved int32
+	// Bucket charges the plan bucket too (a settled cost's difference).
+	Bucket bool
+	// CustomerRun and CustomerTaken are UndecidedError's (Redis Cluster).
+	CustomerRun   int64
+	CustomerTaken bool
+	// Done lists the parts counted already (by an earlier try), Prev the
+	// earlier try whose reply was lost (0 none): the rest is counted
+	// unless Prev ran.
+	Done Parts
+	Prev int64
 }
 
 // Return ends a capacity lease (engine/lease): its Unspent units go back
@@ -212,15 +259,46 @@ type Return struct {
 // cost less its reservation), in the quota period that started at
 // PeriodStart (the decision's Quota.Reset − Quota.Window) only; and, when
 // Count, the request counted in usage with Units cost units (a request
-// decided Uncounted). Bucket says Charge applies to the plan bucket too
-// (a settled cost; a 5xx given back keeps its token).
+// decided Uncounted). Reserved is what the decision took (needed when
+// not Count, for an undecided request). Bucket says Charge applies to the plan bucket too
+// (a settled cost; a 5xx given back keeps its token). At is the decision's
+// time (limit.Decision.Now): usage counts on its day.
+//
+// Undecided, when not nil, is the failure of a request admitted without a
+// decision (failure mode open): its decision's run may have taken
+// Reserved units, or not (then the settle charges the whole cost, Charge
+// plus Reserved, to the quotas, and nothing to the bucket), and At is its
+// Undecided.At.
 type Settlement struct {
 	Req         *Request
 	PeriodStart time.Time
+	At          time.Time
 	Charge      int32
 	Count       bool
 	Units       int32
 	Bucket      bool
+	Reserved    int32
+	Undecided   *UndecidedError
+}
+
+// AsCharge returns s as a Charge of kind ChargeSettle (or
+// ChargeSettleUndecided).
+func (s Settlement) AsCharge() Charge {
+	reserved := s.Reserved
+	if s.Count { // usage counts Units: the reservation is what Charge adds to
+		reserved = s.Units - s.Charge
+	}
+	ch := Charge{Req: s.Req, Units: s.Charge + reserved, Reserved: reserved, Kind: ChargeSettle, At: s.At, Bucket: s.Bucket && s.Charge != 0}
+	if s.At.IsZero() {
+		ch.At = s.PeriodStart
+	}
+	if s.Count {
+		ch.Requests = 1
+	}
+	if u := s.Undecided; u != nil {
+		ch.Kind, ch.Run, ch.At, ch.CustomerRun, ch.CustomerTaken = ChargeSettleUndecided, u.Run, u.At, u.CustomerRun, u.CustomerTaken
+	}
+	return ch
 }
 
 // PlanBucket returns the request's plan or plan-method bucket (the first

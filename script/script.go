@@ -26,12 +26,12 @@ import (
 // Operations of the library (its ARGV[1]); the files that implement them
 // document their KEYS and arguments.
 const (
-	OpDecide  = "decide"  // decisions, with fail-open charges (decide.lua)
+	OpDecide  = "decide"  // decisions, with charges: fail-open admissions and settles (decide.lua)
 	OpRefund  = "refund"  // give back shared bucket tokens (give.lua)
 	OpUnlease = "unlease" // end capacity leases (give.lua)
 	OpUnrules = "unrules" // undo rule charges, end CONCURRENCY requests (give.lua)
 	OpRenew   = "renew"   // renew CONCURRENCY members (give.lua)
-	OpSettle  = "settle"  // settle a request of a non-5xx plan (usage.lua)
+	OpSettle  = "settle"  // give a customer quota's units back (Redis Cluster, usage.lua)
 	OpQuota   = "quota"   // read or set a quota (usage.lua)
 	OpHold    = "hold"    // hold changed usage for the ledger (usage.lua)
 )

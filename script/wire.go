@@ -54,6 +54,11 @@ const (
 	RefusedPeriod     = 5 // the PeriodBounds does not hold the run's time: nothing was charged
 	RefusedCustomer   = 6 // the customer quota
 
+	// ChargeSpec.Kind
+	ChargeAdmitted        = 0 // admitted without a decision (fail-open)
+	ChargeSettle          = 1 // the settle of a decided request
+	ChargeSettleUndecided = 2 // the settle of a request admitted without a decision
+
 	// WindowRuns is how many run numbers a RunWindow remembers.
 	WindowRuns = 256
 
@@ -154,20 +159,39 @@ type RuleSpec struct {
 	Offset     uint8
 }
 
-// ChargeSpec is the quota and usage of requests a node admitted while
-// Redis did not answer (fail-open): counted on the day, and in the quota
-// period, of AtUS, unless Run proves they were decided already. A Period
-// of PeriodTable has its PeriodBounds (around AtUS) right after it; a
-// table that does not hold AtUS charges no quota.
+// ChargeSpec is a charge of op "decide", counted exactly once: the quota
+// and usage of requests a node admitted while Redis did not answer
+// (ChargeAdmitted, fail-open), or the settle of an admitted request once
+// its response is known (ChargeSettle, ChargeSettleUndecided). It counts
+// on the day, and in the quota period, of AtUS (the quotas only while that
+// period lasts), unless Prev ran (an earlier try of this charge whose
+// reply was lost: it was counted then). A Period of PeriodTable has its
+// PeriodBounds (around AtUS) right after it; a table that does not hold
+// AtUS charges no quota.
+//
+// Run is the decision run that may have decided the requests (in the run
+// window). ChargeAdmitted: when it ran, nothing is counted (it was then).
+// ChargeSettle (a decided request) and ChargeSettleUndecided whose Run
+// ran: the quotas are charged Units − Reserved (what the decision did not
+// take; never below 0 in total) and the plan bucket as many. An
+// undecided settle whose Run did not run charges the quotas Units (and no
+// bucket: it refills). Usage counts Requests with Units cost units. The
+// Run and Prev counted are entered in the window, so that a late copy of
+// either does nothing.
 type ChargeSpec struct {
 	Quota    uint16 // index among the states; 0 none
 	Period   uint8
 	Offset   uint8
 	Usage    uint16 // index among the usage hashes; 0 none
-	Units    int32  // quota units
-	AtUS     int64  // the node's estimate of Redis time at admission
+	Units    int32  // quota units (settles: the request's whole cost)
+	AtUS     int64  // Redis time of the admission (the node's estimate when undecided)
 	Run      int64  // the run that may have decided them (in the window); 0: never sent
 	Requests int32  // requests counted in usage (with Units, their cost)
+	Customer uint16 // index among the states of the customer quota state (same period); 0 none
+	Bucket   uint16 // index among the states of the plan bucket (settles); 0 none
+	Kind     uint8  // ChargeAdmitted, ChargeSettle or ChargeSettleUndecided
+	Reserved int32  // settles: the units the decision took
+	Prev     int64  // an earlier try of this charge whose reply was lost; 0 none
 }
 
 // DecideReply heads op "decide"'s reply: then one DecisionReply per
@@ -269,20 +293,13 @@ type RenewSpec struct {
 	Seq  uint32
 }
 
-// SettleArgs is op "settle": the charge of one admitted request once its
-// response is known (a settled cost, tollgate:quota-counts=non-5xx), and
-// Redis Cluster's give-back of a customer quota's units. Fields name KEYS
-// indexes (0: none).
+// SettleArgs is op "settle": Redis Cluster's give-back of a customer
+// quota's units taken in phase 1 for a request its key's limits refused
+// (a request's settle once its response is known is a ChargeSpec of op
+// "decide"). KEYS[1] is the customer quota state.
 type SettleArgs struct {
-	PeriodStartS int64  // the quota period of the decision: quota units change only in it
-	Quota        uint16 // a quota state (the key's, or a customer's)
-	Customer     uint16 // a customer quota state
-	Bucket       uint16 // the plan bucket's state
-	Usage        uint16 // the usage hash: count Requests and Units on today
-	Changes      uint16 // the usage change set (the hash is marked in it)
-	Charge       int32  // units added to the quotas and taken from the bucket (negative: given back)
-	Requests     int32
-	Units        int32
+	PeriodStartS int64 // the period the units were taken in: they go back only into it
+	Charge       int32 // units added (negative: given back, never below 0 in total)
 }
 
 // QuotaArgs is op "quota": KEYS 1 the quota state, 2 the usage hash

@@ -191,9 +191,9 @@ func (v *RuleSpec) Decode(s string) (string, error) {
 }
 
 // ChargeSpecSize is the packed size of ChargeSpec.
-const ChargeSpecSize = 30
+const ChargeSpecSize = 47
 
-// Append appends v packed (format "<HBBHi4i8i8i4").
+// Append appends v packed (format "<HBBHi4i8i8i4HHBi4i8").
 func (v *ChargeSpec) Append(b []byte) []byte {
 	b = le.AppendUint16(b, v.Quota)
 	b = append(b, v.Period)
@@ -203,6 +203,11 @@ func (v *ChargeSpec) Append(b []byte) []byte {
 	b = le.AppendUint64(b, uint64(v.AtUS))
 	b = le.AppendUint64(b, uint64(v.Run))
 	b = le.AppendUint32(b, uint32(v.Requests))
+	b = le.AppendUint16(b, v.Customer)
+	b = le.AppendUint16(b, v.Bucket)
+	b = append(b, v.Kind)
+	b = le.AppendUint32(b, uint32(v.Reserved))
+	b = le.AppendUint64(b, uint64(v.Prev))
 	return b
 }
 
@@ -220,6 +225,11 @@ func (v *ChargeSpec) Decode(s string) (string, error) {
 	v.AtUS = int64(u64(s, 10, 8))
 	v.Run = int64(u64(s, 18, 8))
 	v.Requests = int32(uint32(u64(s, 26, 4)))
+	v.Customer = uint16(u64(s, 30, 2))
+	v.Bucket = uint16(u64(s, 32, 2))
+	v.Kind = s[34]
+	v.Reserved = int32(uint32(u64(s, 35, 4)))
+	v.Prev = int64(u64(s, 39, 8))
 	return s[ChargeSpecSize:], nil
 }
 
@@ -494,19 +504,12 @@ func (v *RenewSpec) Decode(s string) (string, error) {
 }
 
 // SettleArgsSize is the packed size of SettleArgs.
-const SettleArgsSize = 30
+const SettleArgsSize = 12
 
-// Append appends v packed (format "<i8HHHHHi4i4i4").
+// Append appends v packed (format "<i8i4").
 func (v *SettleArgs) Append(b []byte) []byte {
 	b = le.AppendUint64(b, uint64(v.PeriodStartS))
-	b = le.AppendUint16(b, v.Quota)
-	b = le.AppendUint16(b, v.Customer)
-	b = le.AppendUint16(b, v.Bucket)
-	b = le.AppendUint16(b, v.Usage)
-	b = le.AppendUint16(b, v.Changes)
 	b = le.AppendUint32(b, uint32(v.Charge))
-	b = le.AppendUint32(b, uint32(v.Requests))
-	b = le.AppendUint32(b, uint32(v.Units))
 	return b
 }
 
@@ -517,14 +520,7 @@ func (v *SettleArgs) Decode(s string) (string, error) {
 		return s, shortError("SettleArgs", len(s), SettleArgsSize)
 	}
 	v.PeriodStartS = int64(u64(s, 0, 8))
-	v.Quota = uint16(u64(s, 8, 2))
-	v.Customer = uint16(u64(s, 10, 2))
-	v.Bucket = uint16(u64(s, 12, 2))
-	v.Usage = uint16(u64(s, 14, 2))
-	v.Changes = uint16(u64(s, 16, 2))
-	v.Charge = int32(uint32(u64(s, 18, 4)))
-	v.Requests = int32(uint32(u64(s, 22, 4)))
-	v.Units = int32(uint32(u64(s, 26, 4)))
+	v.Charge = int32(uint32(u64(s, 8, 4)))
 	return s[SettleArgsSize:], nil
 }
 

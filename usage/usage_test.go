@@ -424,9 +424,9 @@ func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
 			if err != nil || !d.Allowed {
 				t.Fatalf("decision %d: %+v, %v", i+1, d, err)
 			}
-			set := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), Count: true, Units: 1}
+			set := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now, Count: true, Units: 1}
 			if !counted {
-				set = limit.Settlement{Req: req, PeriodStart: set.PeriodStart, Charge: -1}
+				set = limit.Settlement{Req: req, PeriodStart: set.PeriodStart, At: d.Now, Charge: -1}
 			}
 			if err := e.Settle(ctx, set); err != nil {
 				t.Fatal(err)

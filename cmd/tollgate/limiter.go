@@ -11,14 +11,15 @@ import (
 
 // limiterStack stacks the limiter layers on the gateway's engine, as chi
 // stacks middleware, and returns the top (docs/architecture.md):
-// fail-open charges nearest the engine (failure mode open only), capacity
+// fail-open charges nearest the engine (failure mode open only; the
+// node's pending charges carry its settles in either mode), capacity
 // leases (TOLLGATE_LEASE_LIFETIME > 0, on one primary and on Redis
 // Cluster; not under a test clock, which the leases' node-clock lifetimes
 // do not follow), then the refusal memory on top.
 func (m *Main) limiterStack() limit.Decider {
 	var layers []limit.Layer
+	m.charges = failopen.New(m.engine, failopen.Options{Logger: m.Logger}) // settles, in either mode
 	if m.Config.LimiterFailureMode != gateway.FailClosed {
-		m.charges = failopen.New(m.engine, failopen.Options{Logger: m.Logger})
 		layers = append(layers, m.charges.Layer)
 	}
 	var keep = m.Config.LeaseLifetime

@@ -72,7 +72,7 @@ type Main struct {
 	engine         *engine.Engine    // the gateway's Redis engine: the core of its limiter
 	refusals       *refusal.Memory   // the limiter layers stacked on it (limiterStack)
 	leases         *lease.Table      // nil without capacity leases
-	charges        *failopen.Charges // nil in failure mode closed
+	charges        *failopen.Charges // pending charges: settles, and fail-open admissions in failure mode open
 	clock          engine.Clock      // replaces Redis TIME in the scripts; nil in production, set by tests
 	keyScanEvery   time.Duration     // expiry notice scan interval; 0 means defaultKeyScanEvery (tests shorten it)
 	reader         *push.Reader
@@ -294,7 +294,7 @@ func (m *Main) startGateway(ctx context.Context) error {
 	m.gw = gateway.New(gateway.Options{
 		AccessLog:        access,
 		Keys:             m.reader,
-		Engine:           engine.Port{Engine: m.engine, Top: top},
+		Engine:           engine.Port{Engine: m.engine, Top: top, Settler: m.charges},
 		KeyPepper:        cfg.Secrets.KeyPepper,
 		KeyFormat:        plans.KeyFormat{Prefix: cfg.KeyPrefix},
 		FailureMode:      cfg.LimiterFailureMode,

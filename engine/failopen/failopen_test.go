@@ -326,3 +326,43 @@ func TestQuotaExactWithBothCoresSaturated(t *testing.T) {
 		t.Errorf("usage: got %d (%v), want %d", u.Today, err, quota)
 	}
 }
+
+// On the model: a settle is sent at once; while the core fails it is
+// tried again after a backoff (not only every Interval, which is an hour
+// here) and counted once the core answers: the settled cost's difference
+// on the quota and the customer quota, the request in usage. A request
+// decided uncounted that fails open is left to its settle.
+func TestSettlesAreTriedAgainUntilCounted(t *testing.T) {
+	t.Parallel()
+	clock := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
+	core := &flaky{Model: &limittest.Model{Clock: clock.Now}}
+	ch := New(core, Options{Interval: time.Hour})
+	t.Cleanup(ch.Close)
+	top := limit.Stack(core, ch.Layer)
+	req := keyRequest("k")
+	req.Cost, req.Uncounted, req.CustomerID, req.CustomerQuota = 10, true, "acme", &limit.Quota{Limit: 1000}
+	d, err := top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed {
+		t.Fatalf("Decide: %+v, %v", d, err)
+	}
+	core.down.Store(true)
+	if _, err := top.Decide(t.Context(), req); err == nil {
+		t.Fatal("a decision while down succeeded")
+	}
+	if p, _ := ch.Pending(); p != 0 {
+		t.Fatalf("pending after an uncounted request failed open: %d, want 0 (its settle charges it)", p)
+	}
+	s := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now, Charge: 15, Count: true, Units: 25}
+	if err := ch.Settle(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, "two failed tries", 20*time.Second, func() bool { return ch.Failures() >= 2 })
+	core.down.Store(false)
+	waittest.Until(t, "the settle counted", 20*time.Second, func() bool { p, _ := ch.Pending(); return p == 0 })
+	if used := core.QuotaUsed("k", "p1"); used != 25 {
+		t.Errorf("quota used %d, want 25 (the reservation and the difference)", used)
+	}
+	if got := core.Usage("k", "p1", clock.Now()); got != 1 {
+		t.Errorf("usage %d, want 1", got)
+	}
+}

@@ -487,8 +487,12 @@ func giveBack(states map[string]*bucket, name string, rt *limit.Return, us int64
 }
 
 // Charge counts each charge's units in the quota period and on the day of
-// its At (the quota only while that period is current); the model never
-// loses a run, so it counts them all.
+// its At (the quotas only while that period is current); the model never
+// loses a run, and a decision it failed never ran, so it counts them all:
+// an admission's units, a settle's Units less Reserved (its whole Units
+// for an undecided one) on the quota and the customer quota (never below
+// 0), the difference on the plan bucket of a decided settle, and the
+// requests in usage.
 func (m *Model) Charge(_ context.Context, charges []limit.Charge) ([]limit.Charge, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -503,27 +507,53 @@ func (m *Model) Charge(_ context.Context, charges []limit.Charge) ([]limit.Charg
 		if at.After(now) {
 			at = now
 		}
+		units := int64(ch.Units)
+		if ch.Kind == limit.ChargeSettle {
+			units -= int64(ch.Reserved)
+		}
 		if q := req.Quota; q != nil {
 			start, end := q.Calendar().Bounds(at)
 			if end.After(now) {
-				name := names.Quota(req.KeyID, req.PlanID)
-				s := m.quotas[name]
-				if s == nil || s.start.Before(start) {
-					s = &quota{start: start}
-					m.quotas[name] = s
+				if ch.Done&limit.PartKey == 0 {
+					m.chargeQuota(names.Quota(req.KeyID, req.PlanID), start, units)
 				}
-				s.used += int64(ch.Units)
+				if req.CustomerQuota != nil && ch.Done&limit.PartCustomer == 0 && !(ch.CustomerTaken && ch.Kind == limit.ChargeAdmitted) {
+					m.chargeQuota(customerQuota(req), start, units)
+				}
 			}
 		}
-		if !req.Uncounted {
-			n := int64(ch.Requests)
-			if n == 0 {
-				n = int64(ch.Units)
+		if b := req.PlanBucket(); b != nil && ch.Bucket && ch.Kind == limit.ChargeSettle && ch.Done&limit.PartKey == 0 {
+			name := names.PlanBucket(req.KeyID, req.PlanID)
+			if s := m.buckets[name]; s != nil {
+				us := now.UnixMicro()
+				t, _ := tokens(s, s.r, s.b, us)
+				t = new(big.Rat).Sub(t, big.NewRat(units, 1))
+				if t.Cmp(big.NewRat(int64(s.b), 1)) > 0 {
+					t = big.NewRat(int64(s.b), 1)
+				}
+				m.buckets[name] = &bucket{t: t, l: max(s.l, us), r: s.r, b: s.b, leases: s.leases, leased: s.leased}
 			}
+		}
+		n := int64(ch.Requests)
+		if n == 0 && ch.Kind == limit.ChargeAdmitted {
+			n = int64(ch.Units)
+		}
+		if n > 0 && ch.Done&limit.PartKey == 0 && (!req.Uncounted || ch.Kind != limit.ChargeAdmitted) {
 			m.count(names.Usage(req.KeyID, req.PlanID), at, n, int64(ch.Units))
 		}
 	}
 	return nil, nil
+}
+
+// chargeQuota adds units (never below 0 in total) to the quota named name
+// in the period that starts at start.
+func (m *Model) chargeQuota(name string, start time.Time, units int64) {
+	s := m.quotas[name]
+	if s == nil || s.start.Before(start) {
+		s = &quota{start: start}
+		m.quotas[name] = s
+	}
+	s.used = max(0, s.used+units)
 }
 
 // Usage returns the requests counted for keyID in planID on day's UTC date.

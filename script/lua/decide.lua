@@ -47,7 +47,11 @@ of requests admitted while Redis did not answer names the run that may
 have decided them: when the window holds that run they were decided (and
 charged then); otherwise they are counted, in the day and period of their
 admission, and the run is entered in the window, so a late copy of it does
-nothing. Charges wait while the slot awaits its restore
+nothing. A settle (the charge of a request once its response is known:
+a settled cost's difference from its reservation, a usage count) is a
+charge too, so it counts once however often it is sent: a try whose reply
+was lost is named by the next (prev), which does nothing when the window
+holds it. Charges wait while the slot awaits its restore
 (wire.RUN_UNRESTORED).
 ]]
 
@@ -143,12 +147,13 @@ local function decide()
     states[ki] = s
   end
   -- charge_quota adds units to the quota state ki in the period
-  -- [start, stop), keeping a later stored start
+  -- [start, stop) (never below 0: a settle gives units back), keeping a
+  -- later stored start
   local function charge_quota(ki, start, stop, units, leased)
     local q = quota_at(ki)
     local used, kept = quota_used(q, start)
     q = q or {seq = 0, leases = 0, leased_until_us = 0}
-    q.period_start_s, q.used, q.period_end_s, q.seq = kept, used + units, stop, q.seq + 1
+    q.period_start_s, q.used, q.period_end_s, q.seq = kept, mmax(0, used + units), stop, q.seq + 1
     lease_taken(q, leased)
     states[ki] = q
     mark(ki)
@@ -171,30 +176,53 @@ local function decide()
     c[1], c[2] = c[1] + n, c[2] + extra
   end
 
-  -- Charges of requests admitted without a decision.
+  -- Charges (wire.charge_spec): requests admitted without a decision, and
+  -- settles. A charge whose earlier try (prev) ran was counted then; an
+  -- admission whose run ran was decided then. A settle charges what the
+  -- decision did not take when the decision ran (always for
+  -- wire.CHARGE_SETTLE), else the whole cost, and no bucket.
   local reply = {status = wire.RUN_DONE, counted = 0, skipped = 0}
   local c, pt = {}, {}
   for _ = 1, a.charges do
     pos = wire.read_charge_spec(spec, pos, c)
     if c.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
-    local ran = c.run ~= 0 and window_holds(win, c.run)
-    if ran then
+    local ran = c.kind == wire.CHARGE_SETTLE or (c.run ~= 0 and window_holds(win, c.run))
+    if (c.prev ~= 0 and window_holds(win, c.prev)) or (ran and c.kind == wire.CHARGE_ADMITTED) then
       reply.skipped = reply.skipped + 1
     elseif not is_restored then
       reply.status = wire.RUN_UNRESTORED
     else
       local at = mmin(c.at_us, now)
-      if c.quota > 0 then
+      local units = c.units
+      if ran then units = c.units - c.reserved end
+      if (c.quota > 0 or c.customer > 0) and units ~= 0 then
         local start, stop
         if c.period == wire.PERIOD_TABLE then
           start, stop = period_in(pt, at)
         else
           start, stop = period(day_of(at), c.period, c.offset)
         end
-        if start and stop * US > now then charge_quota(c.quota, start, stop, c.units, 0) end
+        if start and stop * US > now then
+          if c.quota > 0 then charge_quota(c.quota, start, stop, units, 0) end
+          if c.customer > 0 then charge_quota(c.customer, start, stop, units, 0) end
+        end
       end
-      if c.usage > 0 then count(c.usage, day_of(at), c.requests, c.units - c.requests) end
+      if ran and c.bucket > 0 and units ~= 0 then
+        -- an absent state is a full bucket: it may go below 0 and refills
+        -- from there, or fills up, under the limits it is stored with
+        local s = bucket_at(c.bucket)
+        if s then
+          local tokens, at_us = tokens_now(s, s.rate, s.burst)
+          put_bucket(c.bucket, mmin(s.burst, tokens - units), at_us, s.rate, s.burst, 0)
+        end
+      end
+      if c.usage > 0 then
+        local extra = 0
+        if c.requests > 0 then extra = c.units - c.requests end
+        count(c.usage, day_of(at), c.requests, extra)
+      end
       if c.run ~= 0 and win then window_enter(win, c.run) end
+      if c.prev ~= 0 and win then window_enter(win, c.prev) end
       reply.counted = reply.counted + 1
     end
   end

@@ -2,7 +2,7 @@
 usage: quota states, usage counts, the usage change sets and the restore
 gate; ops "settle", "quota" and "hold". Takes wire, and US, SLACK_US, mmax,
 mfloor, mceil, now, days, day_of, date_string, period, period_in
-(clock.lua), tokens_now, give_back, write_bucket (bucket.lua).
+(clock.lua).
 
 A quota state (wire.quota_state) holds the latest period start seen and the
 units used since; a period that starts after the stored start resets the
@@ -73,59 +73,24 @@ local function restored(changes)
 end
 
 --[[
-op "settle": the charge of one admitted request once its response is
-known. A settled cost (tollgate:cost=header:... or json:...) reserved
-units in the decision: charge adds the difference to the quota and the
-customer quota (given back when negative, never below 0) and takes it
-from the plan bucket (which may go below 0: it refills from there); a
-request of a plan tagged tollgate:quota-counts=non-5xx is counted in
-today's usage (requests, units) or its units given back. Quota units
-change only while the state is of the decision's period. Redis Cluster
-gives a customer quota's units back with it too (charge < 0, the
-customer's state alone).
-  KEYS  as wire.settle_args names them (1-based; 0 none)
+op "settle": Redis Cluster's give-back of a customer quota's units, taken
+in phase 1 for a request its key's limits refused (a request's settle once
+its response is known is a charge of op "decide"). The units change only
+while the state is of the period they were taken in, never below 0.
+  KEYS  1 the customer quota state
   ARGV  3 wire.settle_args
   Reply: 1 when it wrote, else 0.
 ]]
 local function settle()
   local a = {}
   wire.read_settle_args(ARGV[3], 1, a)
-  local wrote = 0
-  local function adjust(ki)
-    if ki == 0 or a.charge == 0 then return end
-    local q = wire.quota_state(redis.call('GET', KEYS[ki]))
-    if q and q.period_start_s == a.period_start_s then
-      local used = mmax(0, q.used + a.charge)
-      if used ~= q.used then
-        q.used, q.seq = used, q.seq + 1
-        redis.call('SET', KEYS[ki], wire.pack_quota_state(q), 'KEEPTTL')
-        wrote = 1
-      end
-    end
-  end
-  adjust(a.quota)
-  adjust(a.customer)
-  -- an absent bucket state is a full bucket (it refilled and expired):
-  -- nothing to charge or give back
-  local s = a.bucket > 0 and a.charge ~= 0 and wire.bucket_state(redis.call('GET', KEYS[a.bucket]))
-  if s and a.charge < 0 then
-    s = give_back(s, -a.charge)
-    if s then write_bucket(KEYS[a.bucket], s) else redis.call('DEL', KEYS[a.bucket]) end
-    wrote = 1
-  elseif s then
-    local tokens, at = tokens_now(s, s.rate, s.burst)
-    s.tokens, s.at_us = tokens - a.charge, at
-    write_bucket(KEYS[a.bucket], s)
-    wrote = 1
-  end
-  if a.usage > 0 and a.requests > 0 then
-    count_usage(KEYS[a.usage], a.requests, a.units - a.requests, days, a.changes > 0 and KEYS[a.changes] or nil)
-    wrote = 1
-  elseif a.usage > 0 and a.changes > 0 and wrote == 1 and a.quota > 0 then
-    -- marked, so the flush takes the changed quota to the ledger
-    redis.call('ZADD', KEYS[a.changes], 'LT', days, KEYS[a.usage])
-  end
-  return wrote
+  local q = wire.quota_state(redis.call('GET', KEYS[1]))
+  if not q or q.period_start_s ~= a.period_start_s or a.charge == 0 then return 0 end
+  local used = mmax(0, q.used + a.charge)
+  if used == q.used then return 0 end
+  q.used, q.seq = used, q.seq + 1
+  redis.call('SET', KEYS[1], wire.pack_quota_state(q), 'KEEPTTL')
+  return 1
 end
 
 --[[

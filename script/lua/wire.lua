@@ -32,6 +32,9 @@ wire.REFUSED_QUOTA = 3
 wire.REFUSED_UNRESTORED = 4
 wire.REFUSED_PERIOD = 5
 wire.REFUSED_CUSTOMER = 6
+wire.CHARGE_ADMITTED = 0
+wire.CHARGE_SETTLE = 1
+wire.CHARGE_SETTLE_UNDECIDED = 2
 wire.WINDOW_RUNS = 256
 wire.RESTORE_MARK = "~r"
 wire.USAGE_EXTRA = "#x"
@@ -81,13 +84,13 @@ function wire.pack_rule_spec(t)
   return struct.pack('<BBHdi4i4i8i8i8I4I4BB', t.algorithm, t.shadow, t.key, t.rate, t.burst, t.limit, t.window_us, t.max_delay_us, t.lease_us, t.node, t.seq, t.period, t.offset)
 end
 
--- ChargeSpec, 30 bytes
+-- ChargeSpec, 47 bytes
 function wire.read_charge_spec(s, pos, t)
-  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, pos = struct.unpack('<HBBHi4i8i8i4', s, pos)
+  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev, pos = struct.unpack('<HBBHi4i8i8i4HHBi4i8', s, pos)
   return pos
 end
 function wire.pack_charge_spec(t)
-  return struct.pack('<HBBHi4i8i8i4', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests)
+  return struct.pack('<HBBHi4i8i8i4HHBi4i8', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev)
 end
 
 -- DecideReply, 5 bytes
@@ -180,13 +183,13 @@ function wire.pack_renew_spec(t)
   return struct.pack('<HI4I4', t.key, t.node, t.seq)
 end
 
--- SettleArgs, 30 bytes
+-- SettleArgs, 12 bytes
 function wire.read_settle_args(s, pos, t)
-  t.period_start_s, t.quota, t.customer, t.bucket, t.usage, t.changes, t.charge, t.requests, t.units, pos = struct.unpack('<i8HHHHHi4i4i4', s, pos)
+  t.period_start_s, t.charge, pos = struct.unpack('<i8i4', s, pos)
   return pos
 end
 function wire.pack_settle_args(t)
-  return struct.pack('<i8HHHHHi4i4i4', t.period_start_s, t.quota, t.customer, t.bucket, t.usage, t.changes, t.charge, t.requests, t.units)
+  return struct.pack('<i8i4', t.period_start_s, t.charge)
 end
 
 -- QuotaArgs, 16 bytes

@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"tollgate/engine/failopen"
+	"tollgate/internal/clocktest"
+	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
+	"tollgate/limit"
+	"tollgate/plans"
+	"tollgate/script"
+)
+
+// faultyClient returns a client of rdb's Redis (one primary or a
+// cluster) that dials through d.
+func faultyClient(tb testing.TB, rdb redis.UniversalClient, d *replyDropper) redis.UniversalClient {
+	tb.Helper()
+	var c redis.UniversalClient
+	switch r := rdb.(type) {
+	case *redis.ClusterClient:
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: r.Options().Addrs, MaxRetries: 3, ContextTimeoutEnabled: true,
+			DialTimeout: 100 * time.Millisecond, Dialer: d.dial})
+	case *redis.Client:
+		c = redis.NewClient(&redis.Options{Addr: r.Options().Addr, MaxRetries: -1, ContextTimeoutEnabled: true,
+			DialTimeout: 100 * time.Millisecond, Dialer: d.dial})
+	default:
+		tb.Fatalf("faultyClient: a %T", rdb)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// pendingNode is an engine on a faulty client with the pending charges
+// (fail-open admissions and settles) stacked on it, and an engine on a
+// sound client of the same Redis to read what landed.
+type pendingNode struct {
+	e, direct *Engine
+	ch        *failopen.Charges
+	top       limit.Decider
+	faults    *replyDropper
+}
+
+// mustPendingNode returns a pendingNode on b whose pending charges are
+// tried every interval (and after a failed try's backoff).
+func mustPendingNode(t *testing.T, b redistest.Backend, c *clocktest.Clock, interval time.Duration) *pendingNode {
+	t.Helper()
+	rdb, prefix := b.Open(t)
+	n := &pendingNode{faults: &replyDropper{}}
+	n.direct = mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: c.Now}))
+	n.e = New(faultyClient(t, rdb, n.faults), Options{Prefix: prefix, Timeout: 50 * time.Millisecond, Clock: c.Now})
+	n.ch = failopen.New(n.e, failopen.Options{Interval: interval})
+	t.Cleanup(func() { n.ch.Close(); _ = n.e.Close() })
+	n.top = limit.Stack(n.e, n.ch.Layer)
+	return n
+}
+
+// landed waits until nothing is pending, and until the engine decides
+// again (a probe of a key of its own).
+func (n *pendingNode) landed(t *testing.T) {
+	t.Helper()
+	waittest.Until(t, "the pending charges counted", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
+	probe := &limit.Request{KeyID: "probe", PlanID: "p1", Quota: &limit.Quota{Limit: 1000, Period: plans.PeriodMonth}}
+	waittest.Until(t, "Redis deciding again", 20*time.Second, func() bool { _, err := n.e.Decide(t.Context(), probe); return err == nil })
+}
+
+// want checks k1's quota, usage and acme's customer quota (costRequest's).
+func (n *pendingNode) want(t *testing.T, step string, quotaUsed, requests, units int64, custUsed float64) {
+	t.Helper()
+	u, err := n.direct.KeyUsage(t.Context(), "k1", "p1", costRequest("k1", "acme", 1).Quota)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := customerUsed(t, n.direct, "acme"); u.Quota.Remaining != 100-quotaUsed || u.Today != requests || u.TodayUnits != units || got != custUsed {
+		t.Fatalf("%s: quota left %d, usage %d requests of %d units, customer used %v; want %d left, %d of %d, customer %v",
+			step, u.Quota.Remaining, u.Today, u.TodayUnits, got, 100-quotaUsed, requests, units, custUsed)
+	}
+}
+
+// Requests admitted without a decision (failure mode open) count against
+// their customer quota too, exactly once, on one primary and on Redis
+// Cluster (where the customer's state has a slot of its own, taken by a
+// run of its own first): while Redis is down, and when the reply of the
+// run that took the customer's units is lost (it ran: not counted again),
+// or (Redis Cluster) the reply of the key's own run after the customer's
+// units were taken.
+func TestFailOpenAdmissionsCountInTheCustomerQuotaOnce(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, 10*time.Millisecond)
+		req := costRequest("k1", "acme", 3)
+		if d, err := n.top.Decide(t.Context(), req); err != nil || !d.Allowed {
+			t.Fatalf("first decision: %+v, %v", d, err)
+		}
+		n.faults.down.Store(true)
+		for range 2 {
+			if _, err := n.top.Decide(t.Context(), req); err == nil {
+				t.Fatal("a decision while Redis is down succeeded")
+			}
+		}
+		n.faults.down.Store(false)
+		n.landed(t)
+		n.want(t, "after Redis was down", 9, 3, 9, 9)
+
+		n.faults.arm([]byte(n.direct.r.keys.CustomerQuota("acme", "p1")))
+		if _, err := n.top.Decide(t.Context(), req); err == nil {
+			t.Fatal("a decision whose customer reply was lost succeeded")
+		}
+		n.landed(t)
+		n.want(t, "after the customer's reply was lost", 12, 4, 12, 12)
+
+		if b.Name != "cluster" {
+			return
+		}
+		n.faults.arm([]byte(n.direct.r.keys.Quota("k1", "p1")))
+		if _, err := n.top.Decide(t.Context(), req); err == nil {
+			t.Fatal("a decision whose key's reply was lost succeeded")
+		}
+		n.landed(t)
+		n.want(t, "after the key's reply was lost", 15, 5, 15, 15)
+	})
+}
+
+// planTokens reads the tokens k1's plan bucket in p1 holds (1000, its
+// burst, when it has no state).
+func (n *pendingNode) planTokens(t *testing.T) float64 {
+	t.Helper()
+	v, err := n.direct.r.rdb.Get(t.Context(), n.direct.r.keys.PlanBucket("k1", "p1")).Result()
+	if err == redis.Nil {
+		return 1000
+	}
+	var s script.BucketState
+	if err == nil {
+		_, err = s.Decode(v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Tokens
+}
+
+// settledRequest is costRequest's, reserving 10 units and settled after
+// its response.
+func settledRequest() *limit.Request {
+	req := costRequest("k1", "acme", 10)
+	req.Uncounted = true
+	return req
+}
+
+// A settle whose reply is lost (it ran) is tried again at once, not at
+// the next interval, and counts once: the key's quota, usage and plan
+// bucket and the customer quota are charged the real cost, on one primary
+// and on Redis Cluster (where the customer's part, in its own slot, lands
+// on the first try and the key's on the second).
+func TestSettleWhoseReplyIsLostLandsOnce(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, time.Hour) // only the backoff tries again
+		req := settledRequest()
+		d, err := n.top.Decide(t.Context(), req)
+		if err != nil || !d.Allowed {
+			t.Fatalf("decision: %+v, %v", d, err)
+		}
+		n.want(t, "after the reservation", 10, 0, 0, 10)
+		n.faults.arm([]byte(n.direct.r.keys.Quota("k1", "p1")))
+		s := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now, Charge: 15, Count: true, Units: 25, Bucket: true}
+		if err := n.ch.Settle(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		waittest.Until(t, "the settle counted", 20*time.Second, func() bool { p, _ := n.ch.Pending(); return p == 0 })
+		if !n.faults.fired.Load() || n.ch.Failures() == 0 {
+			t.Fatalf("reply dropped %v, failed tries %d: the test lost no reply", n.faults.fired.Load(), n.ch.Failures())
+		}
+		n.want(t, "after the settle", 25, 1, 25, 25)
+		if got := n.planTokens(t); got != 975 {
+			t.Fatalf("plan bucket: %v tokens, want 975", got)
+		}
+	})
+}
+
+// A settled-cost request admitted without a decision (failure mode open)
+// is charged its real cost by its settle, once: the whole cost when its
+// decision did not run (Redis down; no bucket, as for every fail-open
+// admission), the difference from its reservation when it ran (its reply
+// lost), with the request counted in usage either way.
+func TestFailOpenSettledCostChargesItsRealCostOnce(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, 10*time.Millisecond)
+		req := settledRequest()
+		settle := func(step string, fault func()) {
+			t.Helper()
+			fault()
+			_, err := n.top.Decide(t.Context(), req)
+			var ue *limit.UndecidedError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%s: decision: got %v, want undecided", step, err)
+			}
+			n.faults.down.Store(false)
+			s := limit.Settlement{Req: req, Charge: 15, Count: true, Units: 25, Bucket: true, Reserved: 10, Undecided: ue}
+			if err := n.ch.Settle(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+			n.landed(t)
+		}
+		settle("Redis down", func() { n.faults.down.Store(true) })
+		n.want(t, "after a settle of a decision that did not run", 25, 1, 25, 25)
+		if got := n.planTokens(t); got != 1000 {
+			t.Fatalf("plan bucket: %v tokens, want 1000 (not charged)", got)
+		}
+		settle("reply lost", func() { n.faults.arm([]byte(n.direct.r.keys.Quota("k1", "p1"))) })
+		n.want(t, "after a settle of a decision whose reply was lost", 50, 2, 50, 50)
+		if got := n.planTokens(t); got != 975 {
+			t.Fatalf("plan bucket: %v tokens, want 975 (the reservation, then the difference)", got)
+		}
+	})
+}
