@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tollgate/engine/failopen"
 	"tollgate/engine/lease"
 	"tollgate/internal/redistest"
 	"tollgate/keyspace"
@@ -250,5 +251,60 @@ func benchHot(b *testing.B, backend redistest.Backend, callers int, req func() *
 			})
 			b.ReportMetric(float64(l.r.trips.Load()-before)/float64(b.N), "trips/op")
 		})
+	}
+}
+
+// BenchmarkSettledCost is a settled cost as the gateway runs it: a
+// decision that reserves one unit (uncounted) over 1000 API keys, then its
+// settle charging one more and counting the request, from 8 and 32
+// goroutines on one primary. settle=none decides alone; settle=each runs
+// every settle on its own (Engine.Settle, one run each); settle=batched
+// hands it to the node's pending charges (engine/failopen, as cmd wires
+// it), which send every settle waiting in one run. trips/op is the Redis
+// round trips per request, decision and settle (docs/cost.md).
+func BenchmarkSettledCost(b *testing.B) {
+	for _, callers := range []int{8, 32} {
+		for _, mode := range []string{"none", "each", "batched"} {
+			b.Run(fmt.Sprintf("callers=%d/settle=%s", callers, mode), func(b *testing.B) {
+				l := mustLimiter(b)
+				b.Cleanup(func() { _ = l.Close() })
+				pending := failopen.New(l, failopen.Options{})
+				b.Cleanup(pending.Close)
+				reqs := limitRequests(1000)
+				for _, r := range reqs {
+					r.Uncounted = true
+					for i := range r.Buckets { // never refusing
+						r.Buckets[i].RateLimit, r.Buckets[i].BurstLimit = 1e9, 1<<30
+					}
+				}
+				b.ReportAllocs()
+				b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+				var next atomic.Int64
+				before := l.r.trips.Load()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						req := reqs[next.Add(1)%int64(len(reqs))]
+						d, err := l.Decide(b.Context(), req)
+						if err != nil || !d.Allowed {
+							b.Fatal(d, err)
+						}
+						s := limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now, Charge: 1, Count: true, Units: 2}
+						switch mode {
+						case "each":
+							err = l.Settle(b.Context(), s)
+						case "batched":
+							err = pending.Settle(b.Context(), s)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				for p, _ := pending.Pending(); p > 0; p, _ = pending.Pending() {
+					runtime.Gosched() // the last settles land
+				}
+				b.ReportMetric(float64(l.r.trips.Load()-before)/float64(b.N), "trips/op")
+			})
+		}
 	}
 }
