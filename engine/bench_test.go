@@ -206,18 +206,25 @@ func BenchmarkDecideHotKey(b *testing.B) {
 }
 
 // BenchmarkDecideHotRuleKey is BenchmarkDecideHotKey for a request that a
-// TOKEN_BUCKET rate-limit rule also limits (never refusing), from 8 and
-// 32 goroutines on one primary (docs/leases.md, "Rate-limit rules").
+// rate-limit rule also limits (never refusing: a TOKEN_BUCKET rule, a
+// fixed or a sliding window of an hour), from 8 and 32 goroutines on one
+// primary (docs/leases.md, "Rate-limit rules").
 func BenchmarkDecideHotRuleKey(b *testing.B) {
-	for _, callers := range []int{8, 32} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			benchHot(b, redistest.Backends[0], callers, func() *limit.Request {
-				r := hotRequest(1e6, 1<<30, 1<<30)
-				r.Rules = []limit.Rule{{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: limit.TokenBucket,
-					RateLimit: 1e6, BurstLimit: 1 << 30, Private: true}}
-				return r
+	for _, rule := range []limit.Rule{
+		{Name: "tb", Algorithm: limit.TokenBucket, RateLimit: 1e6, BurstLimit: 1 << 30},
+		{Name: "fw", Algorithm: limit.FixedWindow, Limit: 1 << 30, Window: time.Hour},
+		{Name: "sw", Algorithm: limit.SlidingWindow, Limit: 1 << 30, Window: time.Hour},
+	} {
+		rule.Counter, rule.Value, rule.Private = "rule1", "ip=192.0.2.1", true
+		for _, callers := range []int{8, 32} {
+			b.Run(fmt.Sprintf("rule=%s/callers=%d", rule.Name, callers), func(b *testing.B) {
+				benchHot(b, redistest.Backends[0], callers, func() *limit.Request {
+					r := hotRequest(1e6, 1<<30, 1<<30)
+					r.Rules = []limit.Rule{rule}
+					return r
+				})
 			})
-		})
+		}
 	}
 }
 

@@ -149,7 +149,7 @@ func (a *runArgs) appendRule(s []byte, r *keyedRule, leaseUS int64) []byte {
 	case limit.TokenBucket:
 		a.rule.Rate, a.rule.Burst = rl.RateLimit, max(rl.BurstLimit, 0)
 	case limit.SlidingWindow, limit.FixedWindow:
-		a.rule.Limit, a.rule.WindowUS = max(rl.Limit, 0), max(rl.Window.Microseconds(), 1)
+		a.rule.Limit, a.rule.WindowUS = max(rl.Limit, 0), windowUS(rl)
 	case limit.Concurrency:
 		a.rule.Limit, a.rule.LeaseUS, a.rule.Node, a.rule.Seq = max(rl.Limit, 0), leaseUS, r.hold.node, r.hold.seq
 	case limit.CalendarQuota:

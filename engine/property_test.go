@@ -46,7 +46,8 @@ type propConfig struct {
 	plan, method, stage, account plans.Throttle
 	quota                        plans.Quota
 	customer                     int32          // the customer quota of a run with costs
-	rule                         plans.Throttle // the TOKEN_BUCKET rule of a run with a rule
+	rule                         plans.Throttle // the TOKEN_BUCKET rule of a run with rules
+	fixed, sliding               int32          // the limits of its FIXED_WINDOW and SLIDING_WINDOW rules
 }
 
 // propRun drives the script and the reference model (limittest.Model)
@@ -68,8 +69,9 @@ type propRun struct {
 	// costs: each decision draws its cost, and both keys share a customer
 	// quota (cfg.customer).
 	costs bool
-	// rule: both keys' requests have a TOKEN_BUCKET rule (cfg.rule) that
-	// counts them together.
+	// rule: both keys' requests have a TOKEN_BUCKET rule (cfg.rule), a
+	// FIXED_WINDOW rule of 13 s (cfg.fixed) and a SLIDING_WINDOW rule of
+	// 7 s (cfg.sliding) that count them together.
 	rule bool
 }
 
@@ -91,7 +93,9 @@ func (p *propRun) request(k int, viaMethod bool) *limit.Request {
 	}
 	if p.rule {
 		req.Rules = []limit.Rule{{Name: "tb", Counter: "cnt-tb", Value: "all", Algorithm: limit.TokenBucket,
-			RateLimit: p.cfg.rule.RateLimit, BurstLimit: p.cfg.rule.BurstLimit}}
+			RateLimit: p.cfg.rule.RateLimit, BurstLimit: p.cfg.rule.BurstLimit},
+			{Name: "fw", Counter: "cnt-fw", Value: "all", Algorithm: limit.FixedWindow, Limit: p.cfg.fixed, Window: 13 * time.Second},
+			{Name: "sw", Counter: "cnt-sw", Value: "all", Algorithm: limit.SlidingWindow, Limit: p.cfg.sliding, Window: 7 * time.Second}}
 	}
 	return req
 }
@@ -114,7 +118,14 @@ func (p *propRun) change() {
 	case 3:
 		p.cfg.account = t
 	case 5:
-		p.cfg.rule = t
+		switch v % 3 {
+		case 0:
+			p.cfg.rule = plans.Throttle{RateLimit: proptest.Pick(propRates, v/3), BurstLimit: proptest.Pick(propWindowLimits, v/32)}
+		case 1:
+			p.cfg.fixed = proptest.Pick(propWindowLimits, v/3)
+		default:
+			p.cfg.sliding = proptest.Pick(propWindowLimits, v/3)
+		}
 	default:
 		if p.costs && v%4 == 1 {
 			p.cfg.customer = proptest.Pick(propLimits, v/4) * 3
@@ -352,15 +363,30 @@ func TestLeaseSizingAndGiveBackMatchModel(t *testing.T) {
 	seededRuns(t, 0x1ea5e, leaseRun)
 }
 
-// The same with a TOKEN_BUCKET rule both keys' requests count in: a lease
-// takes its tokens too (at most a quarter), refuses with its lease wait,
-// and gives its unspent tokens back as a bucket's (docs/leases.md).
+// The same with rules both keys' requests count in: a TOKEN_BUCKET rule
+// and a fixed and a sliding window. A lease takes their units too (at
+// most a quarter of each one's room), refuses with their lease waits, and
+// gives the unspent units back: the token bucket's as a bucket's, each
+// window's to the window of the take (docs/leases.md, "Rate-limit
+// rules").
 func TestRuleLeaseSizingAndGiveBackMatchModel(t *testing.T) {
 	seededRuns(t, 0x1ea5eb, func(p *propRun) {
 		leaseRun(p)
-		p.rule, p.cfg.rule = true, plans.Throttle{RateLimit: 50, BurstLimit: 300}
+		p.rule, p.cfg.rule = true, plans.Throttle{RateLimit: 100, BurstLimit: 2000}
+		// limits that take turns to bind, and leases that hold their units
+		// for 30 s of the test clock, so that refusals meet leases out
+		p.cfg.fixed, p.cfg.sliding = proptest.Pick(propWindowStarts, p.ops.Next()), proptest.Pick(propWindowStarts, p.ops.Next())
+		p.l.r.leaseHoldUS, p.m.LeaseHold = (30 * time.Second).Microseconds(), 30*time.Second
 	})
 }
+
+// propWindowLimits are the window rules' limits (and the TOKEN_BUCKET
+// rule's bursts) a run with rules draws; propWindowStarts the windows'
+// limits it starts with.
+var (
+	propWindowLimits = []int32{0, 3, 50, 100, 600}
+	propWindowStarts = []int32{30, 60, 100, 150}
+)
 
 // leaseRun sets p up to take leases, with room for leases of many until
 // a drawn change.

@@ -29,7 +29,7 @@ func undoOf(r *keyedRule, res *script.RuleReply) keyEntry {
 	u := script.UndoSpec{Algorithm: uint8(r.Rule.Algorithm)}
 	switch r.Rule.Algorithm {
 	case limit.SlidingWindow, limit.FixedWindow:
-		u.WindowUS, u.Charged = max(r.Rule.Window.Microseconds(), 1), res.Aux
+		u.WindowUS, u.Charged = windowUS(r.Rule), res.Aux
 	case limit.CalendarQuota:
 		u.Charged = res.Aux
 	case limit.Concurrency:
@@ -42,6 +42,10 @@ func undoOf(r *keyedRule, res *script.RuleReply) keyEntry {
 		return u.Append(s)
 	}}
 }
+
+// windowUS is the window of a FIXED_WINDOW or SLIDING_WINDOW rule as the
+// script counts it: whole µs, at least 1.
+func windowUS(r *limit.Rule) int64 { return max(r.Window.Microseconds(), 1) }
 
 // rulesOutcome returns whether the rules' results admit the request (every
 // rule that is not shadow admitted) and the retry of the first that

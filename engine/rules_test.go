@@ -12,6 +12,7 @@ import (
 	"tollgate/internal/redistest"
 	"tollgate/internal/waittest"
 	"tollgate/limit"
+	"tollgate/limit/limittest"
 	"tollgate/plans"
 )
 
@@ -515,4 +516,75 @@ func TestSlidingWindowEstimateWithinItsError(t *testing.T) {
 		t.Errorf("edge burst: %d admitted in a trailing minute, want fewer than %d", n, 2*limitN)
 	}
 	t.Logf("edge burst: at most %d admitted in a trailing minute (limit %d); even traffic: %d", n, limitN, maxTrailing(slidingRun(t, limitN, window, even), window))
+}
+
+// A capacity lease of each rule algorithm that may lease, against the
+// reference model (docs/leases.md, "Rate-limit rules"): the take takes at
+// most a quarter of the rule's room, a refusal while the lease is out
+// carries its wait, and the give-back returns the unspent units, in the
+// window of the take and 100 ms later, and 15 s later once the window
+// moved on (a sliding window's previous count gets them, a fixed window's
+// new one nothing).
+func TestRuleLeaseMatchesModel(t *testing.T) {
+	t.Parallel()
+	for _, rule := range []limit.Rule{
+		{Name: "tb", Counter: "c-tb", Algorithm: limit.TokenBucket, RateLimit: 0.5, BurstLimit: 40, Private: true},
+		{Name: "fw", Counter: "c-fw", Algorithm: limit.FixedWindow, Limit: 40, Window: time.Minute, Private: true},
+		{Name: "sw", Counter: "c-sw", Algorithm: limit.SlidingWindow, Limit: 40, Window: time.Minute, Private: true},
+	} {
+		for _, later := range []time.Duration{100 * time.Millisecond, 15 * time.Second} {
+			t.Run(fmt.Sprintf("%s/given back %v later", rule.Name, later), func(t *testing.T) {
+				t.Parallel()
+				ruleLeaseMatchesModel(t, rule, later)
+			})
+		}
+	}
+}
+
+// ruleLeaseMatchesModel takes a lease of rule 10 s before its window
+// ends, spends the rule to a refusal and gives the lease back later.
+func ruleLeaseMatchesModel(t *testing.T, rule limit.Rule, later time.Duration) {
+	clock := clocktest.New(time.Date(2026, 6, 15, 12, 0, 50, 0, time.UTC))
+	rdb, prefix := redistest.MustClient(t)
+	l := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: testTimeout, Clock: clock.Now}))
+	m := &limittest.Model{Clock: clock.Now, LeaseHold: time.Duration(l.r.leaseHoldUS) * time.Microsecond}
+	req := func(want int32) *limit.Request {
+		r := ruleRequest("v", rule)
+		r.Want = want
+		return r
+	}
+	both := func(step string, r *limit.Request) limit.Decision {
+		t.Helper()
+		want, _ := m.Decide(t.Context(), r)
+		got := decide(t, l, r)
+		if d := limittest.Diff(got, want); d != "" {
+			t.Fatalf("%s: %s", step, d)
+		}
+		return got
+	}
+	take := both("take", req(16))
+	if take.Granted != 10 {
+		t.Fatalf("take: granted %d, want 10 (a quarter of 40)", take.Granted)
+	}
+	for i := 1; ; i++ {
+		d := both(fmt.Sprintf("request %d after the take", i), req(1))
+		if d.Allowed {
+			continue
+		}
+		if d.Refused != limit.LevelRule || d.LeaseWait <= 0 || i != 31 {
+			t.Fatalf("request %d after the take: refused %v with lease wait %v, want the 31st refused by the rule with a wait", i, d.Refused, d.LeaseWait)
+		}
+		break
+	}
+	clock.Add(later)
+	rt := limit.Return{Req: req(16), Taken: take.Granted, Unspent: 6, Spent: 3, At: take.Now}
+	if err := m.Unlease(t.Context(), []limit.Return{rt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlease(t.Context(), []limit.Return{rt}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		both(fmt.Sprintf("request %d after the give-back", i+1), req(1))
+	}
 }

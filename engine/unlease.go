@@ -13,8 +13,9 @@ import (
 const unleaseTimeout = time.Second
 
 // Unlease ends capacity leases (engine/lease): each lease's unspent units
-// go back to every level it took them from (op "unlease"; a TOKEN_BUCKET
-// rule's state as a bucket's), and the
+// go back to every level it took them from (op "unlease": a TOKEN_BUCKET
+// rule's state as a bucket's, a window rule's to the window of the take),
+// and the
 // requests the node admitted on it are counted in usage on the UTC day of
 // its take. One run per slot, in one pipeline on Redis Cluster. A run is
 // sent once (a charging run: see onceCmd); when it fails, its unspent
@@ -46,26 +47,46 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		var q, cq keyedQuota
 		e.res.resolve(rt.Req, &kr, nil, &q, &cq)
 		home := slotOf(kr.home())
-		buckets := leasedBuckets(&kr)
-		// the lease's part in each slot: its buckets there, and in its
-		// home slot its quota and usage
-		parts := map[int][]int{}
+		// the lease's part in each slot: its buckets and window rules
+		// there, and in its home slot its quota and usage
+		parts := map[int]*leasePart{}
 		var partSlots []int
-		for i, key := range buckets {
-			s := slotOf(key)
-			if _, ok := parts[s]; !ok {
+		part := func(s int) *leasePart {
+			p := parts[s]
+			if p == nil {
+				p = &leasePart{}
+				parts[s] = p
 				partSlots = append(partSlots, s)
 			}
-			parts[s] = append(parts[s], i)
+			return p
 		}
-		if _, ok := parts[home]; !ok && (kr.Quota != nil || kr.UsageKey != "") {
-			parts[home] = nil
-			partSlots = append(partSlots, home)
+		for i := range kr.Buckets {
+			at := rt.At
+			if i < len(rt.TakenAt) && !rt.TakenAt[i].IsZero() {
+				at = rt.TakenAt[i] // by its own slot's clock (Redis Cluster)
+			}
+			p := part(slotOf(kr.Buckets[i].Key))
+			p.buckets = append(p.buckets, leasedBucket{kr.Buckets[i].Key, at})
+		}
+		for i := range kr.Rules {
+			r := &kr.Rules[i]
+			switch r.Rule.Algorithm {
+			case limit.TokenBucket:
+				p := part(slotOf(r.Key))
+				p.buckets = append(p.buckets, leasedBucket{r.Key, rt.At})
+			case limit.FixedWindow, limit.SlidingWindow:
+				p := part(slotOf(r.Key))
+				p.windows = append(p.windows, r)
+			}
+		}
+		if kr.Quota != nil || kr.UsageKey != "" {
+			part(home)
 		}
 		for _, s := range partSlots {
-			sl := at(s)
+			sl, p := at(s), parts[s]
 			a := sl.args
-			ls := script.LeaseSpec{Buckets: uint8(len(parts[s])), Day: int32(rt.At.Unix() / 86400), PeriodStartS: rt.PeriodStart.Unix()}
+			ls := script.LeaseSpec{Buckets: uint8(len(p.buckets)), Windows: uint8(len(p.windows)), Day: int32(rt.At.Unix() / 86400),
+				PeriodStartS: rt.PeriodStart.Unix()}
 			if s == home {
 				if kr.Quota != nil {
 					ls.Quota = index(&a.states, a.stateIdx, kr.Quota.Key)
@@ -80,14 +101,15 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 				}
 			}
 			sl.spec = ls.Append(sl.spec)
-			for _, bi := range parts[s] {
-				at := rt.At
-				if bi < len(rt.TakenAt) && !rt.TakenAt[bi].IsZero() {
-					at = rt.TakenAt[bi] // by its own slot's clock (Redis Cluster)
-				}
-				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, buckets[bi]), Taken: rt.Taken,
-					Unspent: rt.Unspent, TakenAtUS: at.UnixMicro()}
+			for _, lb := range p.buckets {
+				b := script.LeaseBucketSpec{Key: index(&a.states, a.stateIdx, lb.key), Taken: rt.Taken,
+					Unspent: rt.Unspent, TakenAtUS: lb.at.UnixMicro()}
 				sl.spec = b.Append(sl.spec)
+			}
+			for _, r := range p.windows {
+				w := script.LeaseWindowSpec{Key: index(&a.states, a.stateIdx, r.Key), Algorithm: uint8(r.Rule.Algorithm),
+					WindowUS: windowUS(r.Rule), TakenAtUS: rt.At.UnixMicro(), Unspent: rt.Unspent}
+				sl.spec = w.Append(sl.spec)
 			}
 			sl.leases++
 		}
@@ -124,18 +146,16 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 	return nil
 }
 
-// leasedBuckets returns the state keys of the token buckets a lease of kr
-// took tokens of: its buckets, then its TOKEN_BUCKET rules (the only
-// rules a lease takes: decide.lua).
-func leasedBuckets(kr *keyedRequest) []string {
-	keys := make([]string, 0, len(kr.Buckets)+len(kr.Rules))
-	for i := range kr.Buckets {
-		keys = append(keys, kr.Buckets[i].Key)
-	}
-	for i := range kr.Rules {
-		if kr.Rules[i].Rule.Algorithm == limit.TokenBucket {
-			keys = append(keys, kr.Rules[i].Key)
-		}
-	}
-	return keys
+// leasePart is what one lease took in one slot: its token buckets (its
+// buckets and TOKEN_BUCKET rules) and its window rules.
+type leasePart struct {
+	buckets []leasedBucket
+	windows []*keyedRule
+}
+
+// leasedBucket is a token bucket's state key and when the lease took its
+// tokens.
+type leasedBucket struct {
+	key string
+	at  time.Time
 }

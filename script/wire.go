@@ -236,8 +236,9 @@ type RefundSpec struct {
 }
 
 // UnleaseArgs is the head of op "unlease": Leases × (LeaseSpec, its
-// LeaseBucketSpecs); KEYS as op "decide"'s (states, usage hashes, then
-// the change set).
+// LeaseBucketSpecs, its LeaseWindowSpecs); KEYS as op "decide"'s (states,
+// usage hashes, then the change set), a lease's rule states among the
+// states.
 type UnleaseArgs struct {
 	Leases  uint16
 	States  uint16
@@ -248,7 +249,8 @@ type UnleaseArgs struct {
 // LeaseSpec ends one capacity lease: its unspent units go back, and the
 // requests the node admitted on it are counted.
 type LeaseSpec struct {
-	Buckets      uint8
+	Buckets      uint8  // LeaseBucketSpecs that follow (its buckets and TOKEN_BUCKET rules)
+	Windows      uint8  // LeaseWindowSpecs after them
 	Quota        uint16 // index among the states; 0 none
 	Usage        uint16 // index among the usage hashes; 0 none
 	Spent        int32  // requests admitted on the lease
@@ -267,6 +269,18 @@ type LeaseBucketSpec struct {
 	Taken     int32 // tokens the take took
 	Unspent   int32
 	TakenAtUS int64 // the take's time
+}
+
+// LeaseWindowSpec is one FIXED_WINDOW or SLIDING_WINDOW rule of an ended
+// lease: its unspent units go back to the window the take counted them in
+// (the one holding TakenAtUS), while the rule's state still counts that
+// window.
+type LeaseWindowSpec struct {
+	Key       uint16 // index among the states
+	Algorithm uint8  // limit.Algorithm
+	WindowUS  int64
+	TakenAtUS int64 // the take's time
+	Unspent   int32
 }
 
 // UndoSpec undoes a rule charge, or ends a CONCURRENCY request, in op
@@ -360,6 +374,29 @@ type FixedState struct {
 	Mark    uint8 `wire:"=4"`
 	StartUS float64
 	Count   float64
+}
+
+// SlidingLeasedState is a SLIDING_WINDOW rule's stored state while
+// capacity leases hold units of it (SlidingState otherwise, the layout
+// nodes of earlier versions read): Leases and LeasedUntilUS as
+// BucketState's.
+type SlidingLeasedState struct {
+	Mark          uint8 `wire:"=7"`
+	StartUS       float64
+	Prev          float64
+	Curr          float64
+	Leases        float64
+	LeasedUntilUS float64
+}
+
+// FixedLeasedState is a FIXED_WINDOW rule's stored state while capacity
+// leases hold units of it (FixedState otherwise), as SlidingLeasedState.
+type FixedLeasedState struct {
+	Mark          uint8 `wire:"=8"`
+	StartUS       float64
+	Count         float64
+	Leases        float64
+	LeasedUntilUS float64
 }
 
 // LeakyState is a LEAKY_BUCKET rule's stored state.

@@ -373,11 +373,12 @@ func (v *UnleaseArgs) Decode(s string) (string, error) {
 }
 
 // LeaseSpecSize is the packed size of LeaseSpec.
-const LeaseSpecSize = 26
+const LeaseSpecSize = 27
 
-// Append appends v packed (format "<BHHi4i4i4i8B").
+// Append appends v packed (format "<BBHHi4i4i4i8B").
 func (v *LeaseSpec) Append(b []byte) []byte {
 	b = append(b, v.Buckets)
+	b = append(b, v.Windows)
 	b = le.AppendUint16(b, v.Quota)
 	b = le.AppendUint16(b, v.Usage)
 	b = le.AppendUint32(b, uint32(v.Spent))
@@ -395,13 +396,14 @@ func (v *LeaseSpec) Decode(s string) (string, error) {
 		return s, shortError("LeaseSpec", len(s), LeaseSpecSize)
 	}
 	v.Buckets = s[0]
-	v.Quota = uint16(u64(s, 1, 2))
-	v.Usage = uint16(u64(s, 3, 2))
-	v.Spent = int32(uint32(u64(s, 5, 4)))
-	v.Day = int32(uint32(u64(s, 9, 4)))
-	v.Unspent = int32(uint32(u64(s, 13, 4)))
-	v.PeriodStartS = int64(u64(s, 17, 8))
-	v.Held = s[25]
+	v.Windows = s[1]
+	v.Quota = uint16(u64(s, 2, 2))
+	v.Usage = uint16(u64(s, 4, 2))
+	v.Spent = int32(uint32(u64(s, 6, 4)))
+	v.Day = int32(uint32(u64(s, 10, 4)))
+	v.Unspent = int32(uint32(u64(s, 14, 4)))
+	v.PeriodStartS = int64(u64(s, 18, 8))
+	v.Held = s[26]
 	return s[LeaseSpecSize:], nil
 }
 
@@ -428,6 +430,33 @@ func (v *LeaseBucketSpec) Decode(s string) (string, error) {
 	v.Unspent = int32(uint32(u64(s, 6, 4)))
 	v.TakenAtUS = int64(u64(s, 10, 8))
 	return s[LeaseBucketSpecSize:], nil
+}
+
+// LeaseWindowSpecSize is the packed size of LeaseWindowSpec.
+const LeaseWindowSpecSize = 23
+
+// Append appends v packed (format "<HBi8i8i4").
+func (v *LeaseWindowSpec) Append(b []byte) []byte {
+	b = le.AppendUint16(b, v.Key)
+	b = append(b, v.Algorithm)
+	b = le.AppendUint64(b, uint64(v.WindowUS))
+	b = le.AppendUint64(b, uint64(v.TakenAtUS))
+	b = le.AppendUint32(b, uint32(v.Unspent))
+	return b
+}
+
+// Decode reads v from the start of s and returns the rest; an error
+// when s is shorter than the layout.
+func (v *LeaseWindowSpec) Decode(s string) (string, error) {
+	if len(s) < LeaseWindowSpecSize {
+		return s, shortError("LeaseWindowSpec", len(s), LeaseWindowSpecSize)
+	}
+	v.Key = uint16(u64(s, 0, 2))
+	v.Algorithm = s[2]
+	v.WindowUS = int64(u64(s, 3, 8))
+	v.TakenAtUS = int64(u64(s, 11, 8))
+	v.Unspent = int32(uint32(u64(s, 19, 4)))
+	return s[LeaseWindowSpecSize:], nil
 }
 
 // UndoSpecSize is the packed size of UndoSpec.
@@ -706,6 +735,68 @@ func (v *FixedState) Decode(s string) (string, error) {
 	return s[FixedStateSize:], nil
 }
 
+// SlidingLeasedStateSize is the packed size of SlidingLeasedState.
+const SlidingLeasedStateSize = 41
+
+// Append appends v packed (format "<Bddddd").
+func (v *SlidingLeasedState) Append(b []byte) []byte {
+	b = append(b, 7)
+	b = le.AppendUint64(b, math.Float64bits(v.StartUS))
+	b = le.AppendUint64(b, math.Float64bits(v.Prev))
+	b = le.AppendUint64(b, math.Float64bits(v.Curr))
+	b = le.AppendUint64(b, math.Float64bits(v.Leases))
+	b = le.AppendUint64(b, math.Float64bits(v.LeasedUntilUS))
+	return b
+}
+
+// Decode reads v from the start of s and returns the rest; an error
+// when s is shorter than the layout or holds another kind's constant.
+func (v *SlidingLeasedState) Decode(s string) (string, error) {
+	if len(s) < SlidingLeasedStateSize {
+		return s, shortError("SlidingLeasedState", len(s), SlidingLeasedStateSize)
+	}
+	if s[0] != 7 {
+		return s, markError("SlidingLeasedState", s[0], 7)
+	}
+	v.Mark = 7
+	v.StartUS = math.Float64frombits(u64(s, 1, 8))
+	v.Prev = math.Float64frombits(u64(s, 9, 8))
+	v.Curr = math.Float64frombits(u64(s, 17, 8))
+	v.Leases = math.Float64frombits(u64(s, 25, 8))
+	v.LeasedUntilUS = math.Float64frombits(u64(s, 33, 8))
+	return s[SlidingLeasedStateSize:], nil
+}
+
+// FixedLeasedStateSize is the packed size of FixedLeasedState.
+const FixedLeasedStateSize = 33
+
+// Append appends v packed (format "<Bdddd").
+func (v *FixedLeasedState) Append(b []byte) []byte {
+	b = append(b, 8)
+	b = le.AppendUint64(b, math.Float64bits(v.StartUS))
+	b = le.AppendUint64(b, math.Float64bits(v.Count))
+	b = le.AppendUint64(b, math.Float64bits(v.Leases))
+	b = le.AppendUint64(b, math.Float64bits(v.LeasedUntilUS))
+	return b
+}
+
+// Decode reads v from the start of s and returns the rest; an error
+// when s is shorter than the layout or holds another kind's constant.
+func (v *FixedLeasedState) Decode(s string) (string, error) {
+	if len(s) < FixedLeasedStateSize {
+		return s, shortError("FixedLeasedState", len(s), FixedLeasedStateSize)
+	}
+	if s[0] != 8 {
+		return s, markError("FixedLeasedState", s[0], 8)
+	}
+	v.Mark = 8
+	v.StartUS = math.Float64frombits(u64(s, 1, 8))
+	v.Count = math.Float64frombits(u64(s, 9, 8))
+	v.Leases = math.Float64frombits(u64(s, 17, 8))
+	v.LeasedUntilUS = math.Float64frombits(u64(s, 25, 8))
+	return s[FixedLeasedStateSize:], nil
+}
+
 // LeakyStateSize is the packed size of LeakyState.
 const LeakyStateSize = 9
 
@@ -764,29 +855,32 @@ type layout interface {
 
 // layouts makes a zero value of every layout, by name (tests).
 var layouts = map[string]func() layout{
-	"DecideArgs":      func() layout { return new(DecideArgs) },
-	"DecisionSpec":    func() layout { return new(DecisionSpec) },
-	"PeriodBounds":    func() layout { return new(PeriodBounds) },
-	"BucketSpec":      func() layout { return new(BucketSpec) },
-	"RuleSpec":        func() layout { return new(RuleSpec) },
-	"ChargeSpec":      func() layout { return new(ChargeSpec) },
-	"DecideReply":     func() layout { return new(DecideReply) },
-	"DecisionReply":   func() layout { return new(DecisionReply) },
-	"RuleReply":       func() layout { return new(RuleReply) },
-	"RefundSpec":      func() layout { return new(RefundSpec) },
-	"UnleaseArgs":     func() layout { return new(UnleaseArgs) },
-	"LeaseSpec":       func() layout { return new(LeaseSpec) },
-	"LeaseBucketSpec": func() layout { return new(LeaseBucketSpec) },
-	"UndoSpec":        func() layout { return new(UndoSpec) },
-	"RenewArgs":       func() layout { return new(RenewArgs) },
-	"RenewSpec":       func() layout { return new(RenewSpec) },
-	"SettleArgs":      func() layout { return new(SettleArgs) },
-	"QuotaArgs":       func() layout { return new(QuotaArgs) },
-	"QuotaReply":      func() layout { return new(QuotaReply) },
-	"BucketState":     func() layout { return new(BucketState) },
-	"QuotaState":      func() layout { return new(QuotaState) },
-	"SlidingState":    func() layout { return new(SlidingState) },
-	"FixedState":      func() layout { return new(FixedState) },
-	"LeakyState":      func() layout { return new(LeakyState) },
-	"RunWindow":       func() layout { return new(RunWindow) },
+	"DecideArgs":         func() layout { return new(DecideArgs) },
+	"DecisionSpec":       func() layout { return new(DecisionSpec) },
+	"PeriodBounds":       func() layout { return new(PeriodBounds) },
+	"BucketSpec":         func() layout { return new(BucketSpec) },
+	"RuleSpec":           func() layout { return new(RuleSpec) },
+	"ChargeSpec":         func() layout { return new(ChargeSpec) },
+	"DecideReply":        func() layout { return new(DecideReply) },
+	"DecisionReply":      func() layout { return new(DecisionReply) },
+	"RuleReply":          func() layout { return new(RuleReply) },
+	"RefundSpec":         func() layout { return new(RefundSpec) },
+	"UnleaseArgs":        func() layout { return new(UnleaseArgs) },
+	"LeaseSpec":          func() layout { return new(LeaseSpec) },
+	"LeaseBucketSpec":    func() layout { return new(LeaseBucketSpec) },
+	"LeaseWindowSpec":    func() layout { return new(LeaseWindowSpec) },
+	"UndoSpec":           func() layout { return new(UndoSpec) },
+	"RenewArgs":          func() layout { return new(RenewArgs) },
+	"RenewSpec":          func() layout { return new(RenewSpec) },
+	"SettleArgs":         func() layout { return new(SettleArgs) },
+	"QuotaArgs":          func() layout { return new(QuotaArgs) },
+	"QuotaReply":         func() layout { return new(QuotaReply) },
+	"BucketState":        func() layout { return new(BucketState) },
+	"QuotaState":         func() layout { return new(QuotaState) },
+	"SlidingState":       func() layout { return new(SlidingState) },
+	"FixedState":         func() layout { return new(FixedState) },
+	"SlidingLeasedState": func() layout { return new(SlidingLeasedState) },
+	"FixedLeasedState":   func() layout { return new(FixedLeasedState) },
+	"LeakyState":         func() layout { return new(LeakyState) },
+	"RunWindow":          func() layout { return new(RunWindow) },
 }

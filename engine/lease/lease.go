@@ -1,6 +1,6 @@
 // Package lease is the limiter layer of capacity leases (docs/leases.md):
 // a hot request shape (the same key, plan, stage, buckets and
-// TOKEN_BUCKET rules) takes several tokens and quota units in the
+// TOKEN_BUCKET, FIXED_WINDOW and SLIDING_WINDOW rules) takes several tokens and quota units in the
 // decision that admits it
 // (limit.Request.Want), and the node admits further requests of that shape
 // against the rest, without a round trip, for at most the lease lifetime
@@ -8,8 +8,9 @@
 // did (Unleaser.Unlease).
 //
 // Exactness (docs/leases.md has the contract and its proof):
-//   - a lease never outlives the quota period, nor the UTC day, it was
-//     taken in: the take's reply gives Redis's time, and the node ends the
+//   - a lease never outlives the quota period, the UTC day, nor the
+//     window of a window rule it was taken in: the take's reply gives
+//     Redis's time, and the node ends the
 //     lease before that boundary by its own clock, counted from the take's
 //     send (Redis read its time after the send, so the node errs early);
 //     the requests spent on it are counted on the take's day;
@@ -184,7 +185,7 @@ type decider struct {
 }
 
 // shapeOf returns req's shape; ok is false when req cannot take a lease:
-// it has a rule of another algorithm than TOKEN_BUCKET (decided per
+// it has a CONCURRENCY, LEAKY_BUCKET or CALENDAR_QUOTA rule (decided per
 // request: docs/leases.md), more buckets or rules than a shape holds, no
 // limit at all, or a cost other than one unit (decided in Redis every
 // time: docs/cost.md). A request that reads the stage
@@ -204,7 +205,7 @@ func shapeOf(req *limit.Request) (s shape, ok bool) {
 	}
 	for i := range req.Rules {
 		r := &req.Rules[i]
-		if r.Algorithm != limit.TokenBucket {
+		if !leasable(r.Algorithm) {
 			return s, false
 		}
 		s.counters[i], s.values[i] = r.Counter, r.Value
@@ -446,14 +447,34 @@ func credit(d *limit.Decision, n int64) {
 	}
 }
 
-// boundary returns when a lease taken by decision d must end in Redis
-// time: the end of its quota's or customer quota's period, or of the UTC
-// day of d.Now, whichever comes first (usage is counted per UTC day).
-func boundary(d *limit.Decision) time.Time {
+// leasable reports whether a rule of algorithm a may lease: its units can
+// be taken several at a time and given back (docs/leases.md, "Rate-limit
+// rules").
+func leasable(a limit.Algorithm) bool {
+	return a == limit.TokenBucket || a == limit.FixedWindow || a == limit.SlidingWindow
+}
+
+// boundary returns when a lease taken by decision d of req must end in
+// Redis time: the end of its quota's or customer quota's period, of the
+// window of each window rule (its outcome's Reset), or of the UTC day of
+// d.Now, whichever comes first (usage is counted per UTC day; a window's
+// count per window).
+func boundary(d *limit.Decision, req *limit.Request) time.Time {
 	end := d.Now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	for _, q := range []*limit.State{d.Quota, d.Customer} {
 		if q != nil && q.Reset.Before(end) {
 			end = q.Reset
+		}
+	}
+	for i := range req.Rules {
+		if a := req.Rules[i].Algorithm; a != limit.FixedWindow && a != limit.SlidingWindow {
+			continue
+		}
+		if i >= len(d.Rules) || d.Rules[i].State.Reset.IsZero() {
+			return d.Now // no window end known: no lease
+		}
+		if d.Rules[i].State.Reset.Before(end) {
+			end = d.Rules[i].State.Reset
 		}
 	}
 	return end
@@ -492,7 +513,7 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 	}
 	// ends before the boundary by the node's clock: Redis read d.Now after
 	// sent, so sent + (boundary − d.Now) is never later than the boundary
-	expires := sent.Add(min(t.life, boundary(d).Sub(d.Now)))
+	expires := sent.Add(min(t.life, boundary(d, req).Sub(d.Now)))
 	l := &lease{req: *req, taken: d.Granted, left: d.Granted - 1, sent: sent, expires: expires, take: *d}
 	l.req.Buckets = append([]limit.Bucket(nil), req.Buckets...)
 	l.req.Rules = slices.Clone(req.Rules)

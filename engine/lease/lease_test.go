@@ -45,31 +45,41 @@ const (
 var ways = []way{plain, cached}
 
 // form is what limits a test's requests: the plan's throttle, or a
-// TOKEN_BUCKET rate-limit rule (docs/leases.md, "Rate-limit rules"); hot
-// builds the request of a throttle of rate and burst and a DAY quota
+// TOKEN_BUCKET, FIXED_WINDOW or SLIDING_WINDOW rate-limit rule
+// (docs/leases.md, "Rate-limit rules"); hot builds the request of a
+// throttle of rate and burst (a window: burst per hour) and a DAY quota
 // (none when 0).
 type form struct {
 	name string
 	hot  func(rate float64, burst, quota int32) *limit.Request
 }
 
-// forms are the forms every lease test runs its requests in.
-var forms = []form{{"plan throttle", limittest.HotRequest}, {"token bucket rule", limittest.HotRuleRequest}}
+// forms are the forms of requests that take leases. The tests of
+// exactness under load (a quota, a burst, hot and cold shapes, the window
+// boundary, the model) run every form; the others the throttles, those
+// that refill at a rate (windows have their own boundary test). Each
+// list starts with the plan's throttle.
+var (
+	throttles = []form{{"plan throttle", limittest.HotRequest}, {"token bucket rule", limittest.HotRuleRequest}}
+	forms     = append(slices.Clip(throttles), form{"fixed window rule", limittest.HotWindowRequest(limit.FixedWindow)},
+		form{"sliding window rule", limittest.HotWindowRequest(limit.SlidingWindow)})
+)
 
-// formsOn returns the forms that lease on backend b: on Redis Cluster a
-// rule's state is taken in its own slot, one unit at a time (no lease).
-func formsOn(b redistest.Backend) []form {
+// formsOn returns the forms of fs that lease on backend b: on Redis
+// Cluster a rule's state is taken in its own slot, one unit at a time (no
+// lease).
+func formsOn(b redistest.Backend, fs []form) []form {
 	if b.Name == "cluster" {
-		return forms[:1]
+		return fs[:1]
 	}
-	return forms
+	return fs
 }
 
 // eachForm runs test in parallel for every backend (one primary, Redis
-// Cluster) and form.
-func eachForm(t *testing.T, test func(*testing.T, redistest.Backend, form)) {
+// Cluster) and form of fs.
+func eachForm(t *testing.T, fs []form, test func(*testing.T, redistest.Backend, form)) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
-		for _, f := range formsOn(b) {
+		for _, f := range formsOn(b, fs) {
 			t.Run(f.name, func(t *testing.T) {
 				t.Parallel()
 				test(t, b, f)
@@ -78,13 +88,13 @@ func eachForm(t *testing.T, test func(*testing.T, redistest.Backend, form)) {
 	})
 }
 
-// eachCase runs test in parallel for every backend, way and form.
-func eachCase(t *testing.T, test func(*testing.T, redistest.Backend, way, form)) {
+// eachCase runs test in parallel for every backend, way and form of fs.
+func eachCase(t *testing.T, fs []form, test func(*testing.T, redistest.Backend, way, form)) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
 		for _, w := range ways {
 			t.Run(string(w), func(t *testing.T) {
 				t.Parallel()
-				for _, f := range formsOn(b) {
+				for _, f := range formsOn(b, fs) {
 					t.Run(f.name, func(t *testing.T) {
 						t.Parallel()
 						test(t, b, w, f)
@@ -218,13 +228,13 @@ func trips(nodes []*node) int64 {
 // requests once the nodes gave their leases back.
 func TestLeasedQuotaAdmitsExactlyItsLimit(t *testing.T) {
 	t.Parallel()
-	onNodes(t, []int{2, 4}, leasedQuotaAdmitsExactlyItsLimit)
+	onNodes(t, forms, []int{2, 4}, leasedQuotaAdmitsExactlyItsLimit)
 }
 
 // onNodes runs test in parallel on fresh nodes, for every backend, way,
-// form and node count of counts.
-func onNodes(t *testing.T, counts []int, test func(*testing.T, []*node, form)) {
-	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+// form of fs and node count of counts.
+func onNodes(t *testing.T, fs []form, counts []int, test func(*testing.T, []*node, form)) {
+	eachCase(t, fs, func(t *testing.T, b redistest.Backend, w way, f form) {
 		for _, n := range counts {
 			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 				t.Parallel()
@@ -261,7 +271,7 @@ func leasedQuotaAdmitsExactlyItsLimit(t *testing.T, nodes []*node, f form) {
 // from a full bucket (docs/leases.md).
 func TestLeasedThrottleStaysWithinItsBound(t *testing.T) {
 	t.Parallel()
-	onNodes(t, []int{2, 4}, leasedThrottleStaysWithinItsBound)
+	onNodes(t, throttles, []int{2, 4}, leasedThrottleStaysWithinItsBound)
 }
 
 // leasedThrottleStaysWithinItsBound loads nodes for 1.5 s on a throttle
@@ -418,7 +428,7 @@ func customerLeases(t *testing.T, b redistest.Backend, customer string, phases [
 // concurrent callers is admitted on leases.
 func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+	eachCase(t, forms, func(t *testing.T, b redistest.Backend, w way, f form) {
 		nodes := mustNodesAs(t, b, 1, nil, w)
 		n := nodes[0]
 		// a decision's round trips: one on one primary, two on Redis
@@ -463,7 +473,7 @@ func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 // further.
 func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 	t.Parallel()
-	eachForm(t, func(t *testing.T, b redistest.Backend, f form) {
+	eachForm(t, throttles, func(t *testing.T, b redistest.Backend, f form) {
 		nodes := mustNodes(t, b, 1, nil)
 		const quota = 500
 		var admitted atomic.Int64
@@ -485,7 +495,7 @@ func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 // unspent units went back.
 func TestConfigChangeVoidsLeases(t *testing.T) {
 	t.Parallel()
-	eachForm(t, configChangeVoidsLeases)
+	eachForm(t, throttles, configChangeVoidsLeases)
 }
 
 func configChangeVoidsLeases(t *testing.T, b redistest.Backend, f form) {
@@ -537,7 +547,7 @@ func openLeft(t *Table) int64 {
 // admitted on them, and the other node spends the rest exactly.
 func TestDeadNodeLosesAtMostItsOpenLeases(t *testing.T) {
 	t.Parallel()
-	eachForm(t, deadNodeLosesAtMostItsOpenLeases)
+	eachForm(t, throttles, deadNodeLosesAtMostItsOpenLeases)
 }
 
 func deadNodeLosesAtMostItsOpenLeases(t *testing.T, b redistest.Backend, f form) {
@@ -591,7 +601,7 @@ func overlapped(t *testing.T, core Unleaser, node *clocktest.Clock, req *limit.R
 // admitted on the lease are counted on the take's day.
 func TestLeaseEndsBeforeItsPeriodEnds(t *testing.T) {
 	t.Parallel()
-	eachForm(t, leaseEndsBeforeItsPeriodEnds)
+	eachForm(t, throttles, leaseEndsBeforeItsPeriodEnds)
 }
 
 func leaseEndsBeforeItsPeriodEnds(t *testing.T, b redistest.Backend, f form) {
@@ -720,13 +730,69 @@ func leaseEndsBeforeRedisMidnight(t *testing.T, rdb redis.UniversalClient, clock
 	}
 }
 
+// A lease of a window rule taken just before its window ends (an hour's
+// window, at 13:00; the quota's day goes on) admits nothing after the
+// window's end, by the node's clock counted from the take: the next
+// request is decided in Redis, in the new window, and the lease's unspent
+// units go back to the window of the take (a fixed window's new count
+// keeps them; a sliding window's previous count gets them).
+func TestLeaseEndsBeforeItsWindowEnds(t *testing.T) {
+	t.Parallel()
+	for _, f := range forms[len(throttles):] { // one primary: on Redis Cluster rules take no lease
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			leaseEndsBeforeItsWindowEnds(t, redistest.Backends[0], f)
+		})
+	}
+}
+
+func leaseEndsBeforeItsWindowEnds(t *testing.T, b redistest.Backend, f form) {
+	redis := clocktest.New(time.Date(2026, 6, 15, 12, 59, 59, 950_000_000, time.UTC))
+	nodeClock := clocktest.New(time.Date(2026, 6, 15, 20, 0, 0, 0, time.UTC)) // hours away from Redis's
+	nodes := mustNodes(t, b, 1, redis)
+	e := nodes[0].e
+	req := f.hot(0, 1000, 100000)
+	tb := overlapped(t, e, nodeClock, req)
+	top := limit.Stack(e, tb.Layer)
+	end := time.Date(2026, 6, 15, 13, 0, 0, 0, time.UTC)
+	d, err := top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed || d.Granted < 2 || !d.Rules[0].State.Reset.Equal(end) {
+		t.Fatalf("take: %+v, %v, want a lease in the window that ends at 13:00", d, err)
+	}
+	nodeClock.Add(40 * time.Millisecond) // Redis's 12:59:59.990
+	if d, err := top.Decide(t.Context(), req); err != nil || !d.Allowed || e.Trips() != 1 {
+		t.Fatalf("10 ms before the window's end: %+v, %v, %d round trips, want admitted on the lease", d, err, e.Trips())
+	}
+	nodeClock.Add(20 * time.Millisecond) // Redis's 13:00:00.010
+	redis.Add(60 * time.Millisecond)
+	d, err = top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed || !d.Rules[0].State.Reset.Equal(end.Add(time.Hour)) || e.Trips() < 2 {
+		t.Fatalf("10 ms after the window's end: %+v, %v, %d round trips, want decided in Redis in the next window", d, err, e.Trips())
+	}
+	tb.Close()
+	// The take and the request on its lease count in the old window (a
+	// sliding window's previous count: 2 × (1 − 10 ms / 1 h) of it), the
+	// request after the end and this one in the new.
+	last, err := e.Decide(t.Context(), req)
+	if err != nil || !last.Allowed {
+		t.Fatalf("after the give-backs: %+v, %v", last, err)
+	}
+	want := int64(998)
+	if f.hot(0, 1, 0).Rules[0].Algorithm == limit.SlidingWindow {
+		want = 996
+	}
+	if got := last.Rules[0].State.Remaining; got != want {
+		t.Errorf("after the give-backs: remaining %d, want %d", got, want)
+	}
+}
+
 // A fresh burst of B under many concurrent callers admits exactly B, on
 // one node and on two: a refusal while a lease may still give units back
 // is admitted on the node's own lease, or decided again once the units
 // are back, never lost.
 func TestBurstUnderConcurrencyAdmitsExactlyTheBurst(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+	eachCase(t, forms, func(t *testing.T, b redistest.Backend, w way, f form) {
 		for _, n := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
 				t.Parallel()
@@ -761,7 +827,7 @@ func burstUnderConcurrency(t *testing.T, b redistest.Backend, n int, w way, f fo
 // its requests never overlap, so it is decided in Redis every time.
 func TestOneCallerSeesRemainingFallByOne(t *testing.T) {
 	t.Parallel()
-	eachCase(t, func(t *testing.T, b redistest.Backend, w way, f form) {
+	eachCase(t, throttles, func(t *testing.T, b redistest.Backend, w way, f form) {
 		nodes := mustNodesAs(t, b, 2, nil, w)
 		const quota = 3000
 		var last int64 = quota

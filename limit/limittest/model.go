@@ -424,9 +424,11 @@ func planIndex(req *limit.Request) int {
 
 // Unlease is the reference of the engine's Unlease at Clock's time: the
 // quota gets its unspent units back unless it moved to another period (or
-// KeepQuota), the customer quota likewise (whatever KeepQuota), each bucket and TOKEN_BUCKET rule min(unspent, taken − rate
-// × held) tokens under the limits it is stored with, and usage counts
-// what was spent on the take's day.
+// KeepQuota), the customer quota likewise (whatever KeepQuota), each
+// bucket and TOKEN_BUCKET rule min(unspent, taken − rate × held) tokens
+// under the limits it is stored with, each window rule its unspent units
+// in the window of the take (giveBackWindow), and usage counts what was
+// spent on the take's day.
 func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -450,10 +452,13 @@ func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 		for i := range req.Buckets {
 			giveBack(m.buckets, bucketName(req, &req.Buckets[i]), &rt, us)
 		}
+		m.rules.init()
 		for i := range req.Rules {
-			if r := &req.Rules[i]; r.Algorithm == limit.TokenBucket {
-				m.rules.init()
+			switch r := &req.Rules[i]; r.Algorithm {
+			case limit.TokenBucket:
 				giveBack(m.rules.tb, ruleName(r), &rt, us)
+			case limit.FixedWindow, limit.SlidingWindow:
+				m.giveBackWindow(r, &rt, us)
 			}
 		}
 		if req.KeyID != "" && !req.Uncounted && rt.Spent > 0 {
@@ -620,4 +625,16 @@ func HotRuleRequest(rate float64, burst, quota int32) *limit.Request {
 	r.Rules = []limit.Rule{{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: limit.TokenBucket,
 		RateLimit: rate, BurstLimit: burst, Private: true}}
 	return r
+}
+
+// HotWindowRequest returns the builder of HotRuleRequest with a window
+// rule of algorithm a (FIXED_WINDOW or SLIDING_WINDOW) of burst requests
+// per hour instead (rate is not used).
+func HotWindowRequest(a limit.Algorithm) func(rate float64, burst, quota int32) *limit.Request {
+	return func(_ float64, burst, quota int32) *limit.Request {
+		r := HotRuleRequest(0, 0, quota)
+		r.Rules[0] = limit.Rule{Name: "per-ip", Counter: "rule1", Value: "ip=192.0.2.1", Algorithm: a, Limit: burst,
+			Window: time.Hour, Private: true}
+		return r
+	}
 }

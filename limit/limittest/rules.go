@@ -14,8 +14,13 @@ import (
 // of the script's float arithmetic.
 
 // window is a sliding or fixed window's state, or (qt) a calendar quota's:
-// start the kept period start (Unix s), curr the count.
-type window struct{ start, prev, curr int64 }
+// start the kept period start (Unix s), curr the count; a window's leases
+// out and their end (µs), as a bucket's.
+type window struct {
+	start, prev, curr int64
+	leases            int
+	leased            int64
+}
 
 // member is one request in flight of a CONCURRENCY rule.
 type member struct{ seq int64 }
@@ -47,8 +52,10 @@ type ruleCheck struct {
 	res    limit.RuleResult
 	commit func()
 	member *member // CONCURRENCY: the member the commit adds
-	// room is a TOKEN_BUCKET rule's tokens, a quarter of which a lease may
-	// take; nil for the algorithms that take no lease (docs/leases.md)
+	// room is what a lease may take a quarter of: a TOKEN_BUCKET rule's
+	// tokens, a window's limit less its count (a sliding window's
+	// estimate); nil for the algorithms that take no lease
+	// (docs/leases.md)
 	room *big.Rat
 	// leaseWait is, on a refusal, how long leases of the rule's state may
 	// still hold its units (µs)
@@ -132,7 +139,7 @@ func windowAt(states map[string]*window, name string, cur, w int64, sliding bool
 	case s.start == cur:
 		return *s
 	case sliding && s.start == cur-w:
-		return window{start: cur, prev: s.curr}
+		return window{start: cur, prev: s.curr, leases: s.leases, leased: s.leased}
 	}
 	return window{start: cur}
 }
@@ -153,8 +160,19 @@ func (m *Model) checkWindow(r *limit.Rule, now int64, sliding bool) *ruleCheck {
 	}
 	s := windowAt(states, name, cur, w, sliding)
 	c := &ruleCheck{res: limit.RuleResult{Admitted: true, ResetUS: cur + w - now, Aux: cur}}
+	if s.leases > 0 && s.leased > now {
+		c.leaseWait = s.leased - now // used on a refusal only
+	}
+	// commit charges k units (c.k), counting a lease out
+	commit := func() int64 {
+		k, nw := max(c.k, 1), s
+		nw.curr += k
+		leaseOut(&nw.leases, &nw.leased, now, c.leased)
+		states[name] = &nw
+		return k
+	}
 	if !sliding {
-		c.res.Remaining = max(0, lim-s.curr)
+		c.res.Remaining, c.room = max(0, lim-s.curr), big.NewRat(lim-s.curr, 1)
 		if s.curr+1 > lim {
 			c.res.Admitted, c.res.RetryUS = false, -1
 			if lim >= 1 {
@@ -162,10 +180,7 @@ func (m *Model) checkWindow(r *limit.Rule, now int64, sliding bool) *ruleCheck {
 			}
 			return c
 		}
-		c.commit = func() {
-			states[name] = &window{start: cur, curr: s.curr + 1}
-			c.res.Remaining = lim - s.curr - 1
-		}
+		c.commit = func() { c.res.Remaining = lim - s.curr - commit() }
 		return c
 	}
 	elapsed := now - cur
@@ -173,14 +188,15 @@ func (m *Model) checkWindow(r *limit.Rule, now int64, sliding bool) *ruleCheck {
 	est := new(big.Rat).Mul(big.NewRat(s.prev, 1), big.NewRat(w-elapsed, w))
 	est.Add(est, big.NewRat(s.curr, 1))
 	room := new(big.Rat).Sub(big.NewRat(lim, 1), est) // limit - est
+	c.room = room
 	c.res.Remaining = max(0, floorRat(ratMax0(new(big.Rat).Add(room, ratEps))))
 	if new(big.Rat).Add(room, ratEps).Cmp(big.NewRat(1, 1)) < 0 { // est + 1 > limit + EPS
 		c.res.Admitted, c.res.RetryUS = false, slidingRetry(s.prev, s.curr, elapsed, w, lim)
 		return c
 	}
 	c.commit = func() {
-		states[name] = &window{start: cur, prev: s.prev, curr: s.curr + 1}
-		c.res.Remaining = max(0, floorRat(ratMax0(new(big.Rat).Add(new(big.Rat).Sub(room, big.NewRat(1, 1)), ratEps))))
+		k := commit()
+		c.res.Remaining = max(0, floorRat(ratMax0(new(big.Rat).Add(new(big.Rat).Sub(room, big.NewRat(k, 1)), ratEps))))
 	}
 	return c
 }
@@ -369,4 +385,30 @@ func (m *Model) commitRules(d *limit.Decision, req *limit.Request, checks []*rul
 			}
 		}
 	}
+}
+
+// giveBackWindow ends lease rt on the window rule r's state at us: its
+// unspent units go back to the window holding the take's time while the
+// state counts it (a sliding window's previous one once it moved on).
+func (m *Model) giveBackWindow(r *limit.Rule, rt *limit.Return, us int64) {
+	sliding := r.Algorithm == limit.SlidingWindow
+	states, name, w := m.rules.fw, ruleName(r), max(r.Window.Microseconds(), 1)
+	if sliding {
+		states = m.rules.sw
+	}
+	if states[name] == nil {
+		return
+	}
+	cur, charged := us/w*w, rt.At.UnixMicro()/w*w
+	s := windowAt(states, name, cur, w, sliding)
+	switch {
+	case charged == cur:
+		s.curr = max(0, s.curr-int64(rt.Unspent))
+	case sliding && charged == cur-w:
+		s.prev = max(0, s.prev-int64(rt.Unspent))
+	default:
+		return
+	}
+	s.leases = max(0, s.leases-1)
+	states[name] = &s
 }

@@ -28,12 +28,13 @@ request is admitted and the rule would have admitted it).
 
 Capacity leases (docs/leases.md): a decision that wants w > 1 and is
 admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket and
-of every TOKEN_BUCKET rule, floor((limit - used) / LEASE_SHARE) of the
-quota and of the customer quota), at least 1, from every level at once; a
-rule of another algorithm, a shadow rule that would refuse, or rules
-decided in their own slots make k 1 (a customer quota decided in its own
-slot took the node's want there first: the node asks here for at most
-what it took). The node admits up to k - 1 more requests on the rest and
+of every TOKEN_BUCKET rule, floor(room / LEASE_SHARE) of every FIXED_WINDOW
+and SLIDING_WINDOW rule (limit - count; limit - est), floor((limit - used)
+/ LEASE_SHARE) of the quota and of the customer quota), at least 1, from
+every level at once; a rule of another algorithm, a shadow rule that would
+refuse, or rules decided in their own slots make k 1 (a customer quota
+decided in its own slot took the node's want there first: the node asks
+here for at most what it took). The node admits up to k - 1 more requests on the rest and
 gives back what it did not spend (op "unlease"). A level a lease holds
 units of counts its leases out and remembers until when they may hold
 them (leased_until_us: now + the run's lease_us; op "unlease" counts a

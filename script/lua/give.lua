@@ -1,8 +1,8 @@
 --[[
 give: the operations that give back what a node took and did not use.
 Takes wire, US, SLACK_US, mmin, mmax, mceil, now (clock.lua), ttl_us, give_back,
-write_bucket (bucket.lua), write_quota, count_usage (usage.lua), undo_rule
-(rules.lua).
+write_bucket (bucket.lua), write_quota, count_usage (usage.lua), undo_rule,
+give_back_window (rules.lua).
 
 op "refund": give back tokens requests took from buckets of this slot but
 did not use, because a limit in another slot refused them (Redis Cluster).
@@ -18,8 +18,10 @@ op "unlease": end capacity leases: give back what a node took with op
 "decide" (want > 1) and did not spend, and count the requests it admitted
 on them, on the UTC day of the take.
   KEYS  as op "decide"'s: states, usage hashes, then the change set
-  ARGV  3 wire.unlease_args, then per lease a wire.lease_spec and its
-          wire.lease_bucket_specs
+  ARGV  3 wire.unlease_args, then per lease a wire.lease_spec, its
+          wire.lease_bucket_specs (its buckets and TOKEN_BUCKET rules) and
+          its wire.lease_window_specs (FIXED_WINDOW and SLIDING_WINDOW
+          rules)
   A bucket gets back y = min(g, n - r * (now - t0)) tokens (nothing unless
   positive), n taken and g unspent at t0, r the rate it is stored with,
   under the limits it is stored with (as op "refund"). The subtraction is
@@ -28,9 +30,11 @@ on them, on the UTC day of the take.
   the tokens stayed, so giving all of g back could exceed the
   burst + rate × (T + L) bound (docs/leases.md proves the rule). Unspent
   quota units come back whole, unless the state is of another period by
-  now. A lease_spec with held 1 trims a lease that goes on (Redis Cluster:
-  a slot took more than the lease's other levels could): what it names goes
-  back by the same rule, and its levels still count the lease out.
+  now; a window rule's go back to the window of the take (rules.lua,
+  give_back_window). A lease_spec with held 1 trims a lease that goes on
+  (Redis Cluster: a slot took more than the lease's other levels could):
+  what it names goes back by the same rule, and its levels still count the
+  lease out.
   Reply: the number of states written.
 
 op "unrules": undo rule charges of requests another limit refused, and end
@@ -99,7 +103,7 @@ local function unlease()
   local pos = wire.read_unlease_args(spec, 1, a)
   local changes = a.changes > 0 and KEYS[a.changes] or nil
   local vals = read_values(a.states)
-  local written, l, b = 0, {}, {}
+  local written, l, b, w = 0, {}, {}, {}
   for _ = 1, a.leases do
     pos = wire.read_lease_spec(spec, pos, l)
     if l.quota > 0 then
@@ -122,6 +126,10 @@ local function unlease()
         return mmin(unspent, taken - s.rate * mmax(0, now - at) / US)
       end
       if give_back_at(vals, b.key, held) then written = written + 1 end
+    end
+    for _ = 1, l.windows do
+      pos = wire.read_lease_window_spec(spec, pos, w)
+      if give_back_window(vals, w.key, w, l.held == 0) then written = written + 1 end
     end
     if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, 0, l.day, changes) end
   end

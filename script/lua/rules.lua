@@ -11,8 +11,10 @@ tag, so one Redis Cluster slot):
   TOKEN_BUCKET (1)   wire.bucket_state
   SLIDING_WINDOW (2) wire.sliding_state: the current fixed window's start
                      (a multiple of the window), the previous and current
-                     windows' counts
-  FIXED_WINDOW (3)   wire.fixed_state: the window's start and count
+                     windows' counts; wire.sliding_leased_state while
+                     capacity leases hold units of it
+  FIXED_WINDOW (3)   wire.fixed_state: the window's start and count;
+                     wire.fixed_leased_state while leases hold units of it
   CONCURRENCY (4)    a sorted set: one member "<node>:<seq>" per request in
                      flight, scored by the Unix µs its lease ends; members
                      past their score are gone (a dead node's requests)
@@ -38,48 +40,76 @@ The algorithms (W a window in µs, T = 1/rate in whole µs rounded up):
                  waits for its turn, up to a burst, instead of being refused).
   CALENDAR_QUOTA as usage.lua's quota; admitted when count + 1 <= limit.
 
-Capacity leases (docs/leases.md): a TOKEN_BUCKET rule's check reports its
-tokens (room) and its commit takes the decision's k of them, counting the
-lease out as a plan bucket does (lease_taken); op "unlease" gives its
-unspent tokens back as a plan bucket's. The other algorithms report no
-room: a decision with one of them takes no lease.
+Capacity leases (docs/leases.md): the check of a TOKEN_BUCKET, FIXED_WINDOW
+or SLIDING_WINDOW rule reports its room (tokens; limit - count; limit -
+est) and its commit takes the decision's k units of it, counting the lease
+out as a plan bucket does (lease_taken; a window's leases are over once
+the window they were taken in is no longer counted). Op "unlease" gives a
+token bucket's unspent tokens back as a plan bucket's, and a window's
+(give_back_window) to the window the take counted them in, while the state
+still counts it: a sliding window's current count, or its previous one
+once the window moved on (the lease ended at its window's end, so the
+units belong there). The other algorithms report no room: a decision with
+one of them takes no lease.
 
-Defines: rule_run(base), undo_rule(base, u).
+Defines: rule_run(base), undo_rule(base, u), give_back_window(vals, ki, w).
 ]]
 
 local RULE_TB, RULE_SW, RULE_FW, RULE_CC, RULE_LB, RULE_QT = 1, 2, 3, 4, 5, 6
 -- a refused CONCURRENCY request may retry after 1 s
 local CC_RETRY_US = US
 
--- sliding(v, W) -> current window start, prev, curr at now
+-- leases_of(s) -> the leases out of window state s (false: none), as a
+-- table {leases, leased_until_us}
+local function leases_of(s)
+  if s and s.leases then return {leases = s.leases, leased_until_us = s.leased_until_us} end
+  return {leases = 0, leased_until_us = 0}
+end
+
+-- sliding(v, W) -> current window start, prev, curr at now and the leases
+-- out (leases_of)
 local function sliding(v, W)
   local cur = mfloor(now / W) * W
-  local s = wire.sliding_state(v)
+  local s = wire.sliding_state(v) or wire.sliding_leased_state(v)
   if s then
-    if s.start_us == cur then return cur, s.prev, s.curr end
-    if s.start_us == cur - W then return cur, s.curr, 0 end
+    if s.start_us == cur then return cur, s.prev, s.curr, leases_of(s) end
+    if s.start_us == cur - W then return cur, s.curr, 0, leases_of(s) end
   end
-  return cur, 0, 0
+  return cur, 0, 0, leases_of(false)
 end
 
-local function write_sliding(key, cur, W, prev, curr)
-  local v = wire.pack_sliding_state({start_us = cur, prev = prev, curr = curr})
-  redis.call('SET', key, v, 'PX', mceil((cur + 2 * W - now + SLACK_US) / 1000))
+-- write_window(key, t, pack, pack_leased, expires, leases) writes window
+-- state t, with the leases out when they still hold units (and a TTL that
+-- outlasts them), and returns the value written
+local function write_window(key, t, pack, pack_leased, expires, leases)
+  local v
+  if leases and lease_wait(leases) > 0 then
+    t.leases, t.leased_until_us = leases.leases, leases.leased_until_us
+    v, expires = pack_leased(t), mmax(expires, leases.leased_until_us + SLACK_US)
+  else
+    v = pack(t)
+  end
+  redis.call('SET', key, v, 'PX', mceil((expires - now) / 1000))
   return v
 end
 
--- fixed(v, W) -> current window start, count at now
+local function write_sliding(key, cur, W, prev, curr, leases)
+  return write_window(key, {start_us = cur, prev = prev, curr = curr}, wire.pack_sliding_state,
+    wire.pack_sliding_leased_state, cur + 2 * W + SLACK_US, leases)
+end
+
+-- fixed(v, W) -> current window start, count at now and the leases out
+-- (leases_of)
 local function fixed(v, W)
   local cur = mfloor(now / W) * W
-  local s = wire.fixed_state(v)
-  if s and s.start_us == cur then return cur, s.count end
-  return cur, 0
+  local s = wire.fixed_state(v) or wire.fixed_leased_state(v)
+  if s and s.start_us == cur then return cur, s.count, leases_of(s) end
+  return cur, 0, leases_of(false)
 end
 
-local function write_fixed(key, cur, W, count)
-  local v = wire.pack_fixed_state({start_us = cur, count = count})
-  redis.call('SET', key, v, 'PX', mceil((cur + W - now + SLACK_US) / 1000))
-  return v
+local function write_fixed(key, cur, W, count, leases)
+  return write_window(key, {start_us = cur, count = count}, wire.pack_fixed_state, wire.pack_fixed_leased_state,
+    cur + W + SLACK_US, leases)
 end
 
 -- tat of a leaky state (0 when absent)
@@ -150,32 +180,38 @@ end
 
 local function check_sw(key, get, r)
   local limit, W = r.limit, r.window_us
-  local cur, prev, curr = sliding(get(key), W)
+  local cur, prev, curr, leases = sliding(get(key), W)
   local elapsed = now - cur
   local est = prev * (1 - elapsed / W) + curr
-  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, mfloor(limit - est + EPS)), reset_us = cur + W - now, aux = cur}
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, mfloor(limit - est + EPS)), reset_us = cur + W - now, aux = cur,
+    room = limit - est}
   if est + 1 > limit + EPS then
     res.admitted, res.retry_us = 0, sliding_retry(prev, curr, elapsed, W, limit)
+    res.lease_wait_us = lease_wait(leases)
     return false, res
   end
-  return true, res, function(put)
-    put(key, write_sliding(key, cur, W, prev, curr + 1))
-    res.remaining = mmax(0, mfloor(limit - est - 1 + EPS))
+  return true, res, function(put, k, leased)
+    lease_taken(leases, leased)
+    put(key, write_sliding(key, cur, W, prev, curr + k, leases))
+    res.remaining = mmax(0, mfloor(limit - est - k + EPS))
   end
 end
 
 local function check_fw(key, get, r)
   local limit, W = r.limit, r.window_us
-  local cur, count = fixed(get(key), W)
-  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, limit - count), reset_us = cur + W - now, aux = cur}
+  local cur, count, leases = fixed(get(key), W)
+  local res = {admitted = 1, retry_us = 0, remaining = mmax(0, limit - count), reset_us = cur + W - now, aux = cur,
+    room = limit - count}
   if count + 1 > limit then
     res.admitted, res.retry_us = 0, -1
     if limit >= 1 then res.retry_us = res.reset_us end
+    res.lease_wait_us = lease_wait(leases)
     return false, res
   end
-  return true, res, function(put)
-    put(key, write_fixed(key, cur, W, count + 1))
-    res.remaining = limit - count - 1
+  return true, res, function(put, k, leased)
+    lease_taken(leases, leased)
+    put(key, write_fixed(key, cur, W, count + k, leases))
+    res.remaining = limit - count - k
   end
 end
 
@@ -292,18 +328,18 @@ local function undo_rule(base, u)
     end
     return true
   elseif algo == RULE_SW then
-    local cur, prev, curr = sliding(redis.call('GET', key), u.window_us)
+    local cur, prev, curr, leases = sliding(redis.call('GET', key), u.window_us)
     if u.charged == cur and curr > 0 then
-      write_sliding(key, cur, u.window_us, prev, curr - 1)
+      write_sliding(key, cur, u.window_us, prev, curr - 1, leases)
       return true
     elseif u.charged == cur - u.window_us and prev > 0 then
-      write_sliding(key, cur, u.window_us, prev - 1, curr)
+      write_sliding(key, cur, u.window_us, prev - 1, curr, leases)
       return true
     end
   elseif algo == RULE_FW then
-    local cur, count = fixed(redis.call('GET', key), u.window_us)
+    local cur, count, leases = fixed(redis.call('GET', key), u.window_us)
     if u.charged == cur and count > 0 then
-      write_fixed(key, cur, u.window_us, count - 1)
+      write_fixed(key, cur, u.window_us, count - 1, leases)
       return true
     end
   elseif algo == RULE_CC then
@@ -325,4 +361,34 @@ local function undo_rule(base, u)
     return true
   end
   return false
+end
+
+-- give_back_window(vals, ki, w, ends) gives back a lease's units of the
+-- FIXED_WINDOW or SLIDING_WINDOW rule state KEYS[ki] (value vals[ki],
+-- which follows) for one wire.lease_window_spec w (op "unlease"): its
+-- unspent units go back to the window that holds the take's time, while
+-- the state counts it (nothing goes to another window), and, when the
+-- lease ends, the lease is counted back in. It reports whether it wrote.
+local function give_back_window(vals, ki, w, ends)
+  local W, v = w.window_us, vals[ki]
+  if not v then return false end
+  local charged = mfloor(w.taken_at_us / W) * W
+  if w.algorithm == RULE_SW then
+    local cur, prev, curr, leases = sliding(v, W)
+    if charged == cur then
+      curr = mmax(0, curr - w.unspent)
+    elseif charged == cur - W then
+      prev = mmax(0, prev - w.unspent)
+    else
+      return false
+    end
+    if ends then leases.leases = mmax(0, leases.leases - 1) end
+    vals[ki] = write_sliding(KEYS[ki], cur, W, prev, curr, leases)
+    return true
+  end
+  local cur, count, leases = fixed(v, W)
+  if charged ~= cur then return false end
+  if ends then leases.leases = mmax(0, leases.leases - 1) end
+  vals[ki] = write_fixed(KEYS[ki], cur, W, mmax(0, count - w.unspent), leases)
+  return true
 end

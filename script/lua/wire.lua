@@ -138,13 +138,13 @@ function wire.pack_unlease_args(t)
   return struct.pack('<HHHH', t.leases, t.states, t.usages, t.changes)
 end
 
--- LeaseSpec, 26 bytes
+-- LeaseSpec, 27 bytes
 function wire.read_lease_spec(s, pos, t)
-  t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held, pos = struct.unpack('<BHHi4i4i4i8B', s, pos)
+  t.buckets, t.windows, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held, pos = struct.unpack('<BBHHi4i4i4i8B', s, pos)
   return pos
 end
 function wire.pack_lease_spec(t)
-  return struct.pack('<BHHi4i4i4i8B', t.buckets, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held)
+  return struct.pack('<BBHHi4i4i4i8B', t.buckets, t.windows, t.quota, t.usage, t.spent, t.day, t.unspent, t.period_start_s, t.held)
 end
 
 -- LeaseBucketSpec, 18 bytes
@@ -154,6 +154,15 @@ function wire.read_lease_bucket_spec(s, pos, t)
 end
 function wire.pack_lease_bucket_spec(t)
   return struct.pack('<Hi4i4i8', t.key, t.taken, t.unspent, t.taken_at_us)
+end
+
+-- LeaseWindowSpec, 23 bytes
+function wire.read_lease_window_spec(s, pos, t)
+  t.key, t.algorithm, t.window_us, t.taken_at_us, t.unspent, pos = struct.unpack('<HBi8i8i4', s, pos)
+  return pos
+end
+function wire.pack_lease_window_spec(t)
+  return struct.pack('<HBi8i8i4', t.key, t.algorithm, t.window_us, t.taken_at_us, t.unspent)
 end
 
 -- UndoSpec, 35 bytes
@@ -252,6 +261,28 @@ function wire.fixed_state(v)
 end
 function wire.pack_fixed_state(t)
   return struct.pack('<Bdd', 4, t.start_us, t.count)
+end
+
+-- SlidingLeasedState, 41 bytes
+function wire.sliding_leased_state(v)
+  if not v or #v ~= 41 or string.byte(v, 1) ~= 7 then return false end
+  local t, _ = {}, nil
+  _, t.start_us, t.prev, t.curr, t.leases, t.leased_until_us = struct.unpack('<Bddddd', v)
+  return t
+end
+function wire.pack_sliding_leased_state(t)
+  return struct.pack('<Bddddd', 7, t.start_us, t.prev, t.curr, t.leases, t.leased_until_us)
+end
+
+-- FixedLeasedState, 33 bytes
+function wire.fixed_leased_state(v)
+  if not v or #v ~= 33 or string.byte(v, 1) ~= 8 then return false end
+  local t, _ = {}, nil
+  _, t.start_us, t.count, t.leases, t.leased_until_us = struct.unpack('<Bdddd', v)
+  return t
+end
+function wire.pack_fixed_leased_state(t)
+  return struct.pack('<Bdddd', 8, t.start_us, t.count, t.leases, t.leased_until_us)
 end
 
 -- LeakyState, 9 bytes
