@@ -4,12 +4,16 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"tollgate/engine"
+	"tollgate/internal/hammertest"
+	"tollgate/internal/redistest"
 	"tollgate/internal/waittest"
 	"tollgate/plans"
 )
@@ -396,5 +400,56 @@ func TestShadowPlanOnlyReports(t *testing.T) {
 	wantStatus(t, got, 200, "enforced")
 	if p, want := got.header.Get("RateLimit"), `"throttle";r=1;`; !strings.HasPrefix(p, want) || !strings.Contains(p, `"quota";r=2;`) {
 		t.Errorf("RateLimit %q once enforced: want a fresh bucket and quota (the shadow counters are its own)", p)
+	}
+}
+
+// A hot client of a method with a TOKEN_BUCKET, FIXED_WINDOW or
+// SLIDING_WINDOW rule may be admitted on its node's capacity leases
+// (docs/leases.md, "Rate-limit rules"): 320 requests of 16 concurrent
+// callers from one address, against a rule of 200 on a node with leases,
+// admit exactly 200, and no two admitted responses show the same r in
+// RateLimit (what the node holds on a lease counts as remaining, one
+// less per request admitted on it).
+func TestHotRuleClientIsExactOnLeases(t *testing.T) {
+	t.Parallel()
+	for _, r := range []plans.RateLimitRule{
+		{Algorithm: plans.TokenBucket, RateLimit: f64(0.001), BurstLimit: i32(200)},
+		{Algorithm: plans.FixedWindow, Limit: i32(200), WindowSeconds: i32(3600)},
+		{Algorithm: plans.SlidingWindow, Limit: i32(200), WindowSeconds: i32(3600)},
+	} {
+		t.Run(r.Algorithm, func(t *testing.T) {
+			t.Parallel()
+			r.Name, r.KeyBy = "per-ip", []string{"ip"}
+			snap := withRules(snapshot(plans.Stage{}, res{"/pets", methods(mock(false), "GET")}), r)
+			rdb, prefix := redistest.MustClient(t)
+			eng := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second})
+			if err := eng.Load(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = eng.Close() })
+			tg := mustGatewayOn(t, rdb, prefix, snap, func(o *Options) { o.Engine = newLimiter(t, eng, true) })
+			remaining := regexp.MustCompile(`^"per-ip";r=(\d+);`)
+			var mu sync.Mutex
+			seen := map[string]bool{}
+			admitted := hammertest.Count(16, 20, func(_, _ int) bool {
+				got := tg.do(t, "GET", "/prod/pets")
+				if got.status != http.StatusOK {
+					return false
+				}
+				m := remaining.FindStringSubmatch(got.header.Get("RateLimit"))
+				mu.Lock()
+				defer mu.Unlock()
+				if m == nil || seen[m[1]] {
+					t.Errorf("admitted with RateLimit %q: want an r of its own", got.header.Get("RateLimit"))
+				} else {
+					seen[m[1]] = true
+				}
+				return true
+			})
+			if admitted != 200 {
+				t.Errorf("admitted %d of 320, want the rule's 200", admitted)
+			}
+			t.Logf("%d round trips for 320 requests", eng.Trips())
+		})
 	}
 }
