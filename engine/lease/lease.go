@@ -1,19 +1,18 @@
 // Package lease is the limiter layer of capacity leases (docs/leases.md):
-// a hot request shape (the same key, plan, stage, buckets and
-// TOKEN_BUCKET, FIXED_WINDOW and SLIDING_WINDOW rules) takes several tokens and quota units in the
-// decision that admits it
-// (limit.Request.Want), and the node admits further requests of that shape
-// against the rest, without a round trip, for at most the lease lifetime
-// L; then it gives back what it did not spend, with the usage of what it
-// did (Unleaser.Unlease).
+// a hot request shape (the same key, plan, stage, buckets and TOKEN_BUCKET,
+// FIXED_WINDOW and SLIDING_WINDOW rules) takes several units of each of
+// its limits in the decision that admits it (limit.Request.Want), and the
+// node admits further requests of that shape against the rest, without a
+// round trip, for at most the lease lifetime L; then it gives back what it
+// did not spend, with the usage of what it did (Unleaser.Unlease).
 //
 // Exactness (docs/leases.md has the contract and its proof):
 //   - a lease never outlives the quota period, the UTC day, nor the
 //     window of a window rule it was taken in: the take's reply gives
-//     Redis's time, and the node ends the
-//     lease before that boundary by its own clock, counted from the take's
-//     send (Redis read its time after the send, so the node errs early);
-//     the requests spent on it are counted on the take's day;
+//     Redis's time, and the node ends the lease before that boundary by
+//     its own clock, counted from the take's send (Redis read its time
+//     after the send, so the node errs early); the requests spent on it
+//     are counted on the take's day;
 //   - a refusal while leases may still give units of the refusing level
 //     back (limit.Decision.LeaseWait) is not final: the node admits it on
 //     its own lease of the shape, or waits for the units to come back and

@@ -3,9 +3,8 @@ decide: op "decide", the decision of a batch of requests, all or nothing
 per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
 SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period,
 period_in (clock.lua), until_full, tokens_now, write_bucket, lease_taken,
-lease_wait (bucket.lua),
-quota_used, write_quota, count_usage, restored (usage.lua), rule_run
-(rules.lua).
+lease_wait (bucket.lua), quota_used, write_quota, count_usage, restored
+(usage.lua), rule_run (rules.lua).
 
   KEYS  states (buckets and quotas), usage hashes, rule states, then the
         usage change set and the node's run window when named
@@ -34,8 +33,8 @@ and SLIDING_WINDOW rule (limit - count; limit - est), floor((limit - used)
 every level at once; a rule of another algorithm, a shadow rule that would
 refuse, or rules decided in their own slots make k 1 (a customer quota
 decided in its own slot took the node's want there first: the node asks
-here for at most what it took). The node admits up to k - 1 more requests on the rest and
-gives back what it did not spend (op "unlease"). A level a lease holds
+here for at most what it took). The node admits up to k - 1 more requests
+on the rest and gives back what it did not spend (op "unlease"). A level a lease holds
 units of counts its leases out and remembers until when they may hold
 them (leased_until_us: now + the run's lease_us; op "unlease" counts a
 lease back in); a decision it refuses while leases are out is told how
