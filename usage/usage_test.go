@@ -446,3 +446,25 @@ func TestUncountedQuotaRequestAwaitsTheRestoreAndSettles(t *testing.T) {
 		}
 	})
 }
+
+// An anchored, zoned quota is read on the limiter's clock when that clock
+// is months from the admin node's: the period table made around the
+// node's time misses it, and the read is sent again around the limiter's
+// time (the miss's reply once failed to encode, a 503 for GetUsage).
+func TestAnchoredQuotaReadOnALimiterMonthsAhead(t *testing.T) {
+	t.Parallel()
+	srv := redistest.MustServerAhead(t, 100*24*time.Hour)
+	l := New(srv.Client, Options{Prefix: "t"})
+	q := plans.Quota{Limit: 10, Period: plans.PeriodMonth, Anchor: "15", TimeZone: "Asia/Tokyo"}
+	left, err := l.QuotaRemaining(t.Context(), "k1", "p1", q)
+	if err != nil || left != 10 {
+		t.Fatalf("remaining: %d, %v; want 10", left, err)
+	}
+	u, err := l.CustomerQuota(t.Context(), "acme", "p1", q, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start, _ := q.Bounds(u.Now); !u.PeriodStart.Equal(start) || u.Now.Sub(time.Now()) < 90*24*time.Hour {
+		t.Fatalf("customer quota's period from %v at %v, want the limiter's (from %v)", u.PeriodStart, u.Now, start)
+	}
+}

@@ -113,7 +113,8 @@ local function quota()
     wire.read_period_bounds(ARGV[3], pos, pt)
     start, stop = period_in(pt, now)
     if not start then
-      return wire.pack_quota_reply({remaining = 0, period_start_s = 0, period_end_s = 0, now_us = now, today = -1})
+      return wire.pack_quota_reply({remaining = 0, period_start_s = 0, period_end_s = 0, now_us = now, today = -1,
+        today_units = -1, used = 0})
     end
   else
     start, stop = period(days, a.period, a.offset)
