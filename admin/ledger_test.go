@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/apigateway"
 	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
 
 	"tollgate/admin"
+	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/plans"
 	"tollgate/plans/postgres/postgrestest"
@@ -280,5 +283,53 @@ func TestUsageRecordFeedPagesByVersion(t *testing.T) {
 		if status, _, body := e.raw("GET", "/usage/records"+q, ""); status != 400 || !strings.Contains(body, field) {
 			t.Errorf("%s: got %d %s, want 400 naming %s", q, status, body, field)
 		}
+	}
+}
+
+// GetUsage names the quota period each day of the range counts in and the
+// current one, as the limiter decides them: an anchored, zoned period
+// (the 15th in Asia/Tokyo), on the limiter Redis's clock, 40 days ahead of
+// the admin node's.
+func TestGetUsageReportsQuotaPeriodsOnTheLimitersClock(t *testing.T) {
+	t.Parallel()
+	srv := redistest.MustServerAhead(t, 40*24*time.Hour)
+	e := newUsageEnvOn(t, srv.Client, "t")
+	p := call(e.c.CreateUsagePlan(e.ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("tokyo"),
+		Quota: &types.QuotaSettings{Limit: 100, Period: types.QuotaPeriodTypeMonth},
+		Tags:  map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})).must(t)
+	now, err := srv.Client.Time(e.ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := plans.UTCDate(now).AddDate(0, 0, -20)
+	_, body := e.get("/usageplans/"+*p.Id+"/usage?startDate="+from.Format(plans.UsageDateLayout)+"&endDate="+
+		from.AddDate(0, 0, 20).Format(plans.UsageDateLayout), "")
+	var got struct {
+		Periods       []struct{ Start, End string }
+		CurrentPeriod struct{ Start, End string }
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	tokyo, _ := time.LoadLocation("Asia/Tokyo")
+	q := plans.Quota{Period: plans.PeriodMonth, Anchor: "15", TimeZone: "Asia/Tokyo"}
+	if len(got.Periods) != 21 {
+		t.Fatalf("periods: %d, want one per day (21): %s", len(got.Periods), body)
+	}
+	for i, p := range got.Periods {
+		start, end := q.Bounds(from.AddDate(0, 0, i))
+		if p.Start != start.Format(time.RFC3339) || p.End != end.Format(time.RFC3339) {
+			t.Fatalf("period of day %d: [%s, %s), want [%s, %s)", i, p.Start, p.End, start.Format(time.RFC3339), end.Format(time.RFC3339))
+		}
+		if start.In(tokyo).Day() != 15 || start.In(tokyo).Hour() != 0 {
+			t.Fatalf("period of day %d starts %v, want the 15th at midnight in Tokyo", i, start.In(tokyo))
+		}
+	}
+	start, end := q.Bounds(now)
+	if got.CurrentPeriod.Start != start.Format(time.RFC3339) || got.CurrentPeriod.End != end.Format(time.RFC3339) {
+		t.Fatalf("current period [%s, %s), want [%s, %s) (the limiter's, not the node's)", got.CurrentPeriod.Start, got.CurrentPeriod.End, start, end)
+	}
+	if nodeStart, _ := q.Bounds(time.Now()); nodeStart.Equal(start) {
+		t.Fatalf("the node's period %v is the limiter's: the test's clocks are not apart", nodeStart)
 	}
 }

@@ -57,14 +57,32 @@ const MaxUsageDays = 90
 // pair per day, used and remaining in cost units (docs/cost.md),
 // remaining being -1 without a quota. Requests, tollgate's extension
 // beside it, is keyId → the requests of each of those days, so a plan
-// with a cost shows units and requests side by side.
+// with a cost shows units and requests side by side. On a plan with a
+// quota, Periods (tollgate's too) is the quota period each day of the
+// range counts in (the one holding the day's first instant: remaining is
+// counted in it), and CurrentPeriod the period holding the limiter's time
+// now, so that a client need not know anchors, time zones or offsets.
 type usageOutput struct {
-	UsagePlanID string               `json:"usagePlanId"`
-	StartDate   string               `json:"startDate"`
-	EndDate     string               `json:"endDate"`
-	Values      map[string][][]int64 `json:"values"`
-	Requests    map[string][]int64   `json:"requests,omitempty"`
-	Position    string               `json:"position,omitempty"`
+	UsagePlanID   string               `json:"usagePlanId"`
+	StartDate     string               `json:"startDate"`
+	EndDate       string               `json:"endDate"`
+	Values        map[string][][]int64 `json:"values"`
+	Requests      map[string][]int64   `json:"requests,omitempty"`
+	Periods       []usagePeriod        `json:"periods,omitempty"`
+	CurrentPeriod *usagePeriod         `json:"currentPeriod,omitempty"`
+	Position      string               `json:"position,omitempty"`
+}
+
+// usagePeriod is one quota period: its start and end, RFC 3339 UTC.
+type usagePeriod struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// periodOf returns the period of q that holds t.
+func periodOf(q *plans.Quota, t time.Time) usagePeriod {
+	start, end := q.Bounds(t)
+	return usagePeriod{Start: start.UTC().Format(time.RFC3339), End: end.UTC().Format(time.RFC3339)}
 }
 
 func (s *Server) usageRoutes(r chi.Router) {
@@ -210,9 +228,17 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		Requests:    make(map[string][]int64, len(keyIDs)),
 		Position:    next,
 	}
-	today, err := s.usageToday(ctx)
+	now, err := s.usageNow(ctx)
 	if err != nil {
 		return err
+	}
+	today := utcDate(now)
+	if q := plan.QuotaRule(); q != nil {
+		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+			out.Periods = append(out.Periods, periodOf(q, d))
+		}
+		cur := periodOf(q, now)
+		out.CurrentPeriod = &cur
 	}
 	counts, requests, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.QuotaRule(), from), to, today)
 	if err != nil {
@@ -298,11 +324,17 @@ func utcDate(t time.Time) time.Time { return plans.UTCDate(t) }
 // count usage in, which GetUsage and UpdateUsage split live counts from
 // ledger rows by.
 func (s *Server) usageToday(ctx context.Context) (time.Time, error) {
+	now, err := s.usageNow(ctx)
+	return utcDate(now), err
+}
+
+// usageNow is the limiter's time (Redis time).
+func (s *Server) usageNow(ctx context.Context) (time.Time, error) {
 	now, err := s.usage.Now(ctx)
 	if err != nil {
 		return time.Time{}, plans.Unavailable(err, "the limiter's time is unavailable")
 	}
-	return utcDate(now), nil
+	return now, nil
 }
 
 // updateUsage: PATCH /usageplans/{id}/keys/{keyId}/usage with replace

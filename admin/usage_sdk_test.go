@@ -62,6 +62,13 @@ type usageEnv struct {
 func newUsageEnv(t *testing.T) *usageEnv {
 	t.Helper()
 	rdb, prefix := redistest.MustClient(t)
+	return newUsageEnvOn(t, rdb, prefix)
+}
+
+// newUsageEnvOn is newUsageEnv on the limiter Redis rdb, its keys under
+// prefix.
+func newUsageEnvOn(t *testing.T, rdb *redis.Client, prefix string) *usageEnv {
+	t.Helper()
 	lim := engine.New(rdb, engine.Options{Prefix: prefix, Timeout: 5 * time.Second}) // a loaded test machine never times out
 	ann := &announcer{recorder: &recorder{}}
 	db := postgrestest.MustDB(t)

@@ -124,7 +124,7 @@ func TestConsoleShowsCostUnitsAndCustomerBudgets(t *testing.T) {
 	if rows := p.Table("Daily usage"); !rowWith(rows, today, "212", "3") {
 		t.Errorf("daily usage %q: want %s with 212 units used over 3 requests", rows, today)
 	}
-	if head := p.Table("Daily usage")[0]; !rowWith([][]string{head}, "Day (UTC)", "Units used", "Requests", "Units this month") {
+	if head := p.Table("Daily usage")[0]; !rowWith([][]string{head}, "Day (UTC)", "Units used", "Requests", "Units this quota period") {
 		t.Errorf("daily usage columns %q", head)
 	}
 	if fig := p.Role("figure", "Daily usage chart").Text(); !strings.Contains(fig, "API key acme-1 used 212 units over 3 requests") {

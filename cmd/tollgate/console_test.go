@@ -740,21 +740,21 @@ func TestConsoleUsageShowsAQuotaAdjustmentApartFromRequests(t *testing.T) {
 	p.Goto(console + "#/usage?plan=" + *plan.Id + "&key=" + *key.Id)
 	p.Role("heading", "Usage of monthly")
 	today := time.Now().UTC().Format("2006-01-02")
-	p.Eventually("today's row: 1 request this month, adjusted by +9499, 500 remaining", func() error {
+	p.Eventually("today's row: 1 request this quota period, adjusted by +9499, 500 remaining", func() error {
 		rows := p.Table("Daily usage")
 		if !rowWith(rows, today, "1", "1", "+9499", "500") {
 			return fmt.Errorf("daily usage %q", rows)
 		}
 		return nil
 	})
-	if head := p.Table("Daily usage")[0]; !rowWith([][]string{head}, "Day (UTC)", "Used", "Requests this month", "Adjusted by UpdateUsage", "Remaining at the end of the day") {
+	if head := p.Table("Daily usage")[0]; !rowWith([][]string{head}, "Day (UTC)", "Used", "Requests this quota period", "Adjusted by UpdateUsage", "Remaining at the end of the day") {
 		t.Errorf("columns %q", head)
 	}
 	fig := p.Role("figure", "Daily usage chart").Text()
 	if !strings.Contains(fig, "UpdateUsage adjusted the quota period of "+today+" by +9499: the quota counts 9500 where the key made 1 request.") {
 		t.Errorf("chart caption %q does not name the adjustment", fig)
 	}
-	for _, label := range []string{"Requests this month", "Counted by the quota after UpdateUsage"} {
+	for _, label := range []string{"Requests this quota period", "Counted by the quota after UpdateUsage"} {
 		if !strings.Contains(fig, label) {
 			t.Errorf("chart legend %q has no series %q", fig, label)
 		}

@@ -60,38 +60,31 @@ function pickForm(plans, keys, sel, ctx) {
   return onSubmit(form, async (v) => ctx.navigate(links.usage(v), { keepMessages: false }));
 }
 
-/**
- * periodStart(q, ts): the start (epoch seconds, 00:00 UTC) of quota q's
- * period that holds the UTC day starting at ts, as the server's
- * plans.Quota.Bounds decides it (WEEK from weekday offset, Sunday 0;
- * MONTH from day 1 + offset).
- */
-function periodStart(q, ts) {
-  const d = new Date(ts * 1000);
-  const offset = q.offset || 0;
-  if (q.period === "WEEK") return ts - ((d.getUTCDay() - offset + 7) % 7) * DAY;
-  if (q.period === "MONTH") {
-    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1 + offset) / 1000;
-    return start <= ts ? start : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - 1, 1 + offset) / 1000;
-  }
-  return ts;
-}
+/** The UTC day (epoch seconds at 00:00) that holds the instant iso. */
+const dayOf = (iso) => Math.floor(Date.parse(iso) / 1000 / DAY) * DAY;
+
+/** "YYYY-MM-DD HH:MM" of an RFC 3339 instant, in UTC. */
+const minuteText = (iso) => new Date(iso).toISOString().slice(0, 16).replace("T", " ");
 
 /**
  * The key's quota period per day of xs: requests, its admitted requests
  * from the period's start to the day's end (counted from the daily
  * figures, with the days before the range read too), and adjusted, what
  * the quota counts beyond them (UpdateUsage setting /remaining; negative
- * when it gave requests back). GetUsage's remaining is the quota's own
+ * when it gave requests back). The period each day counts in is the one
+ * GetUsage names (periods: anchors, time zones and offsets decided by the
+ * server, on the limiter's clock). GetUsage's remaining is the quota's own
  * count, so the two differ only by adjustments.
  */
-async function periodFigures(plan, keyId, xs, perKey) {
+async function periodFigures(plan, keyId, xs, perKey, periods) {
   const q = plan.quota;
-  const first = periodStart(q, xs[0]);
+  const periodOf = new Map(xs.map((x, i) => [x, periods[i].start]));
+  const first = dayOf(periods[0].start);
   const daily = new Map();
   if (first < xs[0]) {
     const before = await usage(plan.id, { from: isoDay(new Date(first * 1000)), to: isoDay(new Date((xs[0] - DAY) * 1000)), key: keyId });
     (before.values[keyId] || []).forEach(([n], i) => daily.set(first + i * DAY, n));
+    before.periods.forEach((p, i) => periodOf.set(first + i * DAY, p.start));
   }
   perKey.forEach(([n], i) => daily.set(xs[i], n));
   const requests = [];
@@ -99,7 +92,7 @@ async function periodFigures(plan, keyId, xs, perKey) {
   let start = null;
   let sum = 0;
   for (let ts = first; ts <= xs[xs.length - 1]; ts += DAY) {
-    const ps = periodStart(q, ts);
+    const ps = periodOf.get(ts);
     if (ps !== start) [start, sum] = [ps, 0];
     sum += daily.get(ts) || 0;
     const i = (ts - xs[0]) / DAY;
@@ -113,7 +106,10 @@ async function periodFigures(plan, keyId, xs, perKey) {
 /**
  * GetUsage for the selection, every page of keys: values (keyId → [used
  * units, remaining] per day) and requests (keyId → requests per day,
- * tollgate's extension; a key without it counts one request per unit).
+ * tollgate's extension; a key without it counts one request per unit);
+ * on a plan with a quota, periods (the quota period of each day, {start,
+ * end}) and currentPeriod (the one holding the limiter's time now), also
+ * tollgate's.
  */
 async function usage(planId, sel) {
   const values = {};
@@ -127,7 +123,7 @@ async function usage(planId, sel) {
     position = out.position || "";
   } while (position);
   for (const [k, v] of Object.entries(values)) if (!requests[k]) requests[k] = v.map(([n]) => n);
-  return { startDate: out.startDate, values, requests };
+  return { startDate: out.startDate, values, requests, periods: out.periods || [], currentPeriod: out.currentPeriod || null };
 }
 
 /** The chart, its caption and its data as a table. */
@@ -142,14 +138,14 @@ async function usageSection(plan, keys, sel, cleanups) {
   const unit = unitsOf(plan);
   const key = sel.key ? keys.find((k) => k.id === sel.key) || { id: sel.key, name: sel.key } : null;
   const perKey = key && plan.quota && u.values[key.id];
-  const period = perKey ? await periodFigures(plan, key.id, xs, perKey) : null;
+  const period = perKey ? await periodFigures(plan, key.id, xs, perKey, u.periods) : null;
   const lines = [{ label: unit.units === "units" ? "Units used" : "Used", color: COLORS.used, bars: true }];
   const data = [xs, used];
   if (perKey) {
     lines.push({ label: "Quota limit", color: COLORS.quota, dash: [6, 4] });
     data.push(xs.map(() => plan.quota.limit));
     if (plan.quota.period !== "DAY") {
-      lines.push({ label: `${unit.Units} this ${plan.quota.period.toLowerCase()}`, color: COLORS.period });
+      lines.push({ label: `${unit.Units} this quota period`, color: COLORS.period });
       data.push(period.requests);
     }
     if (period.adjusted.some((a) => a !== 0)) {
@@ -163,6 +159,7 @@ async function usageSection(plan, keys, sel, cleanups) {
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
   const howMuch = unit.units === "units" ? `${countText(total, plan)} over ${totalRequests} ${totalRequests === 1 ? "request" : "requests"}` : countText(total, plan);
   let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, planTags(plan))}${key ? "" : " per key"}.`;
+  if (u.currentPeriod) caption += ` The current quota period runs from ${minuteText(u.currentPeriod.start)} to ${minuteText(u.currentPeriod.end)} UTC (the limiter's clock).`;
   const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
   if (adjustment !== 0) {
     caption += ` UpdateUsage adjusted the quota period of ${isoDay(new Date(xs[xs.length - 1] * 1000))} by ${adjustment > 0 ? "+" : ""}${adjustment}: the quota counts ${plan.quota.limit - perKey[perKey.length - 1][1]} where the key ${unit.units === "units" ? "used" : "made"} ${countText(period.requests[period.requests.length - 1], plan)}.`;
@@ -188,7 +185,7 @@ function usageTable(xs, used, requests, perKey, period, plan) {
   const columns = [{ name: "Day (UTC)" }, { name: cost ? "Units used" : "Used", num: true }];
   if (cost) columns.push({ name: "Requests", num: true });
   const periodColumn = perKey && plan.quota.period !== "DAY";
-  if (periodColumn) columns.push({ name: `${unit.Units} this ${plan.quota.period.toLowerCase()}`, num: true });
+  if (periodColumn) columns.push({ name: `${unit.Units} this quota period`, num: true });
   if (perKey) columns.push({ name: "Adjusted by UpdateUsage", num: true }, { name: "Remaining at the end of the day", num: true });
   const rows = xs.map((x, i) => {
     const row = [day(x), String(used[i])];
