@@ -187,18 +187,9 @@ func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
 // on Redis's clock, the key is admitted in the next period.
 func TestAnchoredPeriodFollowsRedisClockThroughARestore(t *testing.T) {
 	t.Parallel()
-	clock := redistest.NewSteppedClock(t, 0)
-	r := mustRedisServerWith(t, clock.Env(t))
-	s := mustStackWith(t, stackOptions{redisURL: r.url(), flushInterval: 100 * time.Millisecond})
+	a := mustTokyoStack(t, stackOptions{}, 3)
+	s, clock, r, api, keyID, key := a.stack, a.clock, a.redis, a.api, a.keyID, a.key
 	ctx := context.Background()
-	api := s.mustCaseAPI(t)
-	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("tokyo"), Throttle: throttle(1000, 1000),
-		Quota:     quota(3, types.QuotaPeriodTypeMonth, 0),
-		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
-		Tags:      map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
-	must(t, "CreateUsagePlan", err)
-	keyID, key := s.mustKey(t, *plan.Id)
-	s.sync(t)
 
 	edge := time.Date(2027, 3, 14, 15, 0, 0, 0, time.UTC) // the 15th of March in Tokyo
 	next := time.Date(2027, 4, 14, 15, 0, 0, 0, time.UTC)
@@ -342,4 +333,36 @@ func TestCustomerTokenBudgetAnchoredInTokyoAlertsOnce(t *testing.T) {
 		}
 		seen[th] = true
 	}
+}
+
+// tokyoStack is a stack on a limiter Redis whose clock the test steps,
+// with the case API, a plan "tokyo" of a MONTH quota anchored to the 15th
+// in Asia/Tokyo, and one key of it, synced to the gateways.
+type tokyoStack struct {
+	stack      *stack
+	clock      *redistest.SteppedClock
+	redis      *redisProc
+	api        caseAPI
+	plan       *apigateway.CreateUsagePlanOutput
+	keyID, key string
+}
+
+// mustTokyoStack starts a tokyoStack with o (its redisURL and flush
+// interval set here) and a quota of limit.
+func mustTokyoStack(t *testing.T, o stackOptions, limit int32) *tokyoStack {
+	t.Helper()
+	a := &tokyoStack{clock: redistest.NewSteppedClock(t, 0)}
+	a.redis = mustRedisServerWith(t, a.clock.Env(t))
+	o.redisURL, o.flushInterval = a.redis.url(), 100*time.Millisecond
+	a.stack = mustStackWith(t, o)
+	a.api = a.stack.mustCaseAPI(t)
+	var err error
+	a.plan, err = a.stack.sdk.CreateUsagePlan(context.Background(), &apigateway.CreateUsagePlanInput{Name: aws.String("tokyo"),
+		Throttle: throttle(1000, 1000), Quota: quota(limit, types.QuotaPeriodTypeMonth, 0),
+		ApiStages: []types.ApiStage{{ApiId: &a.api.id, Stage: aws.String("prod")}},
+		Tags:      map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
+	must(t, "CreateUsagePlan", err)
+	a.keyID, a.key = a.stack.mustKey(t, *a.plan.Id)
+	a.stack.sync(t)
+	return a
 }

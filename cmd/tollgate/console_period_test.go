@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/apigateway"
-	"github.com/aws/aws-sdk-go-v2/service/apigateway/types"
-
 	"tollgate/internal/browsertest"
-	"tollgate/internal/redistest"
-	"tollgate/plans"
 )
 
 // The Usage page counts a key's "this quota period" column in the periods
@@ -27,18 +20,8 @@ func TestConsoleCountsTheAnchoredQuotaPeriod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser test runs in make test, not in make test-short")
 	}
-	clock := redistest.NewSteppedClock(t, 0)
-	r := mustRedisServerWith(t, clock.Env(t))
-	s := mustStackWith(t, stackOptions{redisURL: r.url(), allInOne: true, adminToken: consoleToken, flushInterval: 100 * time.Millisecond})
-	ctx := context.Background()
-	api := s.mustCaseAPI(t)
-	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("tokyo"), Throttle: throttle(1000, 1000),
-		Quota:     quota(1000, types.QuotaPeriodTypeMonth, 0),
-		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
-		Tags:      map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}})
-	must(t, "CreateUsagePlan", err)
-	keyID, key := s.mustKey(t, *plan.Id)
-	s.sync(t)
+	a := mustTokyoStack(t, stackOptions{allInOne: true, adminToken: consoleToken}, 1000)
+	s, clock, api, plan, keyID, key := a.stack, a.clock, a.api, a.plan, a.keyID, a.key
 	for _, step := range []struct {
 		at       time.Time
 		requests int
