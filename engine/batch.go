@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"tollgate/limit"
 )
 
 // Decisions of concurrent requests are decided together: each Decide
@@ -31,6 +33,9 @@ const (
 type batcher struct {
 	health  *health
 	decider decider
+	// redisNow estimates Redis time at a node time (runner.redisNow): the
+	// time of a failure that fail-open charges count in
+	redisNow func(time.Time) time.Time
 
 	mu       sync.Mutex
 	queue    []*call
@@ -160,7 +165,9 @@ func (b *batcher) send(a *runArgs, batch []*call) {
 		return
 	}
 	h := b.health
-	if err := h.down(time.Now()); err != nil { // queued before Redis was found down
+	now := time.Now()
+	if err := h.down(now); err != nil { // queued before Redis was found down
+		err = &limit.UndecidedError{At: b.redisNow(now), Err: err}
 		for _, c := range live {
 			c.answer(err)
 		}

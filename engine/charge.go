@@ -24,8 +24,9 @@ const chargeTimeout = time.Second
 // part whose Run the window holds was decided by that run (see
 // script.ChargeSpec for what a settle charges then); a part whose Prev
 // the window holds was counted by that earlier try. Every other part is
-// counted in the day and quota period of its At, and its Run and Prev
-// entered in the window, so that a late copy of either does nothing.
+// counted in the day and quota period of its At (Redis's time; zero: now,
+// as the node estimates it), and its Run and Prev entered in the window,
+// so that a late copy of either does nothing.
 //
 // It returns the charges not counted, to try again: those of a slot that
 // awaits its restore (after the limiter lost its data: they count once it
@@ -143,7 +144,12 @@ func (e *Engine) chargeParts(ch *limit.Charge, i int) []chargePart {
 	} else if requests == 0 {
 		requests = ch.Units
 	}
-	spec := script.ChargeSpec{Units: ch.Units, AtUS: min(ch.At.UnixMicro(), time.Now().Add(time.Hour).UnixMicro()),
+	now := e.r.estimate() // Redis's time
+	at := ch.At
+	if at.IsZero() {
+		at = now
+	}
+	spec := script.ChargeSpec{Units: ch.Units, AtUS: min(at.UnixMicro(), now.Add(time.Hour).UnixMicro()),
 		Run: ch.Run, Kind: uint8(ch.Kind), Reserved: ch.Reserved, Prev: ch.Prev}
 	key := chargePart{charge: i, slot: e.r.slotOf(cmp.Or(kr.home(), usage)), spec: spec, period: cmp.Or(kr.Quota, kr.Customer), prev: ch.Prev}
 	if ch.Done&limit.PartKey == 0 {

@@ -562,9 +562,10 @@ func answerShared(plans []plan, refunds *returns, now time.Time) {
 			if errors.Is(err, limit.ErrNotRestored) { // Redis replied: answered as the home slot's would be
 				p.c.res, err = script.DecisionReply{Refused: script.RefusedUnrestored}, nil
 			}
-			if err != nil && p.cust != nil {
-				// its home run was not sent; the customer's units were
-				// given back if taken, or may have been if its reply was lost
+			if err != nil {
+				// its home run was not sent (Run 0), at the limiter's time
+				// now; the customer's units were given back if taken, or
+				// may have been if its reply was lost
 				err = p.customerUndecided(&limit.UndecidedError{At: now, Err: err})
 			}
 			p.c.answer(err)

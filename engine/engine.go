@@ -125,7 +125,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 		e.cluster = &cluster{r: r, concurrencyUS: h.leaseUS}
 		d = e.cluster
 	}
-	e.batch = &batcher{health: e.health, decider: d}
+	e.batch = &batcher{health: e.health, decider: d, redisNow: r.redisNow}
 	cacheRDB := opts.CacheRedis
 	if cacheRDB == nil {
 		cacheRDB = rdb

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +219,64 @@ func TestFailOpenSettledCostChargesItsRealCostOnce(t *testing.T) {
 			t.Fatalf("plan bucket: %v tokens, want 975 (the reservation, then the difference)", got)
 		}
 	})
+}
+
+// Requests admitted open count on the limiter's clock, not the node's:
+// with the limiter's clock 40 days ahead of the node's, whatever the
+// failure (the reply of a run lost: of Redis Cluster's first phase, which
+// leaves the key's run unsent; Redis down while decisions queue or race),
+// their charges count on the limiter's day and in its quota period.
+func TestFailOpenChargesCountOnTheLimitersClock(t *testing.T) {
+	const ahead = 40 * 24 * time.Hour
+	for _, b := range []struct {
+		name string
+		open func(t *testing.T) redis.UniversalClient
+	}{
+		{"primary", func(t *testing.T) redis.UniversalClient { return redistest.MustServerAhead(t, ahead).Client }},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			return redistest.MustClusterStepped(t, 1, redistest.NewSteppedClock(t, ahead))
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			rdb := b.open(t)
+			faults := &replyDropper{}
+			e := New(faultyClient(t, rdb, faults), Options{Prefix: "t", Timeout: 50 * time.Millisecond})
+			ch := failopen.New(e, failopen.Options{Interval: 10 * time.Millisecond})
+			t.Cleanup(func() { ch.Close(); _ = e.Close() })
+			top := limit.Stack(e, ch.Layer)
+			req := func() *limit.Request {
+				return &limit.Request{KeyID: "k1", PlanID: "p1", API: "a1", Stage: "prod",
+					Buckets: []limit.Bucket{{Level: limit.LevelStage, RateLimit: 1e6, BurstLimit: 1e6, Method: "GET", Path: "/x"}},
+					Quota:   &limit.Quota{Limit: 1000, Period: plans.PeriodDay}}
+			}
+			if d, err := top.Decide(t.Context(), req()); err != nil || !d.Allowed { // the node learns the limiter's time
+				t.Fatalf("first decision: %+v, %v", d, err)
+			}
+			admitted := 1
+			faults.arm([]byte(e.r.keys.StageBucket("a1", "prod", "GET", "/x")))
+			if _, err := top.Decide(t.Context(), req()); err == nil {
+				t.Fatal("a decision whose reply was lost succeeded")
+			}
+			admitted++
+			faults.down.Store(true)
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					if _, err := top.Decide(t.Context(), req()); err == nil {
+						t.Error("a decision while Redis is down succeeded")
+					}
+				})
+			}
+			wg.Wait()
+			admitted += 16
+			faults.down.Store(false)
+			waittest.Until(t, "the pending charges counted", 20*time.Second, func() bool { p, _ := ch.Pending(); return p == 0 })
+			direct := New(rdb, Options{Prefix: "t", Timeout: testTimeout})
+			u, err := direct.KeyUsage(t.Context(), "k1", "p1", req().Quota)
+			if err != nil || u.Today != int64(admitted) || u.Quota.Remaining != int64(1000-admitted) {
+				t.Fatalf("usage of the limiter's day %v: %+v (quota %+v), %v; want %d requests, %d left", u.Now, u, u.Quota, err, admitted, 1000-admitted)
+			}
+		})
+	}
 }

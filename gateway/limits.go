@@ -255,7 +255,7 @@ func (s *Server) limiterFailed(w *statusWriter, ex *exchange, err error) bool {
 		ex.reason = "limiter unavailable: admitted without limits"
 		ex.m.stage.series.admit(s.metrics, ex.m.stage)
 		// its settle charges it (engine/failopen charges the others)
-		ex.undecided = &limit.UndecidedError{At: s.nodeNow(), Err: err}
+		ex.undecided = &limit.UndecidedError{Err: err} // At zero: the engine's estimate of Redis time
 		if ue := (*limit.UndecidedError)(nil); errors.As(err, &ue) {
 			ex.undecided = ue
 		}
