@@ -75,8 +75,16 @@ type plan struct {
 	// its rules' results from phase 1, which of them came back, whether
 	// they admit and the retry of the first that refused, the error of
 	// their runs, and whether their charges were undone already
-	ruleRes     []script.RuleReply
-	ruleKnown   []bool
+	ruleRes   []script.RuleReply
+	ruleKnown []bool
+	// each rule's units its take gave (more than 1: a lease) and the
+	// Redis time of its run (µs)
+	ruleGranted []int32
+	ruleNow     []int64
+	// rulesWaitUS: refused by a rule while leases hold its tokens, how
+	// long they may still hold them
+	ruleWaitUS  []int64
+	rulesWaitUS int64
 	rulesOK     bool
 	rulesRetry  int64
 	ruleErr     error
@@ -115,6 +123,14 @@ func (cl *cluster) trimRun(slot int, trims []trim) *slotRun {
 			body = ls.Append(body)
 			continue
 		}
+		if r := t.window; r != nil {
+			ls.Buckets, ls.Windows = 0, 1
+			body = ls.Append(body)
+			w := script.LeaseWindowSpec{Key: index(&names, idx, t.key), Algorithm: uint8(r.Algorithm), WindowUS: windowUS(r),
+				TakenAtUS: t.atUS, Unspent: t.unspent}
+			body = w.Append(body)
+			continue
+		}
 		body = ls.Append(body)
 		b := script.LeaseBucketSpec{Key: index(&names, idx, t.key), Taken: t.taken, Unspent: t.unspent, TakenAtUS: t.atUS}
 		body = b.Append(body)
@@ -150,11 +166,12 @@ func (cl *cluster) decide(deadline time.Duration, _ *runArgs, live []*call) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	cl.take(ctx, plans)
 	cancel()
-	undos := cl.ruleOutcomes(plans)
+	refunds := &returns{tokens: map[int][]string{}, trims: map[int][]trim{}}
+	undos := cl.ruleOutcomes(plans, refunds)
 	ctx, cancel = context.WithTimeout(context.Background(), deadline)
-	refunds := cl.decideHome(ctx, plans)
+	cl.decideHome(ctx, plans, refunds)
 	cancel()
-	undos = refusedRuleUndos(plans, undos)
+	undos = refusedRuleUndos(plans, undos, refunds)
 	custs := customerRefunds(plans)
 	if refunds.empty() && len(undos) == 0 && len(custs) == 0 {
 		cl.refunds.Done()
@@ -193,11 +210,9 @@ func split(c *call) plan {
 			p.cust = &custPart{slot: s}
 		}
 	}
-	if len(req.Rules) > 0 {
-		p.want = 1 // phase 1 takes one unit of their state: no lease
-	}
 	p.ruleRes = make([]script.RuleReply, len(req.Rules))
 	p.ruleKnown = make([]bool, len(req.Rules))
+	p.ruleGranted, p.ruleNow, p.ruleWaitUS = make([]int32, len(req.Rules)), make([]int64, len(req.Rules)), make([]int64, len(req.Rules))
 	return p
 }
 
@@ -230,7 +245,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 		}
 		for ri := range req.Rules {
 			r := runOf(keyspace.Slot(req.Rules[ri].Key))
-			sub := keyedRequest{Rules: req.Rules[ri : ri+1], Want: 1}
+			sub := keyedRequest{Rules: req.Rules[ri : ri+1], Want: plans[pi].want}
 			r.args.addDecision(&sub, nil, rulesAt{}, customerAt{}, cl.concurrencyUS)
 			takes[r] = append(takes[r], take{plan: pi, part: -1, rule: ri})
 		}
@@ -272,6 +287,8 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 					continue
 				}
 				p.ruleRes[t.rule], p.ruleKnown[t.rule] = rr.rules[k], true
+				res := &rr.decisions[i]
+				p.ruleGranted[t.rule], p.ruleNow[t.rule], p.ruleWaitUS[t.rule] = res.Granted, res.NowUS, res.LeaseWaitUS
 				k++
 				continue
 			}
@@ -309,8 +326,8 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 
 // ruleOutcomes reads each plan's rules' outcome from phase 1 and returns
 // the undos of the rules charged for a request whose rules refused (or
-// failed).
-func (cl *cluster) ruleOutcomes(plans []plan) []keyEntry {
+// failed); a rule's lease goes back as a trim, added to refunds.
+func (cl *cluster) ruleOutcomes(plans []plan, refunds *returns) []keyEntry {
 	var undos []keyEntry
 	for pi := range plans {
 		p := &plans[pi]
@@ -322,29 +339,59 @@ func (cl *cluster) ruleOutcomes(plans []plan) []keyEntry {
 			if p.rulesOK {
 				continue
 			}
+			p.rulesWaitUS = p.refusingRuleWait()
 		}
-		undos = p.ruleUndos(undos)
+		undos = p.ruleUndos(undos, refunds)
 		p.rulesUndone = true
 	}
 	return undos
 }
 
+// refusingRuleWait returns the lease wait of p's first refusing rule (in
+// check order, not shadow), as op "decide" reports a rule refusal's.
+func (p *plan) refusingRuleWait() int64 {
+	for i := range p.c.req.Rules {
+		if !p.c.req.Rules[i].Rule.Shadow && p.ruleRes[i].Admitted != 1 {
+			return p.ruleWaitUS[i]
+		}
+	}
+	return 0
+}
+
 // ruleUndos appends the undos of p's rules that were charged (their result
-// came back and admitted).
-func (p *plan) ruleUndos(undos []keyEntry) []keyEntry {
+// came back and admitted); the tokens of a rule that gave more than one
+// (a lease) go back as a trim that ends it.
+func (p *plan) ruleUndos(undos []keyEntry, refunds *returns) []keyEntry {
 	rules := p.c.req.Rules
 	for ri := range rules {
 		if p.ruleKnown[ri] && p.ruleRes[ri].Admitted == 1 {
+			if p.ruleGranted[ri] > 1 {
+				p.trimRule(refunds, ri, 0)
+				continue
+			}
 			undos = append(undos, undoOf(&rules[ri], &p.ruleRes[ri]))
 		}
 	}
 	return undos
 }
 
+// trimRule gives back the units rule ri's take gave beyond k: a
+// TOKEN_BUCKET rule's state as a bucket's, a window's to the window of
+// the take (docs/leases.md).
+func (p *plan) trimRule(refunds *returns, ri int, k int32) {
+	r := &p.c.req.Rules[ri]
+	slot := keyspace.Slot(r.Key)
+	t := trim{key: r.Key, taken: p.ruleGranted[ri], unspent: p.ruleGranted[ri] - k, atUS: p.ruleNow[ri], held: k > 1}
+	if a := r.Rule.Algorithm; a == limit.FixedWindow || a == limit.SlidingWindow {
+		t.window = r.Rule
+	}
+	refunds.trims[slot] = append(refunds.trims[slot], t)
+}
+
 // refusedRuleUndos appends the undos of the rules of every request whose
 // rules admitted but which was refused in phase 2, or failed with a reply
 // that proves its phase-2 run did not run.
-func refusedRuleUndos(plans []plan, undos []keyEntry) []keyEntry {
+func refusedRuleUndos(plans []plan, undos []keyEntry, refunds *returns) []keyEntry {
 	for pi := range plans {
 		p := &plans[pi]
 		if len(p.c.req.Rules) == 0 || p.rulesUndone {
@@ -354,7 +401,7 @@ func refusedRuleUndos(plans []plan, undos []keyEntry) []keyEntry {
 		if c.err == nil && c.res.Allowed == 1 || c.err != nil && !notRun(c.err) && p.failed() == nil {
 			continue // admitted, or its run may have run: the charges stay
 		}
-		undos = p.ruleUndos(undos)
+		undos = p.ruleUndos(undos, refunds)
 	}
 	return undos
 }
@@ -375,6 +422,7 @@ type returns struct {
 type trim struct {
 	key            string
 	quota          bool
+	window         *limit.Rule // a FIXED_WINDOW or SLIDING_WINDOW rule's state: its units go back to the window of atUS
 	taken, unspent int32
 	atUS           int64
 	periodStartS   int64
@@ -383,9 +431,9 @@ type trim struct {
 
 func (rs *returns) empty() bool { return len(rs.tokens) == 0 && len(rs.trims) == 0 }
 
-// decideHome runs phase 2 and answers every call; it returns what to give
-// back to the shared buckets (phase 3).
-func (cl *cluster) decideHome(ctx context.Context, plans []plan) *returns {
+// decideHome runs phase 2 and answers every call, adding what to give
+// back to the shared buckets (phase 3) to refunds.
+func (cl *cluster) decideHome(ctx context.Context, plans []plan, refunds *returns) {
 	order, homeOf := cl.homeRuns(plans)
 	var alongs []*call
 	for pi := range plans {
@@ -397,10 +445,8 @@ func (cl *cluster) decideHome(ctx context.Context, plans []plan) *returns {
 		cl.r.trips.Add(1)
 		cl.r.runCluster(ctx, order, alongs)
 	}
-	refunds := &returns{tokens: map[int][]string{}, trims: map[int][]trim{}}
 	cl.answerHome(plans, order, homeOf, refunds)
 	answerShared(plans, refunds, cl.r.redisNow(time.Now()))
-	return refunds
 }
 
 // homeRuns groups the plans whose own state is to be decided (they have
@@ -443,6 +489,11 @@ func (p *plan) homeWant() uint16 {
 	}
 	if cp := p.cust; cp != nil && cp.taken {
 		w = min(w, uint16(max(cp.granted, 1)))
+	}
+	for ri := range p.ruleGranted {
+		if p.ruleKnown[ri] {
+			w = min(w, uint16(max(p.ruleGranted[ri], 1)))
+		}
 	}
 	return max(w, 1)
 }
@@ -531,6 +582,7 @@ func (cl *cluster) answerHome(plans []plan, order []*slotRun, homeOf map[*slotRu
 					p.addRefunds(refunds)
 				} else { // it may have admitted the request: one unit stays
 					p.trimTo(refunds, 1)
+					p.trimRules(refunds, 1)
 				}
 				p.c.answer(p.customerUndecided(err))
 				continue
@@ -637,7 +689,7 @@ func (p *plan) sharedOnly() script.DecisionReply {
 		res.Allowed, res.Refused, res.Bucket = 0, script.RefusedBucket, uint8(first+1)
 		p.refusedElsewhere(&res)
 	case len(p.c.req.Rules) > 0 && !p.rulesOK:
-		res.Allowed, res.Refused, res.RetryUS = 0, script.RefusedRules, p.rulesRetry
+		res.Allowed, res.Refused, res.RetryUS, res.LeaseWaitUS = 0, script.RefusedRules, p.rulesRetry, p.rulesWaitUS
 	default:
 		res.Granted = int32(p.homeWant()) // the least every part gave
 	}
@@ -650,6 +702,9 @@ func (p *plan) sharedOnly() script.DecisionReply {
 func (p *plan) refusedElsewhere(res *script.DecisionReply) {
 	if res.Refused == script.RefusedCustomer && p.cust != nil {
 		res.LeaseWaitUS = p.cust.leaseWaitUS
+	}
+	if res.Refused == script.RefusedRules {
+		res.LeaseWaitUS = p.rulesWaitUS
 	}
 	if res.Refused != script.RefusedBucket {
 		return
@@ -667,6 +722,7 @@ func (p *plan) refusedElsewhere(res *script.DecisionReply) {
 func (p *plan) leased(refunds *returns) {
 	k := max(p.c.res.Granted, 1)
 	p.trimTo(refunds, k)
+	p.trimRules(refunds, k)
 	if cp := p.cust; cp != nil {
 		// the state after its take and the trim; its period when the key
 		// has no quota of its own
@@ -675,8 +731,10 @@ func (p *plan) leased(refunds *returns) {
 			p.c.res.QuotaStart, p.c.res.QuotaEnd = cp.start, cp.end
 		}
 	}
-	if k > 1 && len(p.parts) > 0 {
-		at := make([]time.Time, len(p.c.req.Buckets))
+	if k > 1 && (len(p.parts) > 0 || len(p.c.req.Rules) > 0) {
+		// per bucket, then per rule
+		buckets, rules := p.c.req.Buckets, p.c.req.Rules
+		at := make([]time.Time, len(buckets), len(buckets)+len(rules))
 		for i := range at {
 			at[i] = time.UnixMicro(p.c.res.NowUS).UTC()
 		}
@@ -685,7 +743,21 @@ func (p *plan) leased(refunds *returns) {
 				at[bi] = time.UnixMicro(pt.now).UTC()
 			}
 		}
+		for ri := range rules {
+			at = append(at, time.UnixMicro(p.ruleNow[ri]).UTC())
+		}
 		p.c.takenAt = at
+	}
+}
+
+// trimRules gives back what each rule's take gave beyond k, the units the
+// admitted request kept, and counts it as remaining in the rule's result.
+func (p *plan) trimRules(refunds *returns, k int32) {
+	for ri := range p.ruleGranted {
+		if g := p.ruleGranted[ri]; p.ruleKnown[ri] && p.ruleRes[ri].Admitted == 1 && g > k && g > 1 {
+			p.trimRule(refunds, ri, k)
+			p.ruleRes[ri].Remaining += int64(g - k)
+		}
 	}
 }
 

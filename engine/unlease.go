@@ -61,22 +61,18 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 			return p
 		}
 		for i := range kr.Buckets {
-			at := rt.At
-			if i < len(rt.TakenAt) && !rt.TakenAt[i].IsZero() {
-				at = rt.TakenAt[i] // by its own slot's clock (Redis Cluster)
-			}
 			p := part(slotOf(kr.Buckets[i].Key))
-			p.buckets = append(p.buckets, leasedBucket{kr.Buckets[i].Key, at})
+			p.buckets = append(p.buckets, leasedBucket{kr.Buckets[i].Key, takenAt(&rt, i)})
 		}
 		for i := range kr.Rules {
 			r := &kr.Rules[i]
 			switch r.Rule.Algorithm {
 			case limit.TokenBucket:
 				p := part(slotOf(r.Key))
-				p.buckets = append(p.buckets, leasedBucket{r.Key, rt.At})
+				p.buckets = append(p.buckets, leasedBucket{r.Key, takenAt(&rt, len(kr.Buckets)+i)})
 			case limit.FixedWindow, limit.SlidingWindow:
 				p := part(slotOf(r.Key))
-				p.windows = append(p.windows, r)
+				p.windows = append(p.windows, leasedWindow{r, takenAt(&rt, len(kr.Buckets)+i)})
 			}
 		}
 		if kr.Quota != nil || kr.UsageKey != "" {
@@ -106,9 +102,10 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 					Unspent: rt.Unspent, TakenAtUS: lb.at.UnixMicro()}
 				sl.spec = b.Append(sl.spec)
 			}
-			for _, r := range p.windows {
+			for _, lw := range p.windows {
+				r := lw.rule
 				w := script.LeaseWindowSpec{Key: index(&a.states, a.stateIdx, r.Key), Algorithm: uint8(r.Rule.Algorithm),
-					WindowUS: windowUS(r.Rule), TakenAtUS: rt.At.UnixMicro(), Unspent: rt.Unspent}
+					WindowUS: windowUS(r.Rule), TakenAtUS: lw.at.UnixMicro(), Unspent: rt.Unspent}
 				sl.spec = w.Append(sl.spec)
 			}
 			sl.leases++
@@ -150,7 +147,14 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 // buckets and TOKEN_BUCKET rules) and its window rules.
 type leasePart struct {
 	buckets []leasedBucket
-	windows []*keyedRule
+	windows []leasedWindow
+}
+
+// leasedWindow is a window rule and when the lease took its units (the
+// window they go back to).
+type leasedWindow struct {
+	rule *keyedRule
+	at   time.Time
 }
 
 // leasedBucket is a token bucket's state key and when the lease took its
@@ -158,4 +162,14 @@ type leasePart struct {
 type leasedBucket struct {
 	key string
 	at  time.Time
+}
+
+// takenAt returns when level i of rt's lease (its buckets, then its rules)
+// gave its units: by its own slot's clock on Redis Cluster
+// (limit.Return.TakenAt), else at the take's time.
+func takenAt(rt *limit.Return, i int) time.Time {
+	if i < len(rt.TakenAt) && !rt.TakenAt[i].IsZero() {
+		return rt.TakenAt[i]
+	}
+	return rt.At
 }

@@ -248,8 +248,8 @@ type Return struct {
 	Taken, Unspent, Spent int32
 	At, PeriodStart       time.Time
 	KeepQuota             bool
-	// TakenAt is the take's Decision.TakenAt: when each bucket's tokens
-	// were taken, by its own slot's clock (nil: all at At).
+	// TakenAt is the take's Decision.TakenAt: when each bucket's and
+	// rule's units were taken, by its own slot's clock (nil: all at At).
 	TakenAt []time.Time
 }
 
@@ -385,9 +385,10 @@ type Decision struct {
 	// leases may still give units of it back (docs/leases.md); 0 for none.
 	LeaseWait time.Duration
 	// TakenAt, for a lease (Granted > 1) taken on Redis Cluster, is when
-	// each bucket of the request, in order, gave its tokens, by the clock
-	// of the master of its slot: a shared bucket in the first phase (its
-	// own slot), the request's own buckets at Now. Nil when every level
+	// each bucket of the request, then each of its rules, in order, gave
+	// its units, by the clock of the master of its slot: a shared bucket
+	// or a rule in the first phase (its own slot), the request's own
+	// buckets at Now. Nil when every level
 	// was taken at Now (one primary). The lease's give-back hands it back
 	// (Return.TakenAt).
 	TakenAt []time.Time

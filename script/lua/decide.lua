@@ -30,11 +30,12 @@ admitted takes k = min(w, floor(tokens / LEASE_SHARE) of every bucket and
 of every TOKEN_BUCKET rule, floor(room / LEASE_SHARE) of every FIXED_WINDOW
 and SLIDING_WINDOW rule (limit - count; limit - est), floor((limit - used)
 / LEASE_SHARE) of the quota and of the customer quota), at least 1, from
-every level at once; a rule of another algorithm, a shadow rule that would
-refuse, or rules decided in their own slots make k 1 (a customer quota
-decided in its own slot took the node's want there first: the node asks
-here for at most what it took). The node admits up to k - 1 more requests
-on the rest and gives back what it did not spend (op "unlease"). A level a lease holds
+every level at once; a rule of another algorithm, or a shadow rule that
+would refuse, makes k 1 (levels decided in their own slots on Redis
+Cluster, shared buckets, rules and a customer quota, took the node's want
+there first: the node asks here for at most the least they took). The
+node admits up to k - 1 more requests on the rest and gives back what it
+did not spend (op "unlease"). A level a lease holds
 units of counts its leases out and remembers until when they may hold
 them (leased_until_us: now + the run's lease_us; op "unlease" counts a
 lease back in); a decision it refuses while leases are out is told how
@@ -331,7 +332,7 @@ local function decide()
       -- a lease takes at most 1/LEASE_SHARE of what every level has left
       -- (no lease for a cost other than 1)
       local k = mmax(d.want, 1)
-      if cost ~= 1 or d.rules_elsewhere ~= wire.RULES_HERE then k = 1 end
+      if cost ~= 1 then k = 1 end
       for i = 1, nb do
         if bk[i].key > 0 and k > 1 then k = mmin(k, mfloor((tokens[i] + EPS) / LEASE_SHARE)) end
       end
