@@ -63,7 +63,7 @@ func (e *Engine) Charge(ctx context.Context, charges []limit.Charge) ([]limit.Ch
 	for i, sc := range order {
 		r := sc.run
 		r.keys, r.argv, r.run = sc.args.build(runOpts{clock: e.r.clockArg(), changes: e.r.changesOf(r.slot),
-			window: e.r.keys.RunWindow(r.slot, e.r.node), run: e.r.runs.Add(1), await: e.r.awaitRestore})
+			window: e.r.keys.RunWindow(r.slot, e.r.node), run: e.r.nextRun(r.slot), await: e.r.awaitRestore})
 		runs[i] = r
 	}
 	if e.r.cc != nil {

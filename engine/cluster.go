@@ -266,7 +266,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 		// numbered in the slot's run window (a fail-open charge of its
 		// request, should its reply be lost, names it)
 		r.keys, r.argv, r.run = r.args.build(runOpts{clock: clock, changes: cl.r.changesOf(r.slot), await: cl.r.awaitRestore,
-			leaseUS: cl.r.leaseHoldUS, window: cl.r.keys.RunWindow(r.slot, cl.r.node), run: cl.r.runs.Add(1)})
+			leaseUS: cl.r.leaseHoldUS, window: cl.r.keys.RunWindow(r.slot, cl.r.node), run: cl.r.nextRun(r.slot)})
 	}
 	cl.r.trips.Add(1)
 	cl.r.runCluster(ctx, order, nil)

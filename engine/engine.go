@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,8 +121,10 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 	h := newHolds(r, opts.ConcurrencyLease)
 	e := &Engine{r: r, health: &health{timeout: opts.Timeout}, holds: h, res: &resolver{keys: keys, names: newNames(keys), holds: h, now: r.estimate}}
 	var d decider = &single{r: r, concurrencyUS: h.leaseUS}
+	r.runs = make([]atomic.Int64, 1)
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		r.cc = cc
+		r.runs = make([]atomic.Int64, keyspace.Slots)
 		e.cluster = &cluster{r: r, concurrencyUS: h.leaseUS}
 		d = e.cluster
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -278,5 +279,50 @@ func TestFailOpenChargesCountOnTheLimitersClock(t *testing.T) {
 				t.Fatalf("usage of the limiter's day %v: %+v (quota %+v), %v; want %d requests, %d left", u.Now, u, u.Quota, err, admitted, 1000-admitted)
 			}
 		})
+	}
+}
+
+// On Redis Cluster a decision whose reply was lost is not counted twice
+// however many runs the node sends to other slots before its charge: run
+// numbers count per slot, so the slot's window of 256 still holds the run
+// after 300 runs elsewhere and a later decision in its own slot.
+func TestLostRunStaysInItsSlotsWindowPastRunsElsewhere(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := redistest.MustCluster(t)
+	faults := &replyDropper{}
+	e := New(faultyClient(t, rdb, faults), Options{Prefix: prefix, Timeout: time.Millisecond})
+	t.Cleanup(func() { _ = e.Close() })
+	req := func(keyID string) *limit.Request {
+		return &limit.Request{KeyID: keyID, PlanID: "p1", Quota: &limit.Quota{Limit: 1000, Period: plans.PeriodDay}}
+	}
+	home := e.r.slotOf(e.r.keys.Quota("k1", "p1"))
+	faults.arm([]byte(e.r.keys.Quota("k1", "p1")))
+	_, err := e.Decide(t.Context(), req("k1"))
+	var ue *limit.UndecidedError
+	if !errors.As(err, &ue) || ue.Run == 0 {
+		t.Fatalf("a decision whose reply was lost: %v, want undecided naming its run", err)
+	}
+	for i, n := 0, 0; n < 300; i++ { // runs of other slots
+		k := fmt.Sprintf("other%d", i)
+		if e.r.slotOf(e.r.keys.Quota(k, "p1")) == home {
+			continue
+		}
+		var d limit.Decision
+		waittest.Until(t, "a decision of "+k, 10*time.Second, func() bool { d, err = e.Decide(t.Context(), req(k)); return err == nil })
+		if !d.Allowed {
+			t.Fatalf("decision of %s: %+v", k, d)
+		}
+		n++
+	}
+	if d, err := e.Decide(t.Context(), req("k1")); err != nil || !d.Allowed { // a run of its own slot
+		t.Fatalf("k1 again: %+v, %v", d, err)
+	}
+	kept, err := e.Charge(t.Context(), []limit.Charge{{Req: req("k1"), Units: 1, Requests: 1, At: ue.At, Run: ue.Run}})
+	if err != nil || len(kept) != 0 {
+		t.Fatalf("charge: kept %v, %v", kept, err)
+	}
+	u, err := e.KeyUsage(t.Context(), "k1", "p1", req("k1").Quota)
+	if err != nil || u.Today != 2 || u.Quota.Remaining != 998 {
+		t.Fatalf("k1: %d requests, quota %+v, %v; want 2 and 998 left (the lost run counted once)", u.Today, u.Quota, err)
 	}
 }

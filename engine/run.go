@@ -49,9 +49,11 @@ type runner struct {
 	// clock replaces Redis TIME in the scripts (tests); nil means Redis TIME
 	clock Clock
 	// node numbers this engine's runs (the run windows of decide.lua);
-	// runs counts them
+	// runs counts them per slot (one on one primary), so that a slot's
+	// window of 256 numbers spans 256 runs of that slot, however many the
+	// node sends to other slots meanwhile
 	node uint32
-	runs atomic.Int64
+	runs []atomic.Int64
 	// offset is Redis time minus the node's, in µs, as the last reply
 	// showed it
 	offset atomic.Int64
@@ -97,11 +99,14 @@ func (r *runner) changesOf(slot int) string {
 	return r.keys.UsageChanges(slot)
 }
 
+// nextRun returns the number of the node's next run in slot.
+func (r *runner) nextRun(slot int) int64 { return r.runs[slot].Add(1) }
+
 // decideOpts returns the run-wide options of a run of op "decide" in slot,
 // with its own new number.
 func (r *runner) decideOpts(slot int, clock string) runOpts {
 	return runOpts{clock: clock, changes: r.changesOf(slot), window: r.keys.RunWindow(slot, r.node),
-		run: r.runs.Add(1), await: r.awaitRestore, leaseUS: r.leaseHoldUS}
+		run: r.nextRun(slot), await: r.awaitRestore, leaseUS: r.leaseHoldUS}
 }
 
 // observe records the Redis time redisUS a run sent at the node's time
