@@ -83,6 +83,47 @@ func TestQuotaCountsAllCountsEveryAnswer(t *testing.T) {
 	}
 }
 
+// settledCostOnProxy is a gateway whose limiter Redis is reached through
+// a proxy the test cuts, serving /llm for plan01 (a quota of 100 units a
+// day, a cost read from X-Tokens, reserving 5), whose upstream answers
+// X-Tokens: 12 once released.
+func settledCostOnProxy(t *testing.T, release func() chan struct{}, reached chan<- struct{}) (*testGateway, *redistest.Server, *faultnet.Proxy) {
+	t.Helper()
+	srv := redistest.MustServerProcess(t)
+	fault := faultnet.MustProxy(t, srv.Addr)
+	client := redis.NewClient(&redis.Options{Addr: fault.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	up := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Tokens", "12")
+		reached <- struct{}{}
+		<-release()
+	}))
+	snap := snapshot(plans.Stage{}, res{"/llm", methods(proxy(true, up.URL+"/llm"), "GET")})
+	addPlan(snap, plans.UsagePlan{ID: "plan01", Quota: &plans.Quota{Limit: 100, Period: plans.PeriodDay},
+		Tags: map[string]string{plans.CostTag: "header:X-Tokens", plans.CostReserveTag: "5"}})
+	tg := mustGatewayOn(t, client, "t", snap, nil)
+	addTestKeys(tg.keys)
+	return tg, srv, fault
+}
+
+// A settled-cost request admitted in failure mode open (the limiter
+// unreachable when it was decided) is charged its real cost by its
+// settle once Redis answers: the quota 12 units, usage one request of 12.
+func TestFailOpenSettledCostIsChargedItsRealCost(t *testing.T) {
+	t.Parallel()
+	reached, release := make(chan struct{}, 1), make(chan struct{})
+	close(release)
+	tg, _, fault := settledCostOnProxy(t, func() chan struct{} { return release }, reached)
+	fault.Cut()
+	if got := tg.do(t, "GET", "/prod/llm", "x-api-key", goodKey); got.status != 200 || got.header.Get("X-RateLimit-Remaining") != "" {
+		t.Fatalf("a request while the limiter is unreachable: %d, X-RateLimit-Remaining %q; want 200 without limits", got.status, got.header.Get("X-RateLimit-Remaining"))
+	}
+	waittest.Until(t, "a try of the settle failed", 20*time.Second, func() bool { return tg.settles.Failures() > 0 })
+	fault.Restore()
+	tg.wantUnits(t, 100, 12, 1, 12)
+}
+
 // A settle that fails is kept and counted once Redis answers again: after
 // the response, the limiter is unreachable (its run never reaches Redis),
 // or paused (its run waits in Redis and runs late, its reply lost); either
@@ -90,22 +131,8 @@ func TestQuotaCountsAllCountsEveryAnswer(t *testing.T) {
 // exactly once.
 func TestFailedSettleIsCountedOnceWhenRedisAnswers(t *testing.T) {
 	t.Parallel()
-	srv := redistest.MustServerProcess(t)
-	fault := faultnet.MustProxy(t, srv.Addr)
-	client := redis.NewClient(&redis.Options{Addr: fault.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
-		DialTimeout: 100 * time.Millisecond})
-	t.Cleanup(func() { _ = client.Close() })
 	reached, release := make(chan struct{}), make(chan struct{})
-	up := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Tokens", "12")
-		reached <- struct{}{}
-		<-release
-	}))
-	snap := snapshot(plans.Stage{}, res{"/llm", methods(proxy(true, up.URL+"/llm"), "GET")})
-	addPlan(snap, plans.UsagePlan{ID: "plan01", Quota: &plans.Quota{Limit: 100, Period: plans.PeriodDay},
-		Tags: map[string]string{plans.CostTag: "header:X-Tokens", plans.CostReserveTag: "5"}})
-	tg := mustGatewayOn(t, client, "t", snap, nil)
-	addTestKeys(tg.keys)
+	tg, srv, fault := settledCostOnProxy(t, func() chan struct{} { return release }, reached)
 	for i, v := range []struct {
 		name         string
 		fail, answer func()
