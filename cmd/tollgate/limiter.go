@@ -19,6 +19,7 @@ import (
 func (m *Main) limiterStack() limit.Decider {
 	var layers []limit.Layer
 	m.charges = failopen.New(m.engine, failopen.Options{Logger: m.Logger}) // settles, in either mode
+	m.registry.MustRegister(m.charges.Collectors()...)
 	if m.Config.LimiterFailureMode != gateway.FailClosed {
 		layers = append(layers, m.charges.Layer)
 	}

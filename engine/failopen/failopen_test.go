@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/engine"
@@ -104,6 +105,20 @@ func TestPendingChargesAreBounded(t *testing.T) {
 	}
 	if p, d := ch.Pending(); p != 3 || d != 1 {
 		t.Fatalf("pending %d dropped %d, want 3 and 1", p, d)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ch.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		m := mf.GetMetric()[0]
+		got[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	}
+	if got["tollgate_limiter_pending_charges"] != 3 || got["tollgate_limiter_dropped_charges_total"] != 1 {
+		t.Errorf("metrics %v, want 3 pending and 1 dropped", got)
 	}
 }
 
