@@ -102,6 +102,7 @@ type custPart struct {
 	retryUS     int64
 	leaseWaitUS int64 // refused while leases hold its units: how long they may
 	start, end  int64 // the period its units were taken in (s)
+	now         int64 // Redis time of its run (µs), by its slot's clock
 	left        int64
 	err         error
 	run         int64 // its run (in the slot's run window)
@@ -301,7 +302,7 @@ func (cl *cluster) take(ctx context.Context, plans []plan) {
 				}
 				res := &rr.decisions[i]
 				cp.taken, cp.granted, cp.retryUS, cp.leaseWaitUS = res.Allowed == 1, res.Granted, res.RetryUS, res.LeaseWaitUS
-				cp.start, cp.end, cp.left = res.QuotaStart, res.QuotaEnd, res.QuotaLeft
+				cp.start, cp.end, cp.left, cp.now = res.QuotaStart, res.QuotaEnd, res.QuotaLeft, res.NowUS
 				switch res.Refused {
 				case script.RefusedPeriod: // Decide sends it again, its tables around this time
 					cp.err, p.c.res.NowUS = errPeriodMoved, res.NowUS
@@ -731,8 +732,8 @@ func (p *plan) leased(refunds *returns) {
 			p.c.res.QuotaStart, p.c.res.QuotaEnd = cp.start, cp.end
 		}
 	}
-	if k > 1 && (len(p.parts) > 0 || len(p.c.req.Rules) > 0) {
-		// per bucket, then per rule
+	if k > 1 && (len(p.parts) > 0 || len(p.c.req.Rules) > 0 || p.cust != nil) {
+		// per bucket, then per rule, then the customer quota's
 		buckets, rules := p.c.req.Buckets, p.c.req.Rules
 		at := make([]time.Time, len(buckets), len(buckets)+len(rules))
 		for i := range at {
@@ -745,6 +746,9 @@ func (p *plan) leased(refunds *returns) {
 		}
 		for ri := range rules {
 			at = append(at, time.UnixMicro(p.ruleNow[ri]).UTC())
+		}
+		if p.cust != nil {
+			at = append(at, time.UnixMicro(p.cust.now).UTC())
 		}
 		p.c.takenAt = at
 	}

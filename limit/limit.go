@@ -385,9 +385,10 @@ type Decision struct {
 	// leases may still give units of it back (docs/leases.md); 0 for none.
 	LeaseWait time.Duration
 	// TakenAt, for a lease (Granted > 1) taken on Redis Cluster, is when
-	// each bucket of the request, then each of its rules, in order, gave
-	// its units, by the clock of the master of its slot: a shared bucket
-	// or a rule in the first phase (its own slot), the request's own
+	// each bucket of the request, then each of its rules, in order, then
+	// its customer quota when in a slot of its own, gave its units, by the
+	// clock of the master of its slot: a shared bucket, a rule or the
+	// customer quota in the first phase (its own slot), the request's own
 	// buckets at Now. Nil when every level
 	// was taken at Now (one primary). The lease's give-back hands it back
 	// (Return.TakenAt).

@@ -512,7 +512,13 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 	}
 	// ends before the boundary by the node's clock: Redis read d.Now after
 	// sent, so sent + (boundary − d.Now) is never later than the boundary
-	expires := sent.Add(min(t.life, boundary(d, req).Sub(d.Now)))
+	life := min(t.life, boundary(d, req).Sub(d.Now))
+	if i := len(req.Buckets) + len(req.Rules); d.Customer != nil && i < len(d.TakenAt) {
+		// a customer quota in a slot of its own (Redis Cluster): its
+		// period's end by its own master's clock, from its own take
+		life = min(life, d.Customer.Reset.Sub(d.TakenAt[i]))
+	}
+	expires := sent.Add(life)
 	l := &lease{req: *req, taken: d.Granted, left: d.Granted - 1, sent: sent, expires: expires, take: *d}
 	l.req.Buckets = append([]limit.Bucket(nil), req.Buckets...)
 	l.req.Rules = slices.Clone(req.Rules)
