@@ -263,14 +263,7 @@ func TestCustomerTokenBudgetAnchoredInTokyoAlertsOnce(t *testing.T) {
 		Tags: map[string]string{plans.CostTag: "header:X-Tokens", plans.CustomerQuotaTag: "300",
 			plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo", plans.AlertsTag: "80,100"}})
 	must(t, "CreateUsagePlan", err)
-	var keys [2]string
-	for i := range keys {
-		k, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String(fmt.Sprintf("acme-%d", i)), Enabled: true, CustomerId: aws.String("acme")})
-		must(t, "CreateApiKey", err)
-		_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: k.Id, KeyType: aws.String("API_KEY")})
-		must(t, "CreateUsagePlanKey", err)
-		keys[i] = *k.Value
-	}
+	keys := s.mustCustomerKeys(t, *plan.Id, "acme", 2)
 	s.sync(t)
 	var used struct {
 		Used                   int64

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -313,6 +314,22 @@ func (s *stack) mustKey(t *testing.T, planID string) (id, value string) {
 		must(t, "CreateUsagePlanKey", err)
 	}
 	return *key.Id, *key.Value
+}
+
+// mustCustomerKeys creates n enabled keys of customer ("<customer>-0",
+// ...) in planID and returns their values.
+func (s *stack) mustCustomerKeys(t *testing.T, planID, customer string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys := make([]string, n)
+	for i := range keys {
+		k, err := s.sdk.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String(fmt.Sprintf("%s-%d", customer, i)), Enabled: true, CustomerId: aws.String(customer)})
+		must(t, "CreateApiKey", err)
+		_, err = s.sdk.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: &planID, KeyId: k.Id, KeyType: aws.String("API_KEY")})
+		must(t, "CreateUsagePlanKey", err)
+		keys[i] = *k.Value
+	}
+	return keys
 }
 
 // mustPatchPlan applies replace operations (path → value) to a usage plan.

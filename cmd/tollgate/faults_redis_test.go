@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -410,5 +411,59 @@ func TestCustomerBudgetSurvivesALimiterRestartedEmpty(t *testing.T) {
 		if res := s.call(t, i%2, api.id, "/prod/items", keys[2]); res.StatusCode != want {
 			t.Fatalf("beta's request %d after the restart: got %d, want %d", i+2, res.StatusCode, want)
 		}
+	}
+}
+
+// Issue 19's customer of two keys through a limiter Redis that is killed
+// and started again (its append-only file kept), in failure mode open:
+// the requests admitted without a decision are charged, once Redis
+// answers, to the customer's budget and to each key's quota and usage,
+// with the cost their responses reported (their settles), not a
+// reservation, and not twice.
+func TestFaultRedisKilledChargesTheCustomerTheRealCost(t *testing.T) {
+	t.Parallel()
+	r := mustRedisServer(t)
+	s := mustStackWith(t, stackOptions{redisURL: r.url(), redisTimeout: 250 * time.Millisecond, adminToken: testAdminToken})
+	ctx := context.Background()
+	api := s.mustCaseAPI(t)
+	plan, err := s.sdk.CreateUsagePlan(ctx, &apigateway.CreateUsagePlanInput{Name: aws.String("llm"), Throttle: throttle(1000, 1000),
+		Quota:     quota(1000, types.QuotaPeriodTypeDay, 0),
+		ApiStages: []types.ApiStage{{ApiId: &api.id, Stage: aws.String("prod")}},
+		Tags:      map[string]string{plans.CostTag: "header:X-Tokens", plans.CustomerQuotaTag: "1000"}})
+	must(t, "CreateUsagePlan", err)
+	keys := s.mustCustomerKeys(t, *plan.Id, "acme", 2)
+	s.sync(t)
+	customer := func() int64 {
+		var u struct{ Used int64 }
+		s.adminJSON(t, http.MethodGet, "/usageplans/"+*plan.Id+"/customers/acme/usage", nil, &u)
+		return u.Used
+	}
+	// ask sends key i's request through gateway i, whose answer costs tokens
+	ask := func(i int, tokens int) {
+		t.Helper()
+		if st := s.call(t, i, api.id, fmt.Sprintf("/prod/items?header=X-Tokens:%d", tokens), keys[i]).StatusCode; st != http.StatusOK {
+			t.Fatalf("key %d asking for %d tokens: %d, want 200", i, tokens, st)
+		}
+	}
+	ask(0, 10)
+	ask(1, 10)
+	waittest.Until(t, "the settled costs with Redis up", 10*time.Second, func() bool { return customer() == 20 })
+	r.stop(t)
+	ask(0, 7) // admitted without limits
+	ask(1, 5)
+	r.start(t)
+	waittest.Until(t, "the outage's settled costs in the customer's budget", 20*time.Second, func() bool { return customer() == 32 })
+	var usage struct {
+		Quota struct{ Used int64 }            `json:"quota"`
+		Today struct{ Count, Requests int64 } `json:"today"`
+	}
+	for i, want := range []int64{17, 15} {
+		waittest.Until(t, fmt.Sprintf("key %d's quota and usage", i), 10*time.Second, func() bool {
+			must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, i, api.id, keys[i]), &usage))
+			return usage.Quota.Used == want && usage.Today.Count == want && usage.Today.Requests == 2
+		})
+	}
+	if got := customer(); got != 32 {
+		t.Fatalf("the customer used %d after the charges landed, want 32 (each request once, its real cost)", got)
 	}
 }
