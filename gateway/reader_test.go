@@ -111,7 +111,7 @@ func readerGateway(t *testing.T, src *memSource) (*testGateway, *push.Publisher)
 // push.Reader, whose change events end the engine's capacity leases and
 // refusal memory (as cmd/tollgate wires them); its engine has the default
 // options (leases on).
-func readerNode(t *testing.T, rdb *redis.Client, prefix string) *testGateway {
+func readerNode(t *testing.T, rdb redis.UniversalClient, prefix string) *testGateway {
 	t.Helper()
 	var srv *Server
 	eng := engine.New(rdb, engine.Options{Prefix: prefix})
@@ -196,12 +196,17 @@ func TestPushReaderUnpublishedIs503(t *testing.T) {
 }
 
 // A key disabled while two gateway nodes admit it under load (capacity
-// leases on, the default) is refused by every node within the push bound
+// leases on, the default), on one primary and on Redis Cluster, each node
+// with its own client, is refused by every node within the push bound
 // (a second here, docs/leases.md), and a node that refused it once never
 // admits it again (403, then 429 once the client's failed key attempts
 // are limited).
 func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
 	t.Parallel()
+	redistest.EachBackend(t, keyDisabledMidLoadRefusedByEveryNode)
+}
+
+func keyDisabledMidLoadRefusedByEveryNode(t *testing.T, b redistest.Backend) {
 	snap := keyedSnapshot()
 	snap.Plans["plan01"].Throttle = &plans.Throttle{RateLimit: 1e6, BurstLimit: 1 << 30}
 	snap.Account = plans.Throttle{RateLimit: 1e6, BurstLimit: 1 << 30}
@@ -210,12 +215,12 @@ func TestKeyDisabledMidLoadRefusedByEveryNode(t *testing.T) {
 		good: {KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}},
 	}}
 	src.commit(func() plans.Change { return plans.Change{Snapshot: true, KeyHashes: []string{good}} })
-	rdb, prefix := redistest.MustClient(t)
+	rdb, prefix := b.Open(t)
 	pub := push.NewPublisher(src, rdb, push.Options{Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
 	if err := pub.Publish(t.Context()); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
-	nodes := []*testGateway{readerNode(t, rdb, prefix), readerNode(t, rdb, prefix)}
+	nodes := []*testGateway{readerNode(t, b.Dial(t), prefix), readerNode(t, b.Dial(t), prefix)}
 	for _, n := range nodes {
 		waittest.Until(t, "node ready", 10*time.Second, func() bool { return n.Ready() == nil })
 	}
