@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -23,9 +24,19 @@ import (
 // maxFlushers is 2: Redis is what every node shares, and fewer runs in
 // flight make larger batches, so less Redis CPU per decision; two still
 // cover a remote Redis's round trip.
+//
+// Before it takes a batch of fewer than lingerBatch decisions, a flusher
+// lingers (linger): it yields the processor while that lets other
+// decisions join, at most lingerYields times, so that the callers the
+// node is running (those its last run just answered, say) queue theirs
+// into the same run. A yield costs no time when nothing else is runnable,
+// so an idle node sends at once; a busy one sends fewer, larger runs
+// (docs/leases.md, "Many keys").
 const (
-	maxFlushers = 2
-	maxBatch    = 128
+	maxFlushers  = 2
+	maxBatch     = 128
+	lingerBatch  = 16
+	lingerYields = 4
 )
 
 // batcher is the queue of decisions waiting for a flusher, and the
@@ -81,6 +92,7 @@ func (b *batcher) flush() {
 	}
 	defer argsPool.Put(a)
 	for {
+		b.linger()
 		b.mu.Lock()
 		if len(b.queue) == 0 {
 			b.flushers--
@@ -110,6 +122,29 @@ func (b *batcher) flush() {
 			}
 			b.mu.Unlock()
 		}
+	}
+}
+
+// linger yields the processor while fewer than lingerBatch decisions are
+// queued (none: nothing to wait for), at most lingerYields times, and
+// stops at the first yield that added none.
+func (b *batcher) linger() {
+	queued := func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue)
+	}
+	q := queued()
+	for range lingerYields {
+		if q == 0 || q >= lingerBatch {
+			return
+		}
+		runtime.Gosched()
+		n := queued()
+		if n == q {
+			return
+		}
+		q = n
 	}
 }
 
