@@ -31,7 +31,9 @@ type createApiKeyInput struct {
 	CustomerID         string            `json:"customerId"`
 	StageKeys          []string          `json:"stageKeys"`
 	Tags               map[string]string `json:"tags"`
-	ExpiresAt          string            `json:"expiresAt"` // RFC 3339; sets tag tollgate:expires-at
+	ExpiresAt          string            `json:"expiresAt"`   // RFC 3339; sets tag tollgate:expires-at
+	QuotaAnchor        string            `json:"quotaAnchor"` // the key's own quota calendar (plans.KeyCalendar)
+	QuotaTimeZone      string            `json:"quotaTimeZone"`
 }
 
 // createApiKey: POST /apikeys → 201 ApiKey, the only response that carries
@@ -51,7 +53,7 @@ func (s *Server) createApiKey(w http.ResponseWriter, r *http.Request) error {
 		value = s.keyFmt.New()
 	}
 	k := &plans.ApiKey{Name: in.Name, Description: in.Description, Enabled: in.Enabled, Value: value,
-		CustomerID: in.CustomerID, StageKeys: in.StageKeys, Tags: in.Tags}
+		CustomerID: in.CustomerID, StageKeys: in.StageKeys, Tags: in.Tags, QuotaAnchor: in.QuotaAnchor, QuotaTimeZone: in.QuotaTimeZone}
 	if in.ExpiresAt != "" {
 		if err := setExpiry(k, in.ExpiresAt); err != nil {
 			return err
@@ -129,7 +131,8 @@ func (s *Server) getApiKey(w http.ResponseWriter, r *http.Request) error {
 
 // updateApiKey: PATCH /apikeys/{id} → 200; paths /enabled, /name,
 // /description, /customerId, /expiresAt (replace: an RFC 3339 time;
-// remove: never expires).
+// remove: never expires), /quotaAnchor and /quotaTimeZone (the key's own
+// quota calendar; remove: the tag's, else the plan's).
 func (s *Server) updateApiKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := patchRecord(s, r, "UpdateApiKey", func(fn func(*plans.ApiKey) error) (*plans.ApiKey, error) {
 		return s.store.UpdateApiKey(r.Context(), param(r, "apiKey"), fn)
@@ -161,6 +164,10 @@ func patchApiKey(k *plans.ApiKey, op patchOp) error {
 		return setString(op, &k.Description)
 	case "/customerId":
 		return setString(op, &k.CustomerID)
+	case "/quotaAnchor":
+		return setString(op, &k.QuotaAnchor)
+	case "/quotaTimeZone":
+		return setString(op, &k.QuotaTimeZone)
 	case "/expiresAt":
 		if op.Op == opRemove {
 			delete(k.Tags, plans.ExpiresAtTag)

@@ -35,7 +35,7 @@ func TestCostTagsAndCustomerUsage(t *testing.T) {
 	q := &limit.Quota{Limit: 1000, Period: plans.PeriodMonth}
 	for i, k := range []string{keys[0], keys[1], keys[0]} {
 		d, err := e.lim.Decide(e.ctx, &limit.Request{KeyID: k, PlanID: planID, Quota: q, Cost: 20,
-			CustomerID: "acme", CustomerQuota: &limit.Quota{Limit: 300}})
+			CustomerID: "acme", CustomerQuota: &limit.Quota{Limit: 300, Period: plans.PeriodMonth}})
 		if err != nil || !d.Allowed {
 			t.Fatalf("decision %d: %+v, %v", i+1, d, err)
 		}

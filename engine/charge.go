@@ -116,7 +116,8 @@ type chargePart struct {
 	slot       int
 	parts, all limit.Parts // its parts, and those of the whole charge counted now
 	spec       script.ChargeSpec
-	period     *keyedQuota // the rule of the quotas' period
+	period     *keyedQuota // the rule of the key quota's period
+	custPeriod *keyedQuota // the customer quota's own (the plan's calendar)
 	quotaKey   string
 	custKey    string
 	bucketKey  string
@@ -168,10 +169,10 @@ func (e *Engine) chargeParts(ch *limit.Charge, i int) []chargePart {
 	cust := kr.Customer
 	if cust != nil && ch.Done&limit.PartCustomer == 0 && !(ch.CustomerTaken && !settle) {
 		if s := e.r.slotOf(cust.Key); s == key.slot {
-			key.custKey = cust.Key
+			key.custKey, key.custPeriod = cust.Key, cust
 			key.parts |= limit.PartCustomer
 		} else {
-			cp := chargePart{charge: i, slot: s, parts: limit.PartCustomer, spec: spec, period: cust, custKey: cust.Key, prev: ch.Prev}
+			cp := chargePart{charge: i, slot: s, parts: limit.PartCustomer, spec: spec, custPeriod: cust, custKey: cust.Key, prev: ch.Prev}
 			cp.spec.Run = ch.CustomerRun
 			if ch.CustomerTaken { // a settle whose customer units its own slot's run took
 				cp.spec.Kind = uint8(limit.ChargeSettle)

@@ -728,6 +728,7 @@ func (p *plan) leased(refunds *returns) {
 		// the state after its take and the trim; its period when the key
 		// has no quota of its own
 		p.c.res.CustomerLeft = cp.left + int64(max(cp.granted-k, 0))
+		p.c.res.CustomerStart, p.c.res.CustomerEnd = cp.start, cp.end
 		if p.c.req.Quota == nil {
 			p.c.res.QuotaStart, p.c.res.QuotaEnd = cp.start, cp.end
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"tollgate/calendar"
 	"tollgate/engine/lease"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
@@ -20,7 +21,7 @@ func costRequest(keyID, customer string, cost int32) *limit.Request {
 	return &limit.Request{KeyID: keyID, PlanID: "p1", API: "a1", Stage: "prod", Cost: cost,
 		Buckets:    []limit.Bucket{{Level: limit.LevelPlan, RateLimit: 0.001, BurstLimit: 1000}, {Level: limit.LevelAccount, RateLimit: 1000, BurstLimit: 1000}},
 		Quota:      &limit.Quota{Limit: 100, Period: plans.PeriodMonth},
-		CustomerID: customer, CustomerQuota: &limit.Quota{Limit: 50}}
+		CustomerID: customer, CustomerQuota: &limit.Quota{Limit: 50, Period: plans.PeriodMonth}}
 }
 
 func mustDecideReq(tb testing.TB, l *Engine, req *limit.Request) limit.Decision {
@@ -85,6 +86,42 @@ func TestSettleChargesTheDifferenceOnEveryOwnLimit(t *testing.T) {
 		}
 		if got := customerUsed(t, l, "acme"); got != 6 {
 			t.Fatalf("a settle of an older period: customer used %v, want 6", got)
+		}
+	})
+}
+
+// A key with its own calendar (plans.KeyCalendar) runs its quota in its
+// periods and its customer's quota in the plan's, in one decision: each
+// reports its own period, and a settle charges each in its own period of
+// the decision's time (the customer's own slot on Redis Cluster).
+func TestKeyAndCustomerQuotasRunInTheirOwnPeriods(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		// a year behind the node's clock: a charge's time is bounded by the
+		// node's clock plus an hour (engine.chargeParts)
+		l, _ := mustClockEngineOn(t, b, at(t, "2025-12-20T12:00:00Z"))
+		req := costRequest("k1", "acme", 10)
+		req.Quota = anchoredQuota(t, 100, calendar.Month, "15", "Asia/Tokyo")
+		req.Uncounted = true
+		d := mustDecideReq(t, l, req)
+		keyStart, keyEnd := at(t, "2025-12-14T15:00:00Z"), at(t, "2026-01-14T15:00:00Z")
+		if !d.Allowed || d.Quota.Remaining != 90 || !d.Quota.Reset.Equal(keyEnd) || d.Quota.Window != keyEnd.Sub(keyStart) {
+			t.Fatalf("the key's quota: %+v %+v, want 90 left in [%s, %s)", d, d.Quota, keyStart, keyEnd)
+		}
+		custStart, custEnd := at(t, "2025-12-01T00:00:00Z"), at(t, "2026-01-01T00:00:00Z")
+		if d.Customer == nil || d.Customer.Remaining != 40 || !d.Customer.Reset.Equal(custEnd) || d.Customer.Window != custEnd.Sub(custStart) {
+			t.Fatalf("the customer's quota: %+v, want 40 left in [%s, %s)", d.Customer, custStart, custEnd)
+		}
+		// charged in the key's period, the customer's state (from the 1st)
+		// would read as an older period's and start again from 0
+		set := limit.Settlement{Req: req, PeriodStart: keyStart, At: d.Now, Charge: 5, Count: true, Units: 15}
+		if err := l.Settle(t.Context(), set); err != nil {
+			t.Fatal(err)
+		}
+		if got := customerUsed(t, l, "acme"); got != 15 {
+			t.Fatalf("customer used %v after the settle, want 15", got)
+		}
+		if u, err := l.KeyUsage(t.Context(), "k1", "p1", req.Quota); err != nil || u.Quota.Remaining != 85 {
+			t.Fatalf("the key's quota after the settle: %+v, %v; want 85 left", u.Quota, err)
 		}
 	})
 }

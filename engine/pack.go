@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"sync"
 	"time"
 
@@ -100,12 +99,9 @@ func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, cu
 	if c := req.Customer; c != nil {
 		if cust.elsewhere == script.CustomerHere {
 			d.Customer = index(&a.states, a.stateIdx, c.Key)
-			d.CustomerLimit = c.Limit
+			d.CustomerLimit, d.CustomerPeriod, d.CustomerOffset = c.Limit, c.Period, c.Offset
 		}
 		d.CustomerAt, d.CustomerRetryUS = cust.elsewhere, cust.retryUS
-		if d.Quota == 0 {
-			d.Period, d.Offset = c.Period, c.Offset
-		}
 	}
 	if req.UsageKey != "" {
 		d.Usage = index(&a.usages, a.usageIdx, req.UsageKey)
@@ -113,8 +109,11 @@ func (a *runArgs) addDecision(req *keyedRequest, rem []remote, rules rulesAt, cu
 		a.quotaOnly = true
 	}
 	s := d.Append(a.decisions)
-	if q := cmp.Or(req.Quota, req.Customer); q != nil && q.tabled() { // the period of both
+	if q := req.Quota; q != nil && q.tabled() {
 		s = q.Bounds.Append(s)
+	}
+	if c := req.Customer; c != nil && d.Customer != 0 && c.tabled() { // its own period
+		s = c.Bounds.Append(s)
 	}
 	for i := range req.Buckets {
 		b := &req.Buckets[i]
@@ -170,6 +169,9 @@ func (a *runArgs) addCharge(p *chargePart) {
 	if q := p.period; q != nil {
 		c.Period, c.Offset = q.Period, q.Offset
 	}
+	if q := p.custPeriod; q != nil { // its own period (the plan's calendar)
+		c.CustomerPeriod, c.CustomerOffset = q.Period, q.Offset
+	}
 	if p.quotaKey != "" {
 		c.Quota = index(&a.states, a.stateIdx, p.quotaKey)
 	}
@@ -185,9 +187,11 @@ func (a *runArgs) addCharge(p *chargePart) {
 		a.quotaOnly = true // the change set is named: the restore gate
 	}
 	a.charges = c.Append(a.charges)
-	if q := p.period; q != nil && q.tabled() {
-		b := script.TableOf(q.Cal, time.UnixMicro(c.AtUS))
-		a.charges = b.Append(a.charges)
+	for _, q := range []*keyedQuota{p.period, p.custPeriod} {
+		if q != nil && q.tabled() {
+			b := script.TableOf(q.Cal, time.UnixMicro(c.AtUS))
+			a.charges = b.Append(a.charges)
+		}
 	}
 	a.nCharges++
 }

@@ -75,7 +75,7 @@ func parseDecision(r *script.DecisionReply, req *keyedRequest) limit.Decision {
 		d.Quota = &limit.State{Limit: int64(req.Quota.Limit), Remaining: r.QuotaLeft, Reset: end, Window: end.Sub(start)}
 	}
 	if c := req.Customer; c != nil && r.CustomerLeft >= 0 {
-		start, end := time.Unix(r.QuotaStart, 0).UTC(), time.Unix(r.QuotaEnd, 0).UTC()
+		start, end := time.Unix(r.CustomerStart, 0).UTC(), time.Unix(r.CustomerEnd, 0).UTC()
 		d.Customer = &limit.State{Limit: int64(c.Limit), Remaining: r.CustomerLeft, Reset: end, Window: end.Sub(start)}
 	}
 	return d

@@ -85,15 +85,11 @@ func (rs *resolver) table(c calendar.Calendar, t time.Time) script.PeriodBounds 
 	return b
 }
 
-// customerQuota resolves the customer quota cq of req: its period (offset,
-// anchor and zone) is the quota's when req has one.
+// customerQuota resolves the customer quota cq of req on its own calendar
+// (the plan's), never the key's: keys of one customer with anchors of
+// their own still share one customer period.
 func (rs *resolver) customerQuota(req *limit.Request, cq *limit.Quota) keyedQuota {
-	q := *cq
-	if req.Quota != nil {
-		q = *req.Quota // its period, offset, anchor and zone
-		q.Limit = cq.Limit
-	}
-	kq := rs.keyedQuota(req.KeyID, req.PlanID, &q)
+	kq := rs.keyedQuota(req.KeyID, req.PlanID, cq)
 	if req.CustomerID == "" {
 		kq.Key = rs.keys.KeyCustomerQuota(req.KeyID, req.PlanID)
 	} else {

@@ -112,8 +112,12 @@ func (e *Engine) Unlease(ctx context.Context, returns []limit.Return) error {
 		}
 		if c := kr.Customer; c != nil { // its own entry, in its own slot on Redis Cluster
 			sl := at(slotOf(c.Key))
+			start := rt.PeriodStart
+			if !rt.CustomerPeriodStart.IsZero() {
+				start = rt.CustomerPeriodStart // its own period (the plan's calendar)
+			}
 			ls := script.LeaseSpec{Quota: index(&sl.args.states, sl.args.stateIdx, c.Key), Unspent: rt.Unspent,
-				PeriodStartS: rt.PeriodStart.Unix()}
+				PeriodStartS: start.Unix()}
 			sl.spec = ls.Append(sl.spec)
 			sl.leases++
 		}

@@ -172,8 +172,21 @@ func newStagePlan(p *plans.UsagePlan) *stagePlan {
 
 // limitQuota returns the quota of p as the limiter decides it: its
 // period anchored and zoned as its fields and tags say (nil without one).
-func limitQuota(p *plans.UsagePlan) *limit.Quota {
-	q := p.QuotaRule()
+func limitQuota(p *plans.UsagePlan) *limit.Quota { return limitQuotaOf(p.QuotaRule()) }
+
+// keyQuota returns the plan's quota as the limiter decides it for a key
+// with calendar c: the key's own anchor and zone in place of the plan's
+// (plans.KeyCalendar); the plan's own (shared) quota when c is zero.
+func (sp *stagePlan) keyQuota(c plans.KeyCalendar) *limit.Quota {
+	if c.IsZero() || sp.quota == nil {
+		return sp.quota
+	}
+	return limitQuotaOf(c.Apply(sp.plan.QuotaRule()))
+}
+
+// limitQuotaOf returns the quota rule q (nil for none) as the limiter
+// decides it.
+func limitQuotaOf(q *plans.Quota) *limit.Quota {
 	if q == nil {
 		return nil
 	}

@@ -24,6 +24,7 @@ import (
 
 	"tollgate/cache"
 	"tollgate/engine"
+
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/plans"

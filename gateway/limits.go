@@ -42,12 +42,15 @@ func (s *Server) buildRequest(ex *exchange) {
 			if plan.Level != limit.LevelNone {
 				req.Buckets = append(req.Buckets, plan)
 			}
-			if sp.quota != nil {
-				ex.quota = *sp.quota
+			if q := sp.quota; q != nil {
+				if ex.rec != nil && !ex.rec.Calendar.IsZero() {
+					q = sp.keyQuota(ex.rec.Calendar) // the key's own anchor and zone
+				}
+				ex.quota = *q
 				req.Quota = &ex.quota
 			}
 			if sp.customer != nil {
-				req.CustomerQuota = sp.customer
+				req.CustomerQuota = sp.customer // the plan's calendar, whatever the key's
 				if ex.rec != nil {
 					req.CustomerID = ex.rec.CustomerID
 				}

@@ -126,7 +126,7 @@ func (s *Server) serveUsage(w *statusWriter, r *http.Request, ex *exchange) {
 	}
 	rep := usageReport{KeyID: ex.keyID}
 	for _, sp := range s.keyPlans(ex, api.usage.stage) {
-		pu, err := s.planUsage(r, ex.keyID, sp)
+		pu, err := s.planUsage(r, ex.keyID, ex.rec.Calendar, sp)
 		if err != nil {
 			ex.errType, ex.reason = ErrorTypeUnavailable, "usage: "+err.Error()
 			writeUnavailable(w)
@@ -158,15 +158,15 @@ func (s *Server) keyPlans(ex *exchange, st *stageConfig) []*stagePlan {
 }
 
 // planUsage reads the real-time figures of keyID in plan sp from the
-// limiter, on its clock: the current quota period and the limiter's UTC
-// day.
-func (s *Server) planUsage(r *http.Request, keyID string, sp *stagePlan) (planUsage, error) {
+// limiter, on its clock: the current quota period (the key's own calendar
+// cal where it has one) and the limiter's UTC day.
+func (s *Server) planUsage(r *http.Request, keyID string, cal plans.KeyCalendar, sp *stagePlan) (planUsage, error) {
 	p := sp.plan
-	pu := planUsage{Plan: usagePlanView{ID: p.ID, Name: p.Name, Throttle: p.Throttle, Quota: p.QuotaRule(), ApiStages: make([]apiStageView, 0, len(p.ApiStages))}}
+	pu := planUsage{Plan: usagePlanView{ID: p.ID, Name: p.Name, Throttle: p.Throttle, Quota: cal.Apply(p.QuotaRule()), ApiStages: make([]apiStageView, 0, len(p.ApiStages))}}
 	for _, as := range p.ApiStages {
 		pu.Plan.ApiStages = append(pu.Plan.ApiStages, apiStageView{ApiID: as.ApiID, Stage: as.Stage})
 	}
-	u, err := s.engine.KeyUsage(r.Context(), keyID, p.ID, sp.quota)
+	u, err := s.engine.KeyUsage(r.Context(), keyID, p.ID, sp.keyQuota(cal))
 	if err != nil {
 		return pu, err
 	}

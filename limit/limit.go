@@ -108,8 +108,9 @@ type Request struct {
 	CustomerID string
 	// CustomerQuota is the quota every key of the customer shares in the
 	// plan (tollgate:customer-quota), decided with the key's own limits,
-	// all or nothing, checked after Quota; nil for none. Its period and
-	// offset are those of Quota when both are set.
+	// all or nothing, checked after Quota; nil for none. Its period,
+	// offset, anchor and zone are its own (the plan's calendar), which may
+	// differ from Quota's when the key has its own (plans.KeyCalendar).
 	CustomerQuota *Quota
 	// Along, when not nil, is work the decider does in the round trip of
 	// the decision (the stage cache entry's read). A decider that answers
@@ -247,7 +248,10 @@ type Return struct {
 	Req                   *Request
 	Taken, Unspent, Spent int32
 	At, PeriodStart       time.Time
-	KeepQuota             bool
+	// CustomerPeriodStart is the customer quota's period of the take (its
+	// own calendar, the plan's; zero: PeriodStart).
+	CustomerPeriodStart time.Time
+	KeepQuota           bool
 	// TakenAt is the take's Decision.TakenAt: when each bucket's and
 	// rule's units were taken, by its own slot's clock (nil: all at At).
 	TakenAt []time.Time

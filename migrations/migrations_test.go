@@ -194,7 +194,7 @@ func TestEveryDropOfADownFileIsListed(t *testing.T) {
 }
 
 func TestLatestIsTheNewestMigration(t *testing.T) {
-	if got, want := migrations.Latest(), uint(17); got != want { // 000017_plan_cost_fields
+	if got, want := migrations.Latest(), uint(18); got != want { // 000018_key_quota_calendar
 		t.Fatalf("got latest migration %d, want %d", got, want)
 	}
 }

@@ -25,6 +25,12 @@ type ApiKey struct {
 	// ExpiresAt is when the key stops working (RFC 3339, UTC), read from
 	// its ExpiresAtTag; nil when it never expires. Set by the store.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// QuotaAnchor and QuotaTimeZone are the key's own quota calendar
+	// (tollgate's fields; the key tags QuotaAnchorTag and QuotaTimeZoneTag
+	// say the same, a field that is set wins): they replace the anchor and
+	// zone of its plans' quotas for this key (KeyCalendar).
+	QuotaAnchor   string `json:"quotaAnchor,omitempty"`
+	QuotaTimeZone string `json:"quotaTimeZone,omitempty"`
 }
 
 // InvalidateCacheTag, set to "true" on an API key, lets that key's
@@ -38,7 +44,8 @@ func ValidKeyValue(v string) bool {
 	return len(v) >= 20 && len(v) <= 128 && alnum(v)
 }
 
-// Validate checks name, description, tags and, when set, the value.
+// Validate checks name, description, tags (the expiry and quota calendar
+// tags among them), the quota calendar fields and, when set, the value.
 func (k *ApiKey) Validate() error {
 	if err := ValidateName("name", k.Name); err != nil {
 		return err
@@ -53,6 +60,9 @@ func (k *ApiKey) Validate() error {
 		return Invalid("customerId", "customerId must be at most %d characters", MaxNameLen)
 	}
 	if err := ValidateTags(k.Tags); err != nil {
+		return err
+	}
+	if err := k.validateCalendar(); err != nil {
 		return err
 	}
 	_, _, err := KeyExpiry(k.Tags)
@@ -121,7 +131,10 @@ type KeyRecord struct {
 	// ValueExpiresAt is set on the record of a previous value of a
 	// rotated key: when its overlap ends. Zero on a key's current value.
 	ValueExpiresAt time.Time `json:"valueExpiresAt,omitzero"`
-	Version        int64     `json:"version"`
+	// Calendar is the key's own quota calendar (ApiKey.QuotaCalendar):
+	// the gateway runs the key's quota on every plan by it.
+	Calendar KeyCalendar `json:"quotaCalendar,omitzero"`
+	Version  int64       `json:"version"`
 }
 
 // Expired reports whether the key has expired at now.

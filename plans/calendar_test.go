@@ -98,3 +98,49 @@ func TestAlertsCrossAtTheirShareOfTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// A key's own calendar: its fields win over its tags, field by field; it
+// replaces the plan's anchor (and offset) and zone, each only where it
+// sets one; an anchor that does not fit the plan's period is left out.
+func TestKeyCalendarReplacesThePlansAnchorAndZone(t *testing.T) {
+	k := &ApiKey{QuotaAnchor: "15", Tags: map[string]string{QuotaAnchorTag: "last", QuotaTimeZoneTag: "Asia/Tokyo"}}
+	if c := k.QuotaCalendar(); c != (KeyCalendar{Anchor: "15", TimeZone: "Asia/Tokyo"}) {
+		t.Fatalf("QuotaCalendar %+v, want the field's anchor and the tag's zone", c)
+	}
+	plan := &Quota{Limit: 10, Period: PeriodMonth, Offset: 3}
+	for _, tc := range []struct {
+		name string
+		cal  KeyCalendar
+		want Quota
+	}{
+		{"none", KeyCalendar{}, *plan},
+		{"anchor and zone", KeyCalendar{Anchor: "15", TimeZone: "Asia/Tokyo"}, Quota{Limit: 10, Period: PeriodMonth, Anchor: "15", TimeZone: "Asia/Tokyo"}},
+		{"a zone alone keeps the offset", KeyCalendar{TimeZone: "Europe/Paris"}, Quota{Limit: 10, Period: PeriodMonth, Offset: 3, TimeZone: "Europe/Paris"}},
+		{"a weekday on a MONTH plan is left out", KeyCalendar{Anchor: "MON", TimeZone: "UTC"}, Quota{Limit: 10, Period: PeriodMonth, Offset: 3, TimeZone: "UTC"}},
+	} {
+		if got := tc.cal.Apply(plan); *got != tc.want {
+			t.Errorf("%s: Apply gives %+v, want %+v", tc.name, *got, tc.want)
+		}
+	}
+	if got := (KeyCalendar{Anchor: "1"}).Apply(nil); got != nil {
+		t.Errorf("Apply(nil) = %+v, want nil", got)
+	}
+	for _, tc := range []struct {
+		anchors KeyAnchors
+		period  string
+		field   string // "" fits
+	}{
+		{KeyAnchors{Field: "15"}, PeriodMonth, ""},
+		{KeyAnchors{Tag: "SUN"}, PeriodWeek, ""},
+		{KeyAnchors{Field: "15"}, PeriodWeek, "quotaAnchor"},
+		{KeyAnchors{Field: "MON", Tag: "15"}, PeriodWeek, "tags." + QuotaAnchorTag},
+		{KeyAnchors{Tag: "last"}, PeriodDay, "tags." + QuotaAnchorTag},
+		{KeyAnchors{Field: "last"}, "", ""},
+	} {
+		err := tc.anchors.Fits("key1", "plan1", tc.period)
+		var pe *Error
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &pe) || pe.Field != tc.field) {
+			t.Errorf("%+v on %q: %v, want a refusal naming %q", tc.anchors, tc.period, err, tc.field)
+		}
+	}
+}

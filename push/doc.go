@@ -31,7 +31,9 @@
 // record of a rotated key's previous value "valueExpiresAt", when its
 // overlap ends: the gateway refuses the key (or that value) from then on,
 // on its own estimate of Redis time (docs/behaviour.md, "Key lifecycle"),
-// so neither moment needs a push.
+// so neither moment needs a push; and "quotaAnchor" and "quotaTimeZone"
+// when the key has its own quota calendar (plans.KeyCalendar), which the
+// gateway runs the key's quota by on every plan.
 //
 // A deleted key is written as a tombstone {"version":13,"deleted":true} that
 // expires after TombstoneTTL: a tombstone, unlike a DEL, keeps a slower

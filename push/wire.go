@@ -127,6 +127,8 @@ type wireRecord struct {
 	CustomerID      string   `json:"customerId,omitempty"`
 	ExpiresAt       int64    `json:"expiresAt,omitempty"`      // Unix milliseconds; 0: never
 	ValueExpiresAt  int64    `json:"valueExpiresAt,omitempty"` // a previous value's end, Unix ms
+	QuotaAnchor     string   `json:"quotaAnchor,omitempty"`    // the key's own quota calendar
+	QuotaTimeZone   string   `json:"quotaTimeZone,omitempty"`
 }
 
 // versionPrefix is how every versioned document published starts.
@@ -139,7 +141,7 @@ func encodeRecord(rec *plans.KeyRecord, version int64) ([]byte, int64) {
 	if rec != nil {
 		w = wireRecord{Version: rec.Version, KeyID: rec.KeyID, Enabled: rec.Enabled,
 			PlanIDs: rec.PlanIDs, InvalidateCache: rec.InvalidateCache, CustomerID: rec.CustomerID, ExpiresAt: unixMilli(rec.ExpiresAt),
-			ValueExpiresAt: unixMilli(rec.ValueExpiresAt)}
+			ValueExpiresAt: unixMilli(rec.ValueExpiresAt), QuotaAnchor: rec.Calendar.Anchor, QuotaTimeZone: rec.Calendar.TimeZone}
 	}
 	b, _ := json.Marshal(w) // cannot fail: strings, bools and integers only
 	return b, w.Version
@@ -160,7 +162,8 @@ func decodeRecord(b []byte) (*plans.KeyRecord, error) {
 	}
 	return &plans.KeyRecord{KeyID: w.KeyID, Enabled: w.Enabled, PlanIDs: planIDs,
 		InvalidateCache: w.InvalidateCache, CustomerID: w.CustomerID, ExpiresAt: fromUnixMilli(w.ExpiresAt),
-		ValueExpiresAt: fromUnixMilli(w.ValueExpiresAt), Version: w.Version}, nil
+		ValueExpiresAt: fromUnixMilli(w.ValueExpiresAt), Version: w.Version,
+		Calendar: plans.KeyCalendar{Anchor: w.QuotaAnchor, TimeZone: w.QuotaTimeZone}}, nil
 }
 
 // unixMilli returns t in Unix milliseconds, rounded down so that a record

@@ -97,7 +97,10 @@ type DecideArgs struct {
 // more than 1). The caller's own limits (the plan bucket, the quota, the
 // customer quota) take Cost units per request, the shared buckets and the
 // rules one. A Period of PeriodTable has its PeriodBounds right after it,
-// before its BucketSpecs.
+// then a CustomerPeriod of PeriodTable its own, before its BucketSpecs.
+// The quota and the customer quota each run on their own period: a key
+// with its own calendar (plans.KeyCalendar) shares its customer's
+// period, the plan's, with the customer's other keys.
 type DecisionSpec struct {
 	Buckets         uint8  // BucketSpecs that follow
 	Rules           uint8  // RuleSpecs after them
@@ -111,10 +114,12 @@ type DecisionSpec struct {
 	Usage           uint16 // index among the usage hashes; 0: no usage count
 	Want            uint16 // units to take when admitted; 0 counts as 1
 	Cost            int32  // units of the caller's own limits per request (0: none; usage counts the request and them)
-	Customer        uint16 // index among the states of the customer quota state (same Period and Offset); 0 none
+	Customer        uint16 // index among the states of the customer quota state; 0 none
 	CustomerLimit   int32  // the customer quota's limit (units)
 	CustomerAt      uint8  // CustomerHere, CustomerAdmitted or CustomerRefused
 	CustomerRetryUS int64  // CustomerRefused: its retry-after
+	CustomerPeriod  uint8  // the customer quota's period: PeriodDay, PeriodWeek, PeriodMonth or PeriodTable
+	CustomerOffset  uint8  // its offset (days)
 }
 
 // PeriodBounds is the bounds of a quota period the script cannot compute:
@@ -166,8 +171,8 @@ type RuleSpec struct {
 // on the day, and in the quota period, of AtUS (the quotas only while that
 // period lasts), unless Prev ran (an earlier try of this charge whose
 // reply was lost: it was counted then). A Period of PeriodTable has its
-// PeriodBounds (around AtUS) right after it; a table that does not hold
-// AtUS charges no quota.
+// PeriodBounds (around AtUS) right after it, then a CustomerPeriod of
+// PeriodTable its own; a table that does not hold AtUS charges no quota.
 //
 // Run is the decision run that may have decided the requests (in the run
 // window). ChargeAdmitted: when it ran, nothing is counted (it was then).
@@ -187,11 +192,17 @@ type ChargeSpec struct {
 	AtUS     int64  // Redis time of the admission (the node's estimate when undecided)
 	Run      int64  // the run that may have decided them (in the window); 0: never sent
 	Requests int32  // requests counted in usage (with Units, their cost)
-	Customer uint16 // index among the states of the customer quota state (same period); 0 none
+	Customer uint16 // index among the states of the customer quota state (its own period); 0 none
 	Bucket   uint16 // index among the states of the plan bucket (settles); 0 none
 	Kind     uint8  // ChargeAdmitted, ChargeSettle or ChargeSettleUndecided
 	Reserved int32  // settles: the units the decision took
 	Prev     int64  // an earlier try of this charge whose reply was lost; 0 none
+	// CustomerPeriod and CustomerOffset are the customer quota's own
+	// period (the plan's calendar, which a key with its own does not
+	// share); a CustomerPeriod of PeriodTable has its PeriodBounds after
+	// the quota's.
+	CustomerPeriod uint8
+	CustomerOffset uint8
 }
 
 // DecideReply heads op "decide"'s reply: then one DecisionReply per
@@ -204,19 +215,21 @@ type DecideReply struct {
 
 // DecisionReply is the outcome of one decision.
 type DecisionReply struct {
-	Allowed      uint8
-	Refused      uint8 // RefusedNone, RefusedBucket, RefusedRules, RefusedQuota, RefusedUnrestored
-	Bucket       uint8 // RefusedBucket: the 1-based index of the refusing bucket
-	NowUS        int64 // the run's time
-	RetryUS      int64 // refused: until it could admit (-1 never)
-	PlanLeft     int64 // whole tokens left in the plan bucket; -1 none
-	PlanFullUS   int64 // until the plan bucket is full (-1 never)
-	QuotaLeft    int64 // quota units left; -1 no quota
-	QuotaStart   int64 // quota period start (s)
-	QuotaEnd     int64 // quota period end (s)
-	Granted      int32 // units taken (0 refused; more than 1: a lease)
-	LeaseWaitUS  int64 // refused while leases on the refusing level have units out: how long they may still take
-	CustomerLeft int64 // customer quota units left; -1 no customer quota (or decided in its own slot)
+	Allowed       uint8
+	Refused       uint8 // RefusedNone, RefusedBucket, RefusedRules, RefusedQuota, RefusedUnrestored
+	Bucket        uint8 // RefusedBucket: the 1-based index of the refusing bucket
+	NowUS         int64 // the run's time
+	RetryUS       int64 // refused: until it could admit (-1 never)
+	PlanLeft      int64 // whole tokens left in the plan bucket; -1 none
+	PlanFullUS    int64 // until the plan bucket is full (-1 never)
+	QuotaLeft     int64 // quota units left; -1 no quota
+	QuotaStart    int64 // quota period start (s)
+	QuotaEnd      int64 // quota period end (s)
+	Granted       int32 // units taken (0 refused; more than 1: a lease)
+	LeaseWaitUS   int64 // refused while leases on the refusing level have units out: how long they may still take
+	CustomerLeft  int64 // customer quota units left; -1 no customer quota (or decided in its own slot)
+	CustomerStart int64 // customer quota period start (s)
+	CustomerEnd   int64 // customer quota period end (s)
 }
 
 // RuleReply is the outcome of one rule.

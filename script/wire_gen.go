@@ -47,9 +47,9 @@ func (v *DecideArgs) Decode(s string) (string, error) {
 }
 
 // DecisionSpecSize is the packed size of DecisionSpec.
-const DecisionSpecSize = 43
+const DecisionSpecSize = 45
 
-// Append appends v packed (format "<BBBBi8Hi4BBHHi4Hi4Bi8").
+// Append appends v packed (format "<BBBBi8Hi4BBHHi4Hi4Bi8BB").
 func (v *DecisionSpec) Append(b []byte) []byte {
 	b = append(b, v.Buckets)
 	b = append(b, v.Rules)
@@ -67,6 +67,8 @@ func (v *DecisionSpec) Append(b []byte) []byte {
 	b = le.AppendUint32(b, uint32(v.CustomerLimit))
 	b = append(b, v.CustomerAt)
 	b = le.AppendUint64(b, uint64(v.CustomerRetryUS))
+	b = append(b, v.CustomerPeriod)
+	b = append(b, v.CustomerOffset)
 	return b
 }
 
@@ -92,6 +94,8 @@ func (v *DecisionSpec) Decode(s string) (string, error) {
 	v.CustomerLimit = int32(uint32(u64(s, 30, 4)))
 	v.CustomerAt = s[34]
 	v.CustomerRetryUS = int64(u64(s, 35, 8))
+	v.CustomerPeriod = s[43]
+	v.CustomerOffset = s[44]
 	return s[DecisionSpecSize:], nil
 }
 
@@ -191,9 +195,9 @@ func (v *RuleSpec) Decode(s string) (string, error) {
 }
 
 // ChargeSpecSize is the packed size of ChargeSpec.
-const ChargeSpecSize = 47
+const ChargeSpecSize = 49
 
-// Append appends v packed (format "<HBBHi4i8i8i4HHBi4i8").
+// Append appends v packed (format "<HBBHi4i8i8i4HHBi4i8BB").
 func (v *ChargeSpec) Append(b []byte) []byte {
 	b = le.AppendUint16(b, v.Quota)
 	b = append(b, v.Period)
@@ -208,6 +212,8 @@ func (v *ChargeSpec) Append(b []byte) []byte {
 	b = append(b, v.Kind)
 	b = le.AppendUint32(b, uint32(v.Reserved))
 	b = le.AppendUint64(b, uint64(v.Prev))
+	b = append(b, v.CustomerPeriod)
+	b = append(b, v.CustomerOffset)
 	return b
 }
 
@@ -230,6 +236,8 @@ func (v *ChargeSpec) Decode(s string) (string, error) {
 	v.Kind = s[34]
 	v.Reserved = int32(uint32(u64(s, 35, 4)))
 	v.Prev = int64(u64(s, 39, 8))
+	v.CustomerPeriod = s[47]
+	v.CustomerOffset = s[48]
 	return s[ChargeSpecSize:], nil
 }
 
@@ -257,9 +265,9 @@ func (v *DecideReply) Decode(s string) (string, error) {
 }
 
 // DecisionReplySize is the packed size of DecisionReply.
-const DecisionReplySize = 79
+const DecisionReplySize = 95
 
-// Append appends v packed (format "<BBBi8i8i8i8i8i8i8i4i8i8").
+// Append appends v packed (format "<BBBi8i8i8i8i8i8i8i4i8i8i8i8").
 func (v *DecisionReply) Append(b []byte) []byte {
 	b = append(b, v.Allowed)
 	b = append(b, v.Refused)
@@ -274,6 +282,8 @@ func (v *DecisionReply) Append(b []byte) []byte {
 	b = le.AppendUint32(b, uint32(v.Granted))
 	b = le.AppendUint64(b, uint64(v.LeaseWaitUS))
 	b = le.AppendUint64(b, uint64(v.CustomerLeft))
+	b = le.AppendUint64(b, uint64(v.CustomerStart))
+	b = le.AppendUint64(b, uint64(v.CustomerEnd))
 	return b
 }
 
@@ -296,6 +306,8 @@ func (v *DecisionReply) Decode(s string) (string, error) {
 	v.Granted = int32(uint32(u64(s, 59, 4)))
 	v.LeaseWaitUS = int64(u64(s, 63, 8))
 	v.CustomerLeft = int64(u64(s, 71, 8))
+	v.CustomerStart = int64(u64(s, 79, 8))
+	v.CustomerEnd = int64(u64(s, 87, 8))
 	return s[DecisionReplySize:], nil
 }
 

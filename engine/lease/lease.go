@@ -481,8 +481,8 @@ func boundary(d *limit.Decision, req *limit.Request) time.Time {
 
 // periodStart returns the start of the quota period a lease taken by
 // decision d took its units in (the customer quota's when the key has no
-// quota of its own; both share one period otherwise); zero without
-// either.
+// quota of its own; the customer's own otherwise is
+// Return.CustomerPeriodStart); zero without either.
 func periodStart(d *limit.Decision) time.Time {
 	if q := cmp.Or(d.Quota, d.Customer); q != nil {
 		return q.Reset.Add(-q.Window)
@@ -628,6 +628,9 @@ func (t *Table) giveBack() {
 			returns[i] = limit.Return{Req: &l.req, Taken: l.taken, Unspent: l.left, Spent: l.spent,
 				At: l.take.Now, KeepQuota: l.keepQuota, TakenAt: l.take.TakenAt}
 			returns[i].PeriodStart = periodStart(&l.take)
+			if c := l.take.Customer; c != nil { // its own period: the plan's, whatever the key's
+				returns[i].CustomerPeriodStart = c.Reset.Add(-c.Window)
+			}
 			spent += int(l.spent)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), giveBackTimeout)

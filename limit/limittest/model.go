@@ -250,16 +250,12 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 		}
 	}
 	var cused int64
-	var cStored time.Time
+	var cStored, cStart, cEnd time.Time
 	cName := customerQuota(req)
 	if cq := req.CustomerQuota; keyed && cq != nil {
-		p := *cq
-		if req.Quota != nil {
-			p.Period, p.Offset = req.Quota.Period, req.Quota.Offset
-		}
-		qStart, qEnd = plans.Quota{Period: p.Period, Offset: p.Offset}.Bounds(d.Now)
-		cStored = qStart
-		if s := m.quotas[cName]; s != nil && !s.start.Before(qStart) {
+		cStart, cEnd = cq.Calendar().Bounds(d.Now)
+		cStored = cStart
+		if s := m.quotas[cName]; s != nil && !s.start.Before(cStart) {
 			cused, cStored = s.used, s.start
 		}
 		if refused < 0 && cused+max(cost, 1) > int64(cq.Limit) {
@@ -345,13 +341,17 @@ func (m *Model) Decide(_ context.Context, req *limit.Request) (limit.Decision, e
 			}
 			d.LeaseWait = time.Duration(checks[firstRule].leaseWait) * time.Microsecond
 		} else {
-			m.retry(&d, req, toks, refused, qEnd, bnames, qName, us, need)
+			end := qEnd
+			if refused == len(req.Buckets)+2 {
+				end = cEnd // the customer quota's own period
+			}
+			m.retry(&d, req, toks, refused, end, bnames, qName, us, need)
 		}
 	}
 	m.commitRules(&d, req, checks, us)
 	m.states(&d, req, toks, used, qStart, qEnd)
 	if cq := req.CustomerQuota; keyed && cq != nil {
-		d.Customer = &limit.State{Limit: int64(cq.Limit), Remaining: max(0, int64(cq.Limit)-cused), Reset: qEnd, Window: qEnd.Sub(qStart)}
+		d.Customer = &limit.State{Limit: int64(cq.Limit), Remaining: max(0, int64(cq.Limit)-cused), Reset: cEnd, Window: cEnd.Sub(cStart)}
 	}
 	return d, nil
 }

@@ -22,9 +22,11 @@ type keyRow struct {
 	CreatedAt   time.Time         `db:"created_at"`
 	UpdatedAt   time.Time         `db:"updated_at"`
 	ExpiresAt   *time.Time        `db:"expires_at"`
+	Anchor      string            `db:"quota_anchor"`
+	TimeZone    string            `db:"quota_time_zone"`
 }
 
-const keyCols = `id, key_hash, name, description, enabled, customer_id, stage_keys, tags, created_at, updated_at, expires_at`
+const keyCols = `id, key_hash, name, description, enabled, customer_id, stage_keys, tags, created_at, updated_at, expires_at, quota_anchor, quota_time_zone`
 
 func (r keyRow) key() plans.ApiKey {
 	sk := r.StageKeys
@@ -33,7 +35,8 @@ func (r keyRow) key() plans.ApiKey {
 	}
 	return plans.ApiKey{ID: r.ID, Name: r.Name, Description: r.Description, Enabled: r.Enabled,
 		CustomerID: r.CustomerID, StageKeys: sk, Tags: nilIfEmptyMap(r.Tags),
-		CreatedDate: epoch(r.CreatedAt), LastUpdatedDate: epoch(r.UpdatedAt), ExpiresAt: utc(r.ExpiresAt)}
+		CreatedDate: epoch(r.CreatedAt), LastUpdatedDate: epoch(r.UpdatedAt), ExpiresAt: utc(r.ExpiresAt),
+		QuotaAnchor: r.Anchor, QuotaTimeZone: r.TimeZone}
 }
 
 // utc returns t in UTC, nil for nil.
@@ -83,8 +86,9 @@ func (db *DB) CreateApiKey(ctx context.Context, k *plans.ApiKey, hash string) er
 	return db.write(ctx, func(ctx context.Context, tx pgx.Tx, now time.Time) error {
 		k.ID, k.CreatedDate, k.LastUpdatedDate = plans.NewID(plans.LongIDLen), epoch(now), epoch(now)
 		k.ExpiresAt = keyExpiry(k.Tags)
-		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			k.ID, hash, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, now, k.ExpiresAt); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO api_keys (`+keyCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			k.ID, hash, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, now, k.ExpiresAt,
+			k.QuotaAnchor, k.QuotaTimeZone); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{keys: []string{hash}})
@@ -161,8 +165,12 @@ func (db *DB) UpdateApiKey(ctx context.Context, id string, fn func(*plans.ApiKey
 		}
 		k.ExpiresAt = keyExpiry(k.Tags)
 		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = $2, description = $3, enabled = $4, customer_id = $5,
-				stage_keys = $6, tags = $7, updated_at = $8, expires_at = $9 WHERE id = $1`,
-			id, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, k.ExpiresAt); err != nil {
+				stage_keys = $6, tags = $7, updated_at = $8, expires_at = $9, quota_anchor = $10, quota_time_zone = $11 WHERE id = $1`,
+			id, k.Name, k.Description, k.Enabled, k.CustomerID, k.StageKeys, emptyIfNil(k.Tags), now, k.ExpiresAt,
+			k.QuotaAnchor, k.QuotaTimeZone); err != nil {
+			return err
+		}
+		if err := keyAnchorsFit(ctx, tx, `k.key_id = $1`, id); err != nil {
 			return err
 		}
 		return record(ctx, tx, now, &change{keys: []string{r.KeyHash}})

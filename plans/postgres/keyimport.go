@@ -235,6 +235,9 @@ func storeImport(ctx context.Context, tx pgx.Tx, now time.Time, imp *keyImport) 
 		ON CONFLICT (plan_id, key_id) DO NOTHING`, planIDs, keyIDs, now); err != nil {
 		return nil, err
 	}
+	if err := keyAnchorsFit(ctx, tx, `(k.plan_id, k.key_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, planIDs, keyIDs); err != nil {
+		return nil, err
+	}
 	for i, k := range imp.keys {
 		ids[i] = stored[k.hash]
 	}

@@ -40,6 +40,9 @@ func (db *DB) CreateUsagePlanKey(ctx context.Context, planID, keyID string) (*pl
 			planID, keyID, now); err != nil {
 			return err
 		}
+		if err := keyAnchorsFit(ctx, tx, `k.plan_id = $1 AND k.key_id = $2`, planID, keyID); err != nil {
+			return err
+		}
 		out = &plans.UsagePlanKey{ID: keyID, Type: plans.KeyTypeAPIKey, Name: k.Name}
 		return record(ctx, tx, now, &change{keys: []string{k.KeyHash}})
 	})

@@ -92,6 +92,8 @@ type keyRecordRow struct {
 	PlanIDs        []string          `db:"plan_ids"`
 	ExpiresAt      *time.Time        `db:"expires_at"`
 	ValueExpiresAt *time.Time        `db:"value_expires_at"`
+	Anchor         string            `db:"quota_anchor"`
+	TimeZone       string            `db:"quota_time_zone"`
 }
 
 // keyRecordSelect reads the record of every value: each key's current
@@ -99,10 +101,11 @@ type keyRecordRow struct {
 // set), as rows of one relation r to filter and order by key_hash.
 const keyRecordSelect = `SELECT * FROM (
 	SELECT a.key_hash, a.id, a.enabled, a.customer_id, a.tags, a.expires_at, NULL::timestamptz AS value_expires_at,
+		a.quota_anchor, a.quota_time_zone,
 		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id) AS plan_ids
 	FROM api_keys a
 	UNION ALL
-	SELECT p.key_hash, a.id, a.enabled, a.customer_id, a.tags, a.expires_at, p.expires_at,
+	SELECT p.key_hash, a.id, a.enabled, a.customer_id, a.tags, a.expires_at, p.expires_at, a.quota_anchor, a.quota_time_zone,
 		ARRAY(SELECT k.plan_id FROM usage_plan_keys k WHERE k.key_id = a.id ORDER BY k.plan_id)
 	FROM api_key_previous_values p JOIN api_keys a ON a.id = p.key_id) r`
 
@@ -112,7 +115,8 @@ func (r keyRecordRow) record(version int64) *plans.KeyRecord {
 		ids = []string{}
 	}
 	rec := &plans.KeyRecord{KeyID: r.ID, Enabled: r.Enabled, PlanIDs: ids, CustomerID: r.CustomerID,
-		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version}
+		InvalidateCache: plans.CanInvalidateCache(r.Tags), Version: version,
+		Calendar: (&plans.ApiKey{QuotaAnchor: r.Anchor, QuotaTimeZone: r.TimeZone, Tags: r.Tags}).QuotaCalendar()}
 	if r.ExpiresAt != nil {
 		rec.ExpiresAt = r.ExpiresAt.UTC()
 	}

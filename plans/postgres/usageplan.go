@@ -299,6 +299,9 @@ func (db *DB) UpdateUsagePlan(ctx context.Context, id string, fn func(*plans.Usa
 		if err := syncPlanStages(ctx, tx, id, old, p.ApiStages); err != nil {
 			return err
 		}
+		if err := keyAnchorsFit(ctx, tx, `k.plan_id = $1`, id); err != nil {
+			return quotaMisfit(err)
+		}
 		return record(ctx, tx, now, &change{snapshot: true, plans: []string{id}})
 	})
 	if err != nil {

@@ -11,8 +11,8 @@ lease_wait (bucket.lua), quota_used, write_quota, count_usage, restored
   ARGV  3 wire.decide_args, its charges (wire.charge_spec, its
           wire.period_bounds when its period is wire.PERIOD_TABLE), then its
           decisions (wire.decision_spec, its wire.period_bounds when its
-          period is wire.PERIOD_TABLE, its wire.bucket_specs, its
-          wire.rule_specs)
+          period is wire.PERIOD_TABLE, the customer quota's when its
+          customer_period is, its wire.bucket_specs, its wire.rule_specs)
   Reply: wire.decide_reply, a wire.decision_reply per decision, then a
   wire.rule_reply per rule of every decision, in order.
 
@@ -183,10 +183,16 @@ local function decide()
   -- decision did not take when the decision ran (always for
   -- wire.CHARGE_SETTLE), else the whole cost, and no bucket.
   local reply = {status = wire.RUN_DONE, counted = 0, skipped = 0}
-  local c, pt = {}, {}
+  local c, pt, cpt = {}, {}, {}
+  -- charge_bounds is the period of code and offset (or table) holding at
+  local function charge_bounds(at, code, offset, table)
+    if code == wire.PERIOD_TABLE then return period_in(table, at) end
+    return period(day_of(at), code, offset)
+  end
   for _ = 1, a.charges do
     pos = wire.read_charge_spec(spec, pos, c)
     if c.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
+    if c.customer_period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, cpt) end
     local ran = c.kind == wire.CHARGE_SETTLE or (c.run ~= 0 and window_holds(win, c.run))
     if (c.prev ~= 0 and window_holds(win, c.prev)) or (ran and c.kind == wire.CHARGE_ADMITTED) then
       reply.skipped = reply.skipped + 1
@@ -196,17 +202,14 @@ local function decide()
       local at = mmin(c.at_us, now)
       local units = c.units
       if ran then units = c.units - c.reserved end
-      if (c.quota > 0 or c.customer > 0) and units ~= 0 then
-        local start, stop
-        if c.period == wire.PERIOD_TABLE then
-          start, stop = period_in(pt, at)
-        else
-          start, stop = period(day_of(at), c.period, c.offset)
-        end
-        if start and stop * US > now then
-          if c.quota > 0 then charge_quota(c.quota, start, stop, units, 0) end
-          if c.customer > 0 then charge_quota(c.customer, start, stop, units, 0) end
-        end
+      -- the quota and the customer quota each in its own period of at
+      if c.quota > 0 and units ~= 0 then
+        local start, stop = charge_bounds(at, c.period, c.offset, pt)
+        if start and stop * US > now then charge_quota(c.quota, start, stop, units, 0) end
+      end
+      if c.customer > 0 and units ~= 0 then
+        local start, stop = charge_bounds(at, c.customer_period, c.customer_offset, cpt)
+        if start and stop * US > now then charge_quota(c.customer, start, stop, units, 0) end
       end
       if ran and c.bucket > 0 and units ~= 0 then
         -- an absent state is a full bucket: it may go below 0 and refills
@@ -242,7 +245,7 @@ local function decide()
   end
 
   local check_rule -- rule_run over the rule states, made on first use
-  local d, bk, rl, tokens, times, rebase = {}, {}, {}, {}, {}, {}
+  local d, bk, rl, tokens, times, rebase, cpt = {}, {}, {}, {}, {}, {}, {}
   -- need(i, b): the tokens bucket i must hold to admit: one, or the cost
   -- of the caller's plan bucket (at most its burst, so a cost above the
   -- burst is admitted on a full bucket and takes it below 0)
@@ -255,10 +258,11 @@ local function decide()
   for n = 1, a.decisions do
     pos = wire.read_decision_spec(spec, pos, d)
     if d.period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, pt) end
+    if d.customer_period == wire.PERIOD_TABLE then pos = wire.read_period_bounds(spec, pos, cpt) end
     local nb, nr = d.buckets, d.rules
     local r = {allowed = 0, refused = wire.REFUSED_NONE, bucket = 0, now_us = now, retry_us = 0, plan_left = -1,
       plan_full_us = -1, quota_left = -1, quota_start = 0, quota_end = 0, granted = 0, lease_wait_us = 0,
-      customer_left = -1}
+      customer_left = -1, customer_start = 0, customer_end = 0}
     local cost = d.cost
 
     -- Buckets: tokens now, and whether the state must be rebased. A bucket
@@ -298,30 +302,37 @@ local function decide()
     -- a keyed decision waits for the restore: refused, charging nothing
     if (d.usage > 0 or d.quota > 0) and not is_restored then r.refused = wire.REFUSED_UNRESTORED end
 
-    -- Quota and customer quota: the units used in the current period (the
-    -- customer's in its own slot on Redis Cluster: decided there first). A
-    -- table that misses the run's time refuses before any other limit: the
-    -- node decides again with a table around now_us. A request costing 0
-    -- units still needs one left: an overdrawn quota refuses every request.
+    -- Quota and customer quota: the units used in the current period of
+    -- each (the customer's in its own slot on Redis Cluster: decided there
+    -- first). A table that misses the run's time refuses before any other
+    -- limit: the node decides again with tables around now_us. A request
+    -- costing 0 units still needs one left: an overdrawn quota refuses
+    -- every request.
     local used, kept, start, stop = 0, 0, 0, 0
-    local cused, ckept = 0, 0
-    if d.quota > 0 or d.customer > 0 then
-      if d.period == wire.PERIOD_TABLE then
-        start, stop = period_in(pt, now)
-      else
-        start, stop = quota_bounds(d.period, d.offset)
+    local cused, ckept, cstart, cstop = 0, 0, 0, 0
+    local function bounds_of(code, offset, table)
+      if code == wire.PERIOD_TABLE then return period_in(table, now) end
+      return quota_bounds(code, offset)
+    end
+    local missed = false
+    if d.quota > 0 then
+      start, stop = bounds_of(d.period, d.offset, pt)
+      if not start then missed, start, stop = true, 0, 0 end
+    end
+    if d.customer > 0 then
+      cstart, cstop = bounds_of(d.customer_period, d.customer_offset, cpt)
+      if not cstart then missed, cstart, cstop = true, 0, 0 end
+    end
+    if missed then
+      r.refused = wire.REFUSED_PERIOD
+    else
+      if d.quota > 0 then
+        used, kept = quota_used(quota_at(d.quota), start)
+        if r.refused == wire.REFUSED_NONE and used + mmax(cost, 1) > d.limit then r.refused = wire.REFUSED_QUOTA end
       end
-      if not start then
-        r.refused, start, stop = wire.REFUSED_PERIOD, 0, 0
-      else
-        if d.quota > 0 then
-          used, kept = quota_used(quota_at(d.quota), start)
-          if r.refused == wire.REFUSED_NONE and used + mmax(cost, 1) > d.limit then r.refused = wire.REFUSED_QUOTA end
-        end
-        if d.customer > 0 then
-          cused, ckept = quota_used(quota_at(d.customer), start)
-          if r.refused == wire.REFUSED_NONE and cused + mmax(cost, 1) > d.customer_limit then r.refused = wire.REFUSED_CUSTOMER end
-        end
+      if d.customer > 0 then
+        cused, ckept = quota_used(quota_at(d.customer), cstart)
+        if r.refused == wire.REFUSED_NONE and cused + mmax(cost, 1) > d.customer_limit then r.refused = wire.REFUSED_CUSTOMER end
       end
     end
     if d.customer == 0 and d.customer_at == wire.CUSTOMER_REFUSED and r.refused == wire.REFUSED_NONE then
@@ -362,7 +373,7 @@ local function decide()
         used = used + k * cost
       end
       if d.customer > 0 then
-        charge_quota(d.customer, ckept, stop, k * cost, hold)
+        charge_quota(d.customer, ckept, cstop, k * cost, hold)
         cused = cused + k * cost
       end
       if d.usage > 0 then count(d.usage, days, 1, cost - 1) end
@@ -394,7 +405,7 @@ local function decide()
       r.lease_wait_us = lease_wait(quota_at(d.quota))
     elseif r.refused == wire.REFUSED_CUSTOMER then
       if d.customer > 0 then
-        r.retry_us = stop * US - now
+        r.retry_us = cstop * US - now
         r.lease_wait_us = lease_wait(quota_at(d.customer))
       else
         r.retry_us = d.customer_retry_us
@@ -413,7 +424,10 @@ local function decide()
       r.quota_left, r.quota_start, r.quota_end = mmax(0, d.limit - used), start, stop
     end
     if d.customer > 0 then
-      r.customer_left, r.quota_start, r.quota_end = mmax(0, d.customer_limit - cused), start, stop
+      r.customer_left, r.customer_start, r.customer_end = mmax(0, d.customer_limit - cused), cstart, cstop
+      -- a decision without a quota of the key's own reports the customer's
+      -- period as the quota's (the lease's boundary and give-back read it)
+      if d.quota == 0 then r.quota_start, r.quota_end = cstart, cstop end
     end
     out[#out + 1] = wire.pack_decision_reply(r)
   end

@@ -48,13 +48,13 @@ function wire.pack_decide_args(t)
   return struct.pack('<HHHHHHHi8Bi8', t.decisions, t.charges, t.states, t.usages, t.rule_states, t.changes, t.window, t.run, t.await, t.lease_us)
 end
 
--- DecisionSpec, 43 bytes
+-- DecisionSpec, 45 bytes
 function wire.read_decision_spec(s, pos, t)
-  t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us, pos = struct.unpack('<BBBBi8Hi4BBHHi4Hi4Bi8', s, pos)
+  t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us, t.customer_period, t.customer_offset, pos = struct.unpack('<BBBBi8Hi4BBHHi4Hi4Bi8BB', s, pos)
   return pos
 end
 function wire.pack_decision_spec(t)
-  return struct.pack('<BBBBi8Hi4BBHHi4Hi4Bi8', t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us)
+  return struct.pack('<BBBBi8Hi4BBHHi4Hi4Bi8BB', t.buckets, t.rules, t.plan, t.rules_elsewhere, t.rules_retry_us, t.quota, t.limit, t.period, t.offset, t.usage, t.want, t.cost, t.customer, t.customer_limit, t.customer_at, t.customer_retry_us, t.customer_period, t.customer_offset)
 end
 
 -- PeriodBounds, 32 bytes
@@ -84,13 +84,13 @@ function wire.pack_rule_spec(t)
   return struct.pack('<BBHdi4i4i8i8i8I4I4BB', t.algorithm, t.shadow, t.key, t.rate, t.burst, t.limit, t.window_us, t.max_delay_us, t.lease_us, t.node, t.seq, t.period, t.offset)
 end
 
--- ChargeSpec, 47 bytes
+-- ChargeSpec, 49 bytes
 function wire.read_charge_spec(s, pos, t)
-  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev, pos = struct.unpack('<HBBHi4i8i8i4HHBi4i8', s, pos)
+  t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev, t.customer_period, t.customer_offset, pos = struct.unpack('<HBBHi4i8i8i4HHBi4i8BB', s, pos)
   return pos
 end
 function wire.pack_charge_spec(t)
-  return struct.pack('<HBBHi4i8i8i4HHBi4i8', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev)
+  return struct.pack('<HBBHi4i8i8i4HHBi4i8BB', t.quota, t.period, t.offset, t.usage, t.units, t.at_us, t.run, t.requests, t.customer, t.bucket, t.kind, t.reserved, t.prev, t.customer_period, t.customer_offset)
 end
 
 -- DecideReply, 5 bytes
@@ -102,13 +102,13 @@ function wire.pack_decide_reply(t)
   return struct.pack('<BHH', t.status, t.counted, t.skipped)
 end
 
--- DecisionReply, 79 bytes
+-- DecisionReply, 95 bytes
 function wire.read_decision_reply(s, pos, t)
-  t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left, pos = struct.unpack('<BBBi8i8i8i8i8i8i8i4i8i8', s, pos)
+  t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left, t.customer_start, t.customer_end, pos = struct.unpack('<BBBi8i8i8i8i8i8i8i4i8i8i8i8', s, pos)
   return pos
 end
 function wire.pack_decision_reply(t)
-  return struct.pack('<BBBi8i8i8i8i8i8i8i4i8i8', t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left)
+  return struct.pack('<BBBi8i8i8i8i8i8i8i4i8i8i8i8', t.allowed, t.refused, t.bucket, t.now_us, t.retry_us, t.plan_left, t.plan_full_us, t.quota_left, t.quota_start, t.quota_end, t.granted, t.lease_wait_us, t.customer_left, t.customer_start, t.customer_end)
 end
 
 -- RuleReply, 33 bytes
