@@ -155,9 +155,13 @@ func (s *Server) KeyUsage(ctx context.Context, planID, keyID string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), from), to, today)
+	rule, err := s.keyRule(ctx, plan, keyID) // the key's own periods
 	if err != nil {
 		return nil, err
 	}
-	return s.keyUsage(ctx, planID, keyID, plan.QuotaRule(), from, to, today, counts[keyID])
+	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(rule, from), to, today)
+	if err != nil {
+		return nil, err
+	}
+	return s.keyUsage(ctx, planID, keyID, rule, from, to, today, counts[keyID])
 }

@@ -144,6 +144,9 @@ type ApiKeyStore interface {
 	// key within plans.RotationReplayWindow changes nothing and returns
 	// that rotation (Replayed).
 	RotateApiKey(ctx context.Context, rot plans.KeyRotation) (plans.KeyRotation, error)
+	// KeyCalendars returns the own quota calendar of each of ids that has
+	// one (plans.KeyCalendar): the periods usage reads count the key in.
+	KeyCalendars(ctx context.Context, ids []string) (map[string]plans.KeyCalendar, error)
 	KeyImporter
 }
 

@@ -61,22 +61,46 @@ const MaxUsageDays = 90
 // quota, Periods (tollgate's too) is the quota period each day of the
 // range counts in (the one holding the day's first instant: remaining is
 // counted in it), and CurrentPeriod the period holding the limiter's time
-// now, so that a client need not know anchors, time zones or offsets.
+// now, so that a client need not know anchors, time zones or offsets:
+// the plan's, or with keyId that key's own (plans.KeyCalendar);
+// KeyPeriods has them per key for the keys on their own calendar.
 type usageOutput struct {
-	UsagePlanID   string               `json:"usagePlanId"`
-	StartDate     string               `json:"startDate"`
-	EndDate       string               `json:"endDate"`
-	Values        map[string][][]int64 `json:"values"`
-	Requests      map[string][]int64   `json:"requests,omitempty"`
-	Periods       []usagePeriod        `json:"periods,omitempty"`
-	CurrentPeriod *usagePeriod         `json:"currentPeriod,omitempty"`
-	Position      string               `json:"position,omitempty"`
+	UsagePlanID   string                `json:"usagePlanId"`
+	StartDate     string                `json:"startDate"`
+	EndDate       string                `json:"endDate"`
+	Values        map[string][][]int64  `json:"values"`
+	Requests      map[string][]int64    `json:"requests,omitempty"`
+	Periods       []usagePeriod         `json:"periods,omitempty"`
+	CurrentPeriod *usagePeriod          `json:"currentPeriod,omitempty"`
+	KeyPeriods    map[string]keyPeriods `json:"keyPeriods,omitempty"`
+	Position      string                `json:"position,omitempty"`
 }
 
 // usagePeriod is one quota period: its start and end, RFC 3339 UTC.
 type usagePeriod struct {
 	Start string `json:"start"`
 	End   string `json:"end"`
+}
+
+// keyPeriods are the quota periods of a key on its own calendar
+// (plans.KeyCalendar), as usageOutput has the plan's.
+type keyPeriods struct {
+	Periods       []usagePeriod `json:"periods"`
+	CurrentPeriod *usagePeriod  `json:"currentPeriod"`
+}
+
+// periodsOf returns the period of q holding each day of [from, to] (its
+// first instant) and the one holding now; none without a quota.
+func periodsOf(q *plans.Quota, from, to, now time.Time) ([]usagePeriod, *usagePeriod) {
+	if q == nil {
+		return nil, nil
+	}
+	var ps []usagePeriod
+	for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
+		ps = append(ps, periodOf(q, d))
+	}
+	cur := periodOf(q, now)
+	return ps, &cur
 }
 
 // periodOf returns the period of q that holds t.
@@ -233,19 +257,33 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	today := utcDate(now)
-	if q := plan.QuotaRule(); q != nil {
-		for d := from; !d.After(to); d = d.AddDate(0, 0, 1) {
-			out.Periods = append(out.Periods, periodOf(q, d))
-		}
-		cur := periodOf(q, now)
-		out.CurrentPeriod = &cur
+	rules, err := s.keyRules(ctx, plan, keyIDs)
+	if err != nil {
+		return err
 	}
-	counts, requests, err := s.usageCounts(ctx, planID, keyIDs, periodStart(plan.QuotaRule(), from), to, today)
+	planRule := plan.QuotaRule()
+	if k := r.URL.Query().Get("keyId"); k != "" && len(keyIDs) == 1 {
+		planRule = rules[k] // one key: its own periods
+	}
+	out.Periods, out.CurrentPeriod = periodsOf(planRule, from, to, now)
+	first := from // the earliest start of a period any key's remaining counts from
+	for _, k := range keyIDs {
+		first = earlier(first, periodStart(rules[k], from))
+		if !rules[k].SameCalendar(planRule) { // a key on its own calendar
+			if out.KeyPeriods == nil {
+				out.KeyPeriods = map[string]keyPeriods{}
+			}
+			kp := keyPeriods{}
+			kp.Periods, kp.CurrentPeriod = periodsOf(rules[k], from, to, now)
+			out.KeyPeriods[k] = kp
+		}
+	}
+	counts, requests, err := s.usageCounts(ctx, planID, keyIDs, first, to, today)
 	if err != nil {
 		return err
 	}
 	for _, k := range keyIDs {
-		v, err := s.keyUsage(ctx, planID, k, plan.QuotaRule(), from, to, today, counts[k])
+		v, err := s.keyUsage(ctx, planID, k, rules[k], from, to, today, counts[k])
 		if err != nil {
 			return err
 		}
@@ -256,6 +294,31 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// keyRules returns the quota rule each of keyIDs runs on in plan (nil
+// without a quota): the plan's, on the key's own calendar where it has
+// one (plans.KeyCalendar).
+func (s *Server) keyRules(ctx context.Context, plan *plans.UsagePlan, keyIDs []string) (map[string]*plans.Quota, error) {
+	rule := plan.QuotaRule()
+	var cals map[string]plans.KeyCalendar
+	if rule != nil && len(keyIDs) > 0 {
+		var err error
+		if cals, err = s.store.KeyCalendars(ctx, keyIDs); err != nil {
+			return nil, err
+		}
+	}
+	out := make(map[string]*plans.Quota, len(keyIDs))
+	for _, k := range keyIDs {
+		out[k] = cals[k].Apply(rule)
+	}
+	return out, nil
+}
+
+// keyRule is keyRules for one key.
+func (s *Server) keyRule(ctx context.Context, plan *plans.UsagePlan, keyID string) (*plans.Quota, error) {
+	rules, err := s.keyRules(ctx, plan, []string{keyID})
+	return rules[keyID], err
 }
 
 // periodStart is the UTC date of the start of q's period that contains
@@ -375,7 +438,11 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	if plan.Quota == nil {
 		return plans.Invalid("/remaining", "usage plan %s has no quota: there is no remaining count to set", planID)
 	}
-	if err := s.usage.SetRemaining(ctx, keyID, planID, *plan.QuotaRule(), remaining); err != nil {
+	rule, err := s.keyRule(ctx, plan, keyID) // the key's own periods
+	if err != nil {
+		return err
+	}
+	if err := s.usage.SetRemaining(ctx, keyID, planID, *rule, remaining); err != nil {
 		return plans.Unavailable(err, "quota of key %s is unavailable", keyID)
 	}
 	if a, ok := s.pub.(UsageAnnouncer); ok {
@@ -388,11 +455,11 @@ func (s *Server) updateUsage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(plan.QuotaRule(), today), today, today)
+	counts, _, err := s.usageCounts(ctx, planID, []string{keyID}, periodStart(rule, today), today, today)
 	if err != nil {
 		return err
 	}
-	v, err := s.keyUsage(ctx, planID, keyID, plan.QuotaRule(), today, today, today, counts[keyID])
+	v, err := s.keyUsage(ctx, planID, keyID, rule, today, today, today, counts[keyID])
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,15 @@ func (c KeyCalendar) Apply(q *Quota) *Quota {
 	return &out
 }
 
+// SameCalendar reports whether q and o start their periods alike (their
+// period, offset, anchor and zone; limits aside).
+func (q *Quota) SameCalendar(o *Quota) bool {
+	if q == nil || o == nil {
+		return q == o
+	}
+	return q.Calendar() == o.Calendar()
+}
+
 // keyAnchorFields are the names a key's anchor is refused by: its field,
 // its tag.
 const (

@@ -21,8 +21,11 @@ import (
 // already recorded for the plan, key or customer, period and threshold is
 // left alone (the unique constraint quota_alerts_once), so several admin
 // nodes and repeated flushes record it once; each new one enqueues its
-// webhook in the same transaction.
-func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now time.Time) error {
+// webhook in the same transaction. A key on its own calendar
+// (plans.KeyCalendar) has its own periods; its customer's period is the
+// plan's that holds the later of its quota state's period start and the
+// last day days (the flush's day counts) counted it in.
+func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, days []plans.UsageDay, now time.Time) error {
 	if len(quotas) == 0 {
 		return nil
 	}
@@ -51,11 +54,22 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 			keyIDs = append(keyIDs, q.KeyID)
 		}
 	}
-	customers := map[string]string{}
-	rows, _ = tx.Query(ctx, `SELECT id, customer_id FROM api_keys WHERE id = ANY($1) AND customer_id <> ''`, keyIDs)
-	var id, customer string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &customer}, func() error { customers[id] = customer; return nil }); err != nil {
+	customers, cals := map[string]string{}, map[string]plans.KeyCalendar{}
+	rows, _ = tx.Query(ctx, `SELECT id, customer_id, quota_anchor, quota_time_zone, tags FROM api_keys
+		WHERE id = ANY($1) AND (customer_id <> '' OR quota_anchor <> '' OR quota_time_zone <> '' OR tags ?| $2)`, keyIDs, calendarTags)
+	var k plans.ApiKey
+	if _, err := pgx.ForEachRow(rows, []any{&k.ID, &k.CustomerID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags}, func() error {
+		customers[k.ID], cals[k.ID] = k.CustomerID, k.QuotaCalendar()
+		k = plans.ApiKey{} // the next row's tags must not merge into these
+		return nil
+	}); err != nil {
 		return err
+	}
+	lastDay := map[[2]string]time.Time{} // (plan, key) → the last day counted
+	for _, d := range days {
+		if p := [2]string{d.PlanID, d.KeyID}; d.Day.After(lastDay[p]) {
+			lastDay[p] = d.Day
+		}
 	}
 	var cands []plans.QuotaAlert
 	type group struct{ planID, customerID, keyID string }
@@ -65,7 +79,8 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 		if p == nil {
 			continue
 		}
-		rule := p.QuotaRule()
+		planRule := p.QuotaRule()
+		rule := cals[q.KeyID].Apply(planRule) // the key's own periods
 		_, end := rule.Bounds(q.PeriodStart)
 		for _, t := range p.AlertThresholds() {
 			if plans.Crossed(q.Count, int64(rule.Limit), t) {
@@ -79,14 +94,22 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, now
 			if g.customerID == "" {
 				g.keyID = q.KeyID // a key without a customer is its own
 			}
-			if cur, ok := groups[g]; !ok || q.PeriodStart.After(cur) {
-				groups[g] = q.PeriodStart
+			start := q.PeriodStart
+			if !rule.SameCalendar(planRule) {
+				at := q.PeriodStart
+				if d := lastDay[[2]string{q.PlanID, q.KeyID}]; d.After(at) {
+					at = d
+				}
+				start, _ = planRule.Bounds(at)
+			}
+			if cur, ok := groups[g]; !ok || start.After(cur) {
+				groups[g] = start
 			}
 		}
 	}
 	for g, start := range groups {
 		p := byPlan[g.planID]
-		uses, err := customerQuotaUsages(ctx, tx, g.planID, start, &plans.CustomerQuotaUsage{CustomerID: g.customerID, KeyID: g.keyID})
+		uses, err := customerQuotaUsages(ctx, tx, p, start, &plans.CustomerQuotaUsage{CustomerID: g.customerID, KeyID: g.keyID})
 		if err != nil {
 			return err
 		}

@@ -204,3 +204,47 @@ func TestCustomerQuotaUsagesSumTheKeysOfTheCurrentPeriod(t *testing.T) {
 		t.Fatalf("customer quota uses %v, want %v", got, want)
 	}
 }
+
+// A key on its own calendar (the 15th in Tokyo) on a plan of the 1st in
+// UTC: its alerts name its own period; its share of its customer's budget
+// is its ledger days of the plan's period (its quota state is of another
+// period), for the customer's alerts and the restore alike.
+func TestKeyOnItsOwnCalendarCountsInTheCustomersPeriodByItsDays(t *testing.T) {
+	db := newDB(t)
+	p := &plans.UsagePlan{Name: "shared", Quota: &plans.Quota{Limit: 8, Period: plans.PeriodMonth},
+		Tags: map[string]string{plans.AlertsTag: "50", plans.CustomerQuotaTag: "10"}}
+	must(t, db.CreateUsagePlan(ctx, p))
+	plain := customerKey(t, db, "acme")
+	own := &plans.ApiKey{Name: "tokyo", Enabled: true, Value: plans.NewKeyValue(), CustomerID: "acme",
+		Tags: map[string]string{plans.QuotaAnchorTag: "15", plans.QuotaTimeZoneTag: "Asia/Tokyo"}}
+	must(t, db.CreateApiKey(ctx, own, plans.HashKey(own.Value, nil)))
+	month := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+	ownStart, ownEnd := time.Date(2027, 2, 14, 15, 0, 0, 0, time.UTC), time.Date(2027, 3, 14, 15, 0, 0, 0, time.UTC)
+	day := func(d int, m time.Month, units int64) plans.DayCount {
+		return plans.DayCount{Day: time.Date(2027, m, d, 0, 0, 0, 0, time.UTC), Count: units, Requests: units}
+	}
+	plainSeen := quotaSeen(p.ID, plain, month, 3, 1)
+	plainSeen.Days = []plans.DayCount{day(5, time.March, 3)}
+	ownSeen := quotaSeen(p.ID, own.ID, ownStart, 4, 1) // 2 units on the 28th of February, 2 on the 10th of March
+	ownSeen.Days = []plans.DayCount{day(28, time.February, 2), day(10, time.March, 2)}
+	flush(t, db, plainSeen, ownSeen)
+
+	ws := thresholdWebhooks(t, db)
+	if len(ws) != 2 {
+		t.Fatalf("the Tokyo key at 4 of 8, acme at 3 + 2 of 10: webhooks %v, want 2", ws)
+	}
+	for _, w := range ws {
+		switch {
+		case w["keyId"] == own.ID && w["used"] == 4.0 && w["periodStart"] == ownStart.Format(time.RFC3339) && w["periodEnd"] == ownEnd.Format(time.RFC3339):
+		case w["keyId"] == nil && w["customerId"] == "acme" && w["used"] == 5.0 && w["periodStart"] == month.Format(time.RFC3339) &&
+			w["periodEnd"] == month.AddDate(0, 1, 0).Format(time.RFC3339):
+		default:
+			t.Fatalf("webhook %v: want the Tokyo key's in [%s, %s), acme's 5 in March", w, ownStart, ownEnd)
+		}
+	}
+	uses, err := db.CustomerQuotaUsages(ctx, time.Date(2027, 3, 12, 0, 0, 0, 0, time.UTC))
+	must(t, err)
+	if len(uses) != 1 || uses[0].CustomerID != "acme" || uses[0].Used != 5 || !uses[0].PeriodStart.Equal(month) {
+		t.Fatalf("customer quota uses %+v, want acme's 5 of March", uses)
+	}
+}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,3 +48,27 @@ func quotaMisfit(err error) error {
 	}
 	return err
 }
+
+// KeyCalendars returns the own quota calendar (plans.ApiKey.QuotaCalendar)
+// of each of ids that has one; keys without one, or that do not exist,
+// are absent. Errors: KindUnavailable.
+func (db *DB) KeyCalendars(ctx context.Context, ids []string) (map[string]plans.KeyCalendar, error) {
+	out := map[string]plans.KeyCalendar{}
+	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
+		rows, _ := tx.Query(ctx, `SELECT id, quota_anchor, quota_time_zone, tags FROM api_keys
+			WHERE id = ANY($1) AND (quota_anchor <> '' OR quota_time_zone <> '' OR tags ?| $2)`, ids, calendarTags)
+		var k plans.ApiKey
+		_, err := pgx.ForEachRow(rows, []any{&k.ID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags}, func() error {
+			if c := k.QuotaCalendar(); !c.IsZero() {
+				out[k.ID] = c
+			}
+			k = plans.ApiKey{} // the next row's tags must not merge into these
+			return nil
+		})
+		return err
+	})
+	return out, err
+}
+
+// calendarTags are the tags of a key's own quota calendar.
+var calendarTags = []string{plans.QuotaAnchorTag, plans.QuotaTimeZoneTag}

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +56,7 @@ func (db *DB) FlushUsage(ctx context.Context, b *plans.UsageBatch) (int64, error
 		if err := upsertQuotas(ctx, tx, quotas, now); err != nil {
 			return err
 		}
-		return recordAlerts(ctx, tx, quotas, now)
+		return recordAlerts(ctx, tx, quotas, days, now)
 	})
 	return changed, err
 }
@@ -227,7 +229,7 @@ func (db *DB) CustomerQuotaUsages(ctx context.Context, now time.Time) ([]plans.C
 				continue
 			}
 			start, _ := p.QuotaRule().Bounds(now)
-			uses, err := customerQuotaUsages(ctx, tx, p.ID, start, nil)
+			uses, err := customerQuotaUsages(ctx, tx, &p, start, nil)
 			if err != nil {
 				return err
 			}
@@ -238,27 +240,75 @@ func (db *DB) CustomerQuotaUsages(ctx context.Context, now time.Time) ([]plans.C
 	return out, err
 }
 
-// customerQuotaUsages returns what each customer of planID used of its
-// customer quota in the period starting at start, as the ledger knows it:
-// the counts of its keys' quota states of that period, summed (a key
-// without a customerId is its own customer). only, when not nil, selects
-// one customer (CustomerID, or KeyID when that is empty). The alerts of a
-// customer quota and the restore after a loss both count by it.
-func customerQuotaUsages(ctx context.Context, tx pgx.Tx, planID string, start time.Time, only *plans.CustomerQuotaUsage) ([]plans.CustomerQuotaUsage, error) {
+// customerQuotaUsages returns what each customer of plan p used of its
+// customer quota in the plan's period starting at start, as the ledger
+// knows it (a key without a customerId is its own customer). A key on the
+// plan's calendar counts its quota state of that period; a key on its own
+// calendar (plans.KeyCalendar), whose quota states are of other periods,
+// counts its ledger days whose first instant (00:00 UTC) lies in the
+// period: exact where the plan's periods start at midnight UTC, else the
+// units of the day a period starts in count in the period before it
+// (docs/usage.md). only, when not nil, selects one customer (CustomerID,
+// or KeyID when that is empty). The alerts of a customer quota and the
+// restore after a loss both count by it.
+func customerQuotaUsages(ctx context.Context, tx pgx.Tx, p *plans.UsagePlan, start time.Time, only *plans.CustomerQuotaUsage) ([]plans.CustomerQuotaUsage, error) {
 	var customerID, keyID string
 	if only != nil {
 		customerID, keyID = only.CustomerID, only.KeyID
 	}
-	rows, _ := tx.Query(ctx, `SELECT a.customer_id, CASE WHEN a.customer_id = '' THEN a.id ELSE '' END, sum(q.count)::bigint
-		FROM usage_quotas q JOIN api_keys a ON a.id = q.key_id
-		WHERE q.plan_id = $1 AND q.period_start = $2
-			AND ($3 OR a.customer_id = $4 AND $4 <> '' OR a.customer_id = '' AND a.id = $5)
-		GROUP BY 1, 2 ORDER BY 1, 2`, planID, start, only == nil, customerID, keyID)
-	var out []plans.CustomerQuotaUsage
-	u := plans.CustomerQuotaUsage{PlanID: planID, PeriodStart: start.UTC()}
-	_, err := pgx.ForEachRow(rows, []any{&u.CustomerID, &u.KeyID, &u.Used}, func() error {
-		out = append(out, u)
-		return nil
+	rule := p.QuotaRule()
+	_, end := rule.Bounds(start)
+	type subject struct{ customerID, keyID string }
+	used := map[subject]int64{}
+	var subjects []subject
+	sum := func(ownCalendar bool, q string, args ...any) error {
+		rows, _ := tx.Query(ctx, q, args...)
+		var k plans.ApiKey
+		var n int64
+		_, err := pgx.ForEachRow(rows, []any{&k.CustomerID, &k.ID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags, &n}, func() error {
+			own := !k.QuotaCalendar().Apply(rule).SameCalendar(rule)
+			if own == ownCalendar {
+				s := subject{customerID: k.CustomerID}
+				if s.customerID == "" {
+					s.keyID = k.ID
+				}
+				if _, ok := used[s]; !ok {
+					subjects = append(subjects, s)
+				}
+				used[s] += n
+			}
+			k = plans.ApiKey{} // the next row's tags must not merge into these
+			return nil
+		})
+		return err
+	}
+	const selectKey = `SELECT a.customer_id, a.id, a.quota_anchor, a.quota_time_zone, a.tags, `
+	const onlyCond = ` AND ($3 OR a.customer_id = $4 AND $4 <> '' OR a.customer_id = '' AND a.id = $5)`
+	if err := sum(false, selectKey+`q.count FROM usage_quotas q JOIN api_keys a ON a.id = q.key_id
+		WHERE q.plan_id = $1 AND q.period_start = $2`+onlyCond, p.ID, start, only == nil, customerID, keyID); err != nil {
+		return nil, err
+	}
+	if err := sum(true, selectKey+`d.count FROM (SELECT key_id, sum(count)::bigint AS count FROM usage_days
+			WHERE plan_id = $1 AND day >= $2 AND day < $6 GROUP BY key_id) d JOIN api_keys a ON a.id = d.key_id
+		WHERE (a.quota_anchor <> '' OR a.quota_time_zone <> '' OR a.tags ?| $7)`+onlyCond,
+		p.ID, firstWholeDay(start), only == nil, customerID, keyID, firstWholeDay(end), calendarTags); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(subjects, func(a, b subject) int {
+		return cmp.Or(cmp.Compare(a.customerID, b.customerID), cmp.Compare(a.keyID, b.keyID))
 	})
-	return out, err
+	out := make([]plans.CustomerQuotaUsage, 0, len(subjects))
+	for _, s := range subjects {
+		out = append(out, plans.CustomerQuotaUsage{PlanID: p.ID, CustomerID: s.customerID, KeyID: s.keyID, PeriodStart: start.UTC(), Used: used[s]})
+	}
+	return out, nil
+}
+
+// firstWholeDay is the first UTC date whose first instant is t or later.
+func firstWholeDay(t time.Time) time.Time {
+	d := plans.UTCDate(t)
+	if d.Before(t) {
+		d = d.AddDate(0, 0, 1)
+	}
+	return d
 }
