@@ -127,8 +127,10 @@ func (s *stack) partnerUsage(t *testing.T, i int, apiID, key string) []byte {
 	return b
 }
 
-// The console shows a plan's anchored period and alerts set by tags, and
-// on its Alerts page each alert the key crossed with its delivery.
+// The console shows a plan's anchored period and alerts set by tags, on
+// its Alerts page each alert the key crossed with its delivery, and on
+// the page of a key with its own anchor and zone the plan's quota as that
+// key runs it.
 func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser test runs in make test, not in make test-short")
@@ -174,6 +176,18 @@ func TestConsoleShowsAnchoredQuotaAndAlerts(t *testing.T) {
 		return nil
 	})
 	p.Screenshot("console-alerts")
+
+	// a key on its own calendar: its page shows the plan's quota as the key runs it
+	own, err := c.CreateApiKey(ctx, &apigateway.CreateApiKeyInput{Name: aws.String("acme-berlin"), Enabled: true, CustomerId: aws.String("acme"),
+		Tags: map[string]string{plans.QuotaAnchorTag: "last", plans.QuotaTimeZoneTag: "Europe/Berlin"}})
+	must(t, "CreateApiKey", err)
+	_, err = c.CreateUsagePlanKey(ctx, &apigateway.CreateUsagePlanKeyInput{UsagePlanId: plan.Id, KeyId: own.Id, KeyType: aws.String("API_KEY")})
+	must(t, "CreateUsagePlanKey", err)
+	p.Goto(console + "#/keys/" + *own.Id)
+	p.Role("heading", "API key acme-berlin")
+	if rows := p.Table("Usage plans of the key"); !rowWith(rows, "tokens", "4 per MONTH from the last day, Europe/Berlin (the key's own calendar)") {
+		t.Errorf("usage plans of the key %q: want tokens with the key's own anchor and zone", rows)
+	}
 	if probs := p.Problems(); len(probs) > 0 {
 		t.Errorf("the page reported problems:\n%s", strings.Join(probs, "\n"))
 	}

@@ -259,6 +259,32 @@ export function periodStartText(q = {}, tags = {}) {
   return zone;
 }
 
+/** Whether anchor fits a quota period: 1..28 or last (MONTH), MON..SUN (WEEK). */
+const anchorFits = (anchor, period) => (period === "MONTH" ? /^([1-9]|1\d|2[0-8]|last)$/i.test(anchor)
+  : period === "WEEK" && /^(MON|TUE|WED|THU|FRI|SAT|SUN)$/i.test(anchor));
+
+/**
+ * Plan p's quota as key k runs it, as the server's plans.KeyCalendar does
+ * (docs/usage.md, "A key's own anchor and zone"): the key's anchor (its
+ * field quotaAnchor, else its tag tollgate:quota-anchor) in place of the
+ * plan's anchor and offset where it fits the period, its zone (quotaTimeZone,
+ * else tollgate:quota-timezone) in place of the plan's. Returns {quota,
+ * tags, own}: the quota to show with quotaText(quota, tags), and whether the
+ * key sets its own calendar.
+ */
+export function keyQuota(p, k = {}) {
+  const tags = planTags(p);
+  const kt = k.tags || {};
+  const anchor = k.quotaAnchor || kt["tollgate:quota-anchor"];
+  const zone = k.quotaTimeZone || kt["tollgate:quota-timezone"];
+  if (!p.quota || (!anchor && !zone)) return { quota: p.quota, tags, own: false };
+  const q = { ...p.quota, anchor: p.quota.anchor || tags["tollgate:quota-anchor"] || "",
+    timeZone: p.quota.timeZone || tags["tollgate:quota-timezone"] || "" };
+  if (anchor && anchorFits(anchor, q.period)) Object.assign(q, { anchor, offset: 0 });
+  if (zone) q.timeZone = zone;
+  return { quota: q, tags, own: true };
+}
+
 /**
  * "1000 per DAY" (with its offset, or its anchor and time zone) for an AWS
  * quota object, or "none"; "1000 units per DAY" on a plan with a cost.

@@ -1,8 +1,9 @@
 // API keys: the filtered list, "Create API key" (the value shown once),
-// and one key: edit (its expiry too), enable or disable, rotate with an
-// overlap (the new value shown once), its usage plans, delete.
+// and one key: edit (its expiry and own quota calendar too), enable or
+// disable, rotate with an overlap (the new value shown once), its usage
+// plans (each quota as the key runs it), delete.
 import { all, get, patch, post, del, page, path, query } from "../api.js";
-import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText, planTags } from "../dom.js";
+import { h, confirmed, table, field, onSubmit, action, showStatus, showError, onOff, when, linkButton, throttleText, quotaText, keyQuota } from "../dom.js";
 import { links } from "../links.js";
 
 const PAGE = 50;
@@ -126,13 +127,20 @@ export async function detail(keyId, ctx) {
       field({ label: "Name", name: "name", value: k.name, required: true }),
       field({ label: "Description", name: "description", value: k.description || "" }),
       field({ label: "Customer ID", name: "customerId", value: k.customerId || "" }),
-      expiryField(k.expiresAt)),
+      expiryField(k.expiresAt),
+      field({ label: "Quota anchor of the key", name: "quotaAnchor", value: k.quotaAnchor || "",
+        hint: "The key's own quota periods start at local midnight of this day on every plan: 1-28 or last (MONTH plans), MON-SUN (WEEK plans). Empty: the tag tollgate:quota-anchor, else the plan's." }),
+      field({ label: "Quota time zone of the key", name: "quotaTimeZone", value: k.quotaTimeZone || "",
+        hint: "An IANA zone such as Asia/Tokyo for the key's own periods. Empty: the tag tollgate:quota-timezone, else the plan's. Its customer's budget keeps the plan's periods." })),
     field({ label: "Enabled", name: "enabled", type: "checkbox", value: k.enabled }),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Save"))),
   async (v) => {
     const ops = [];
     for (const f of ["name", "description", "customerId"]) {
       if (v[f] !== (k[f] || "")) ops.push({ op: "replace", path: "/" + f, value: v[f] });
+    }
+    for (const f of ["quotaAnchor", "quotaTimeZone"]) {
+      if (v[f] !== (k[f] || "")) ops.push(v[f] ? { op: "replace", path: "/" + f, value: v[f] } : { op: "remove", path: "/" + f });
     }
     if (v.enabled !== k.enabled) ops.push({ op: "replace", path: "/enabled", value: String(v.enabled) });
     if (v.expiresAt !== (k.expiresAt || "")) ops.push(v.expiresAt ? { op: "replace", path: "/expiresAt", value: v.expiresAt } : { op: "remove", path: "/expiresAt" });
@@ -184,11 +192,17 @@ function rotateForm(k) {
   });
 }
 
+/** Plan p's quota for key k, "(the key's own calendar)" when it sets one. */
+function keyQuotaText(p, k) {
+  const { quota, tags, own } = keyQuota(p, k);
+  return quotaText(quota, tags) + (own ? " (the key's own calendar)" : "");
+}
+
 function keyPlans(k, plans, allPlans, ctx) {
   const rows = plans.map((p) => [
     h("a", { href: links.plan(p.id) }, p.name),
     throttleText(p.throttle, p),
-    quotaText(p.quota, planTags(p)),
+    keyQuotaText(p, k),
     h("a", { href: links.usage({ plan: p.id, key: k.id }) }, "Usage chart"),
     confirmed("Remove", `Remove API key ${k.name} from usage plan ${p.name}?`, null, async () => {
       await del(path`/usageplans/${p.id}/keys/${k.id}`);

@@ -2,7 +2,7 @@
 // chosen range (GetUsage), and a live view of this node's admitted,
 // throttled and quota-refused requests per stage (its /metrics).
 import { all, get, path, query } from "../api.js";
-import { h, table, field, onSubmit, showError, quotaText, unitsOf, countText, when, planTags } from "../dom.js";
+import { h, table, field, onSubmit, showError, quotaText, keyQuota, unitsOf, countText, when, planTags } from "../dom.js";
 import { plot, COLORS } from "../chart.js";
 import { fetchTotals, rates } from "../metrics.js";
 import { links } from "../links.js";
@@ -158,7 +158,9 @@ async function usageSection(plan, keys, sel, cleanups) {
   const totalRequests = requests.reduce((a, b) => a + b, 0);
   const who = key ? `API key ${key.name || key.id}` : `The ${series.length} ${series.length === 1 ? "key" : "keys"} of usage plan ${plan.name}`;
   const howMuch = unit.units === "units" ? `${countText(total, plan)} over ${totalRequests} ${totalRequests === 1 ? "request" : "requests"}` : countText(total, plan);
-  let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(plan.quota, planTags(plan))}${key ? "" : " per key"}.`;
+  // a selected key's own calendar (its fields and tags: the ApiKey's)
+  const kq = keyQuota(plan, key ? await get(path`/apikeys/${key.id}`).catch(() => ({})) : {});
+  let caption = `${who} used ${howMuch} from ${sel.from} to ${sel.to} (UTC). Quota: ${quotaText(kq.quota, kq.tags)}${kq.own ? " (the key's own calendar)" : ""}${key ? "" : " per key"}.`;
   if (u.currentPeriod) caption += ` The current quota period runs from ${minuteText(u.currentPeriod.start)} to ${minuteText(u.currentPeriod.end)} UTC (the limiter's clock).`;
   const adjustment = period ? period.adjusted[period.adjusted.length - 1] : 0;
   if (adjustment !== 0) {
