@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 
 	"tollgate/limit"
 	"tollgate/plans"
@@ -56,6 +57,10 @@ type stagePlan struct {
 	cost     plans.Cost       // what a request costs (tollgate:cost)
 	customer *limit.Quota     // the customer quota (tollgate:customer-quota); nil for none
 	plan     *plans.UsagePlan // the snapshot's plan (read only)
+	// keyQuotas keeps the quota of each key calendar met (plans.KeyCalendar
+	// → *limit.Quota), so a key on its own calendar costs a request no
+	// parsing; at most one entry per anchor and zone pair.
+	keyQuotas sync.Map
 }
 
 // method is a compiled method of a resource: everything a request needs
@@ -181,7 +186,11 @@ func (sp *stagePlan) keyQuota(c plans.KeyCalendar) *limit.Quota {
 	if c.IsZero() || sp.quota == nil {
 		return sp.quota
 	}
-	return limitQuotaOf(c.Apply(sp.plan.QuotaRule()))
+	if q, ok := sp.keyQuotas.Load(c); ok {
+		return q.(*limit.Quota)
+	}
+	q, _ := sp.keyQuotas.LoadOrStore(c, limitQuotaOf(c.Apply(sp.plan.QuotaRule())))
+	return q.(*limit.Quota)
 }
 
 // limitQuotaOf returns the quota rule q (nil for none) as the limiter
