@@ -98,12 +98,21 @@ func BenchmarkServeMockCustomDomain(b *testing.B) {
 // to io.Discard), with a limiter that admits without Redis (statesEngine)
 // and an upstream answered in memory (fixedTransport: its response is 6 of
 // the allocations). The allocations per request are those README reports.
-func BenchmarkServeProxyKeyed(b *testing.B) {
+func BenchmarkServeProxyKeyed(b *testing.B) { serveProxyKeyed(b, plans.KeyCalendar{}) }
+
+// BenchmarkServeProxyKeyedOwnCalendar is BenchmarkServeProxyKeyed for a
+// key on its own calendar (the 15th in Tokyo, docs/usage.md).
+func BenchmarkServeProxyKeyedOwnCalendar(b *testing.B) {
+	serveProxyKeyed(b, plans.KeyCalendar{Anchor: "15", TimeZone: "Asia/Tokyo"})
+}
+
+func serveProxyKeyed(b *testing.B, cal plans.KeyCalendar) {
 	snap := snapshot(plans.Stage{}, res{"/items/{id}", methods(proxy(true, "http://upstream.test/items/{id}"), "GET")})
 	addPlan(snap, plans.UsagePlan{ID: "plan01", Throttle: &plans.Throttle{RateLimit: 1e6, BurstLimit: 1e6},
 		Quota: &plans.Quota{Limit: 1e9, Period: "MONTH"}})
 	keys := newFakeKeys()
 	addTestKeys(keys)
+	keys.records[plans.HashKey(goodKey, nil)].Calendar = cal
 	s := New(Options{Keys: keys, Engine: statesEngine{}, Metrics: NewMetrics(), Transport: fixedTransport{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), AccessLog: NewAccessLog(io.Discard, false)})
 	if err := s.SetSnapshot(snap); err != nil {
