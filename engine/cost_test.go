@@ -126,6 +126,39 @@ func TestKeyAndCustomerQuotasRunInTheirOwnPeriods(t *testing.T) {
 	})
 }
 
+// A lease of a key on its own calendar (its DAY starts in Tokyo) with a
+// customer quota on the plan's (its DAY starts in UTC) takes units of
+// both; its give-back returns the customer's unspent units into the
+// customer's own period of the take (limit.Return.CustomerPeriodStart),
+// where they count, not into the key's.
+func TestLeaseGivesCustomerUnitsBackIntoTheCustomersPeriod(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		l, _ := mustClockEngineOn(t, b, at(t, "2025-12-20T12:00:00Z"))
+		req := costRequest("k1", "acme", 1)
+		req.Quota = anchoredQuota(t, 1000, calendar.Day, "", "Asia/Tokyo")
+		req.CustomerQuota = &limit.Quota{Limit: 100, Period: plans.PeriodDay}
+		req.Want = 20
+		d := mustDecideReq(t, l, req)
+		if !d.Allowed || d.Granted < 2 || d.Customer == nil {
+			t.Fatalf("the take: %+v, want a lease of several units", d)
+		}
+		keyStart, custStart := d.Quota.Reset.Add(-d.Quota.Window), d.Customer.Reset.Add(-d.Customer.Window)
+		if !keyStart.Equal(at(t, "2025-12-19T15:00:00Z")) || !custStart.Equal(at(t, "2025-12-20T00:00:00Z")) {
+			t.Fatalf("periods of the take: the key's from %s, the customer's from %s", keyStart, custStart)
+		}
+		if got := customerUsed(t, l, "acme"); got != float64(d.Granted) {
+			t.Fatalf("customer used %v after the take, want %d", got, d.Granted)
+		}
+		rt := limit.Return{Req: req, Taken: d.Granted, Unspent: d.Granted - 1, Spent: 1, At: d.Now, PeriodStart: keyStart, CustomerPeriodStart: custStart}
+		if err := l.Unlease(t.Context(), []limit.Return{rt}); err != nil {
+			t.Fatal(err)
+		}
+		if got := customerUsed(t, l, "acme"); got != 1 {
+			t.Fatalf("customer used %v after the give-back, want 1 (the spent request)", got)
+		}
+	})
+}
+
 // The first limit hit refuses and costs nothing: a key whose own quota
 // refuses takes nothing from its customer's quota (on Redis Cluster its
 // units, taken in the customer's slot first, come back), and a customer

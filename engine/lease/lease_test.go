@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/cache"
+	"tollgate/calendar"
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
 	"tollgate/internal/hammertest"
@@ -351,10 +352,13 @@ func TestLeasedCustomerQuotaAdmitsExactlyItsLimit(t *testing.T) {
 			name, customer string
 			phases         []customerPhase
 		}{
-			{"two keys of a customer", "acme", []customerPhase{{[]string{"k1", "k2"}, 1 << 20, 3000}}},
-			{"two keys of a customer, no key quota", "acme", []customerPhase{{[]string{"k1", "k2"}, 0, 3000}}},
-			{"a key its own customer", "", []customerPhase{{[]string{"k1"}, 0, 3000}}},
-			{"a key's quota binds first", "acme", []customerPhase{{[]string{"k1"}, 2000, 2000}, {[]string{"k2"}, 0, 1000}}},
+			{"two keys of a customer", "acme", []customerPhase{{[]string{"k1", "k2"}, 1 << 20, 3000, ""}}},
+			{"two keys of a customer, no key quota", "acme", []customerPhase{{[]string{"k1", "k2"}, 0, 3000, ""}}},
+			{"a key its own customer", "", []customerPhase{{[]string{"k1"}, 0, 3000, ""}}},
+			{"a key's quota binds first", "acme", []customerPhase{{[]string{"k1"}, 2000, 2000, ""}, {[]string{"k2"}, 0, 1000, ""}}},
+			// the keys' days start in Tokyo, the customer's in UTC: each
+			// lease gives its unspent units back into each one's own period
+			{"two keys of a customer on their own calendar", "acme", []customerPhase{{[]string{"k1", "k2"}, 1 << 20, 3000, "Asia/Tokyo"}}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -365,11 +369,13 @@ func TestLeasedCustomerQuotaAdmitsExactlyItsLimit(t *testing.T) {
 }
 
 // customerPhase is a load of the requests of keys in turn, each with a
-// DAY quota of keyQuota (none when 0), that admits admit requests.
+// DAY quota of keyQuota (none when 0) in keyZone, that admits admit
+// requests.
 type customerPhase struct {
 	keys     []string
 	keyQuota int32
 	admit    int64
+	keyZone  string // where the keys' quota days start ("": UTC, as the customer's)
 }
 
 // customerLeases runs phases on two nodes, every request limited by a
@@ -381,10 +387,17 @@ func customerLeases(t *testing.T, b redistest.Backend, customer string, phases [
 	used := map[string]bool{}
 	for _, ph := range phases {
 		var next, admitted atomic.Int64
+		zone, err := calendar.LoadZone(ph.keyZone)
+		if err != nil {
+			t.Fatal(err)
+		}
 		req := func() *limit.Request {
 			r := limittest.HotRequest(1e6, 1<<30, ph.keyQuota)
 			r.KeyID = ph.keys[next.Add(1)%int64(len(ph.keys))]
 			r.CustomerID, r.CustomerQuota = customer, &limit.Quota{Limit: customerQuota, Period: plans.PeriodDay}
+			if r.Quota != nil && ph.keyZone != "" {
+				r.Quota.Zone = zone
+			}
 			return r
 		}
 		before := trips(nodes)

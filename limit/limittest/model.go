@@ -445,7 +445,11 @@ func (m *Model) Unlease(_ context.Context, returns []limit.Return) error {
 			}
 		}
 		if req.CustomerQuota != nil && req.KeyID != "" { // a usage update keeps only the key's own quota
-			if s := m.quotas[customerQuota(req)]; s != nil && s.start.Equal(rt.PeriodStart) {
+			start := rt.PeriodStart
+			if !rt.CustomerPeriodStart.IsZero() {
+				start = rt.CustomerPeriodStart // its own period
+			}
+			if s := m.quotas[customerQuota(req)]; s != nil && s.start.Equal(start) {
 				s.used, s.leases = max(0, s.used-int64(rt.Unspent)), max(0, s.leases-1)
 			}
 		}
@@ -516,15 +520,15 @@ func (m *Model) Charge(_ context.Context, charges []limit.Charge) ([]limit.Charg
 		if ch.Kind == limit.ChargeSettle {
 			units -= int64(ch.Reserved)
 		}
-		if q := req.Quota; q != nil {
-			start, end := q.Calendar().Bounds(at)
-			if end.After(now) {
-				if ch.Done&limit.PartKey == 0 {
-					m.chargeQuota(names.Quota(req.KeyID, req.PlanID), start, units)
-				}
-				if req.CustomerQuota != nil && ch.Done&limit.PartCustomer == 0 && !(ch.CustomerTaken && ch.Kind == limit.ChargeAdmitted) {
-					m.chargeQuota(customerQuota(req), start, units)
-				}
+		if q := req.Quota; q != nil && ch.Done&limit.PartKey == 0 {
+			if start, end := q.Calendar().Bounds(at); end.After(now) {
+				m.chargeQuota(names.Quota(req.KeyID, req.PlanID), start, units)
+			}
+		}
+		// the customer quota in its own period (the plan's calendar)
+		if cq := req.CustomerQuota; cq != nil && ch.Done&limit.PartCustomer == 0 && !(ch.CustomerTaken && ch.Kind == limit.ChargeAdmitted) {
+			if start, end := cq.Calendar().Bounds(at); end.After(now) {
+				m.chargeQuota(customerQuota(req), start, units)
 			}
 		}
 		if b := req.PlanBucket(); b != nil && ch.Bucket && ch.Kind == limit.ChargeSettle && ch.Done&limit.PartKey == 0 {
