@@ -48,21 +48,30 @@ func TestKeyTaggedWithItsOwnAnchorResetsOnItsDayThroughTheGateways(t *testing.T)
 	next := time.Date(2027, 4, 14, 15, 0, 0, 0, time.UTC)
 	clock.At(t, edge.Add(-30*time.Second))
 	s.expectSeq(t, api.id, key, []seq{{200, "2", "3"}, {200, "1", "3"}, {200, "0", "3"}, {429, "0", "3"}})
-	var usage struct {
-		Quota struct {
-			Used    int
-			ResetAt string
-		} `json:"quota"`
-	}
-	must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, 1, api.id, key), &usage))
-	if usage.Quota.Used != 3 || usage.Quota.ResetAt != edge.Format(time.RFC3339) {
-		t.Fatalf("partner usage %+v, want 3 used until the key's edge %s (not the plan's 1st of April)", usage.Quota, edge)
+	if q := s.partnerQuota(t, 1, api.id, key); q.Used != 3 || q.ResetAt != edge.Format(time.RFC3339) {
+		t.Fatalf("partner usage %+v, want 3 used until the key's edge %s (not the plan's 1st of April)", q, edge)
 	}
 	clock.At(t, edge.Add(2*time.Second))
 	took := s.waitStatus(t, api.id, "/prod/items", key, 200, 10*time.Second)
-	must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, 0, api.id, key), &usage))
-	if usage.Quota.ResetAt != next.Format(time.RFC3339) || usage.Quota.Used > 2 {
-		t.Fatalf("partner usage after the key's edge %+v, want the period until %s", usage.Quota, next)
+	if q := s.partnerQuota(t, 0, api.id, key); q.ResetAt != next.Format(time.RFC3339) || q.Used > 2 {
+		t.Fatalf("partner usage after the key's edge %+v, want the period until %s", q, next)
 	}
 	t.Logf("admitted in the key's next period %v after the limiter's clock was set 2 s past its edge", took)
+}
+
+// partnerQuotaView is the quota of the partner usage endpoint's answer.
+type partnerQuotaView struct {
+	Used    int
+	ResetAt string
+}
+
+// partnerQuota reads the quota of the partner usage endpoint via gateway
+// i: the units used and when its period resets.
+func (s *stack) partnerQuota(t *testing.T, i int, apiID, key string) partnerQuotaView {
+	t.Helper()
+	var u struct {
+		Quota partnerQuotaView `json:"quota"`
+	}
+	must(t, "partner usage", json.Unmarshal(s.partnerUsage(t, i, apiID, key), &u))
+	return u.Quota
 }
