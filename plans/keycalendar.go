@@ -70,8 +70,8 @@ func (q *Quota) SameCalendar(o *Quota) bool {
 	return q.Calendar() == o.Calendar()
 }
 
-// keyAnchorFields are the names a key's anchor is refused by: its field,
-// its tag.
+// keyAnchorField and keyZoneField are the key's fields of its own quota
+// calendar, as a 400 names them.
 const (
 	keyAnchorField = "quotaAnchor"
 	keyZoneField   = "quotaTimeZone"
@@ -81,49 +81,25 @@ const (
 // as tags, each whatever the other says (a PATCH clearing a field must not
 // find a bad tag): a zone must be an IANA zone, an anchor a day 1..28,
 // last, or MON..SUN. Whether an anchor fits the period of the key's plans
-// is the store's check (Fits).
+// is the store's check (KeyAnchors.Fits).
 func (k *ApiKey) validateCalendar() error {
-	check := func(field, anchor, zone string, anchorSet, zoneSet bool) error {
-		if zoneSet {
-			if _, err := calendar.LoadZone(zone); err != nil || zone == "" {
-				return Invalid(field+zoneFieldName(field), "%s=%q is not an IANA time zone name such as Asia/Tokyo", fieldLabel(field, zoneFieldName(field)), zone)
-			}
+	tagAnchor, anchorTagged := k.Tags[QuotaAnchorTag]
+	tagZone, zoneTagged := k.Tags[QuotaTimeZoneTag]
+	for _, c := range []struct {
+		anchorField, zoneField, anchor, zone string
+		anchorSet, zoneSet                   bool
+	}{
+		{keyAnchorField, keyZoneField, k.QuotaAnchor, k.QuotaTimeZone, k.QuotaAnchor != "", k.QuotaTimeZone != ""},
+		{"tags." + QuotaAnchorTag, "tags." + QuotaTimeZoneTag, tagAnchor, tagZone, anchorTagged, zoneTagged},
+	} {
+		if _, err := calendar.LoadZone(c.zone); c.zoneSet && (err != nil || c.zone == "") {
+			return Invalid(c.zoneField, "%s=%q is not an IANA time zone name such as Asia/Tokyo", c.zoneField, c.zone)
 		}
-		if anchorSet && !anyAnchor(anchor) {
-			return Invalid(field+anchorFieldName(field), "%s=%q must be a day 1..28 or last (MONTH plans), or MON..SUN (WEEK plans)", fieldLabel(field, anchorFieldName(field)), anchor)
+		if c.anchorSet && !anyAnchor(c.anchor) {
+			return Invalid(c.anchorField, "%s=%q must be a day 1..28 or last (MONTH plans), or MON..SUN (WEEK plans)", c.anchorField, c.anchor)
 		}
-		return nil
 	}
-	if err := check("", k.QuotaAnchor, k.QuotaTimeZone, k.QuotaAnchor != "", k.QuotaTimeZone != ""); err != nil {
-		return err
-	}
-	a, aok := k.Tags[QuotaAnchorTag]
-	z, zok := k.Tags[QuotaTimeZoneTag]
-	return check("tags.", a, z, aok, zok)
-}
-
-// anchorFieldName and zoneFieldName name the anchor and the zone under
-// prefix "" (the fields) or "tags." (the tags).
-func anchorFieldName(prefix string) string {
-	if prefix == "" {
-		return keyAnchorField
-	}
-	return QuotaAnchorTag
-}
-
-func zoneFieldName(prefix string) string {
-	if prefix == "" {
-		return keyZoneField
-	}
-	return QuotaTimeZoneTag
-}
-
-// fieldLabel is how a message names a field or a tag.
-func fieldLabel(prefix, name string) string {
-	if prefix == "" {
-		return name
-	}
-	return "tag " + name
+	return nil
 }
 
 // anyAnchor reports whether s is an anchor of some period.
