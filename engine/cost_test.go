@@ -96,8 +96,6 @@ func TestSettleChargesTheDifferenceOnEveryOwnLimit(t *testing.T) {
 // the decision's time (the customer's own slot on Redis Cluster).
 func TestKeyAndCustomerQuotasRunInTheirOwnPeriods(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
-		// a year behind the node's clock: a charge's time is bounded by the
-		// node's clock plus an hour (engine.chargeParts)
 		l, _ := mustClockEngineOn(t, b, at(t, "2025-12-20T12:00:00Z"))
 		req := costRequest("k1", "acme", 10)
 		req.Quota = anchoredQuota(t, 100, calendar.Month, "15", "Asia/Tokyo")
