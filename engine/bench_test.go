@@ -214,22 +214,24 @@ func BenchmarkDecideHotKey(b *testing.B) {
 // BenchmarkDecideHotRuleKey is BenchmarkDecideHotKey for a request that a
 // rate-limit rule also limits (never refusing: a TOKEN_BUCKET rule, a
 // fixed or a sliding window of an hour), from 8 and 32 goroutines on one
-// primary (docs/leases.md, "Rate-limit rules").
+// primary and on Redis Cluster (docs/leases.md, "Rate-limit rules").
 func BenchmarkDecideHotRuleKey(b *testing.B) {
-	for _, rule := range []limit.Rule{
-		{Name: "tb", Algorithm: limit.TokenBucket, RateLimit: 1e6, BurstLimit: 1 << 30},
-		{Name: "fw", Algorithm: limit.FixedWindow, Limit: 1 << 30, Window: time.Hour},
-		{Name: "sw", Algorithm: limit.SlidingWindow, Limit: 1 << 30, Window: time.Hour},
-	} {
-		rule.Counter, rule.Value, rule.Private = "rule1", "ip=192.0.2.1", true
-		for _, callers := range []int{8, 32} {
-			b.Run(fmt.Sprintf("rule=%s/callers=%d", rule.Name, callers), func(b *testing.B) {
-				benchHot(b, redistest.Backends[0], callers, func() *limit.Request {
-					r := hotRequest(1e6, 1<<30, 1<<30)
-					r.Rules = []limit.Rule{rule}
-					return r
+	for _, backend := range redistest.Backends {
+		for _, rule := range []limit.Rule{
+			{Name: "tb", Algorithm: limit.TokenBucket, RateLimit: 1e6, BurstLimit: 1 << 30},
+			{Name: "fw", Algorithm: limit.FixedWindow, Limit: 1 << 30, Window: time.Hour},
+			{Name: "sw", Algorithm: limit.SlidingWindow, Limit: 1 << 30, Window: time.Hour},
+		} {
+			rule.Counter, rule.Value, rule.Private = "rule1", "ip=192.0.2.1", true
+			for _, callers := range []int{8, 32} {
+				b.Run(fmt.Sprintf("%s/rule=%s/callers=%d", backend.Name, rule.Name, callers), func(b *testing.B) {
+					benchHot(b, backend, callers, func() *limit.Request {
+						r := hotRequest(1e6, 1<<30, 1<<30)
+						r.Rules = []limit.Rule{rule}
+						return r
+					})
 				})
-			})
+			}
 		}
 	}
 }
