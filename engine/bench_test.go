@@ -344,24 +344,42 @@ func BenchmarkDecideManyKeys(b *testing.B) {
 			reqs[i] = hotRequest(1e6, 1<<30, 1<<30)
 			reqs[i].KeyID = fmt.Sprintf("key%05d", i)
 		}
+		srv := redistest.MustServerProcess(b)
 		for _, work := range []int{0, 64 << 10} {
 			for _, callers := range []int{8, 32} {
 				name := fmt.Sprintf("keys=%d/work=0/callers=%d", keys, callers)
 				if work > 0 {
 					name = fmt.Sprintf("keys=%d/work=gateway/callers=%d", keys, callers)
 				}
-				b.Run(name, func(b *testing.B) { benchManyKeys(b, reqs, work, callers) })
+				b.Run(name, func(b *testing.B) { benchManyKeys(b, srv.Client, []*redis.Client{srv.Client}, reqs, work, callers) })
 			}
 		}
 	}
 }
 
-// benchManyKeys decides reqs in turn from callers goroutines, each hashing
-// work bytes between its decisions, reporting round trips, waits and CPU
-// per decision.
-func benchManyKeys(b *testing.B, reqs []*limit.Request, work, callers int) {
-	srv := redistest.MustServerProcess(b)
-	l := mustLoaded(b, New(srv.Client, Options{Prefix: redistest.MustPrefix(b), Timeout: testTimeout}))
+// BenchmarkDecideManyKeysCluster is BenchmarkDecideManyKeys (callers
+// deciding back to back) on a three-master Redis Cluster of its own:
+// trips/op counts each phase's pipeline, redis-cpu-µs/op the three
+// masters' CPU.
+func BenchmarkDecideManyKeysCluster(b *testing.B) {
+	for _, keys := range []int{256, 10_000} {
+		reqs := make([]*limit.Request, keys)
+		for i := range reqs {
+			reqs[i] = hotRequest(1e6, 1<<30, 1<<30)
+			reqs[i].KeyID = fmt.Sprintf("key%05d", i)
+		}
+		cc, masters := redistest.MustClusterServer(b, 3)
+		for _, callers := range []int{8, 32} {
+			b.Run(fmt.Sprintf("keys=%d/callers=%d", keys, callers), func(b *testing.B) { benchManyKeys(b, cc, masters, reqs, 0, callers) })
+		}
+	}
+}
+
+// benchManyKeys decides reqs in turn on rdb (whose servers are servers)
+// from callers goroutines, each hashing work bytes between its decisions,
+// reporting round trips, waits and CPU per decision.
+func benchManyKeys(b *testing.B, rdb redis.UniversalClient, servers []*redis.Client, reqs []*limit.Request, work, callers int) {
+	l := mustLoaded(b, New(rdb, Options{Prefix: redistest.MustPrefix(b), Timeout: testTimeout}))
 	b.Cleanup(func() { _ = l.Close() })
 	leases := lease.New(l, lease.Options{})
 	b.Cleanup(leases.Close)
@@ -372,7 +390,8 @@ func benchManyKeys(b *testing.B, reqs []*limit.Request, work, callers int) {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var waits []time.Duration
-	trips, node, redisCPU := l.r.trips.Load(), processCPU(b), serverCPU(b, srv.Client)
+	b.ResetTimer()
+	trips, node, redisCPU := l.r.trips.Load(), processCPU(b), serverCPU(b, servers)
 	b.RunParallel(func(pb *testing.PB) {
 		var w []time.Duration
 		for pb.Next() {
@@ -400,7 +419,7 @@ func benchManyKeys(b *testing.B, reqs []*limit.Request, work, callers int) {
 	b.ReportMetric(float64(sum.Microseconds())/n, "µs/decision")
 	b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds()), "p99-µs/decision")
 	b.ReportMetric(float64(processCPU(b)-node)/1e3/n, "node-cpu-µs/op")
-	b.ReportMetric(float64(serverCPU(b, srv.Client)-redisCPU)/1e3/n, "redis-cpu-µs/op")
+	b.ReportMetric(float64(serverCPU(b, servers)-redisCPU)/1e3/n, "redis-cpu-µs/op")
 }
 
 // processCPU returns the CPU time the test process used so far.
@@ -412,18 +431,21 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
-// serverCPU returns the CPU time a redis-server used so far (INFO cpu).
-func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(b.Context(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
+// serverCPU returns the CPU time redis-servers used so far (INFO cpu),
+// summed.
+func serverCPU(b *testing.B, servers []*redis.Client) time.Duration {
 	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
-				s, _ := strconv.ParseFloat(v, 64)
-				total += s
+	for _, rdb := range servers {
+		info, err := rdb.Info(b.Context(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), f); ok {
+					s, _ := strconv.ParseFloat(v, 64)
+					total += s
+				}
 			}
 		}
 	}
