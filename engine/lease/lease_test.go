@@ -169,9 +169,15 @@ func load(t *testing.T, nodes []*node, workers int, req func() *limit.Request, s
 	return decided.Load()
 }
 
+// loadDeadline bounds a load that never goes quiet: far above what a load
+// takes under -race on a loaded 2-core machine, so that reaching it means
+// a test's failure, not the machine's speed.
+const loadDeadline = 2 * time.Minute
+
 // quiet returns a load's stop condition: a second passed without an
-// admission (counted in admitted), or deadline passed.
-func quiet(admitted *atomic.Int64, deadline time.Time) func() bool {
+// admission (counted in admitted), or loadDeadline passed.
+func quiet(admitted *atomic.Int64) func() bool {
+	deadline := time.Now().Add(loadDeadline)
 	var mu sync.Mutex
 	last, lastAt := int64(-1), time.Now()
 	return func() bool {
@@ -241,7 +247,7 @@ func leasedQuotaAdmitsExactlyItsLimit(t *testing.T, nodes []*node, f form) {
 	var admitted atomic.Int64
 	// until a second with no admission: a lease may end unspent while its
 	// node's workers stop, and its units come back
-	stop := quiet(&admitted, time.Now().Add(20*time.Second))
+	stop := quiet(&admitted)
 	load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, quota) }, stop, countInto(&admitted))
 	if got := admitted.Load(); got != quota {
 		t.Fatalf("admitted: got %d, want %d", got, quota)
@@ -330,7 +336,7 @@ func TestLeasedSharedBucketCountsExactly(t *testing.T) {
 			quota, admit int64
 		}{{"quoted", quota, quota}, {"free", 0, shared - quota}} {
 			var admitted atomic.Int64
-			load(t, nodes, 8, req(c.key, int32(c.quota)), quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+			load(t, nodes, 8, req(c.key, int32(c.quota)), quiet(&admitted), countInto(&admitted))
 			if got := admitted.Load(); got != c.admit {
 				t.Fatalf("key %s: admitted %d, want %d", c.key, got, c.admit)
 			}
@@ -401,7 +407,7 @@ func customerLeases(t *testing.T, b redistest.Backend, customer string, phases [
 			return r
 		}
 		before := trips(nodes)
-		decided := load(t, nodes, 8, req, quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+		decided := load(t, nodes, 8, req, quiet(&admitted), countInto(&admitted))
 		if got := admitted.Load(); got != ph.admit {
 			t.Fatalf("keys %v: admitted %d, want %d", ph.keys, got, ph.admit)
 		}
@@ -484,7 +490,7 @@ func TestLeasesShrinkToOneNearEmpty(t *testing.T) {
 		const quota = 500
 		var admitted atomic.Int64
 		load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, quota) },
-			quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+			quiet(&admitted), countInto(&admitted))
 		if got := admitted.Load(); got != quota {
 			t.Fatalf("admitted %d, want %d", got, quota)
 		}
@@ -576,7 +582,7 @@ func deadNodeLosesAtMostItsOpenLeases(t *testing.T, b redistest.Backend, f form)
 		}
 	}
 	dead.t.mu.Unlock()
-	load(t, []*node{alive}, 8, req, quiet(&admitted, time.Now().Add(20*time.Second)), countInto(&admitted))
+	load(t, []*node{alive}, 8, req, quiet(&admitted), countInto(&admitted))
 	alive.t.Close()
 	if got := admitted.Load(); got != quota-lostUnits {
 		t.Errorf("admitted: got %d, want %d (the quota less the %d units on the dead node's leases)", got, quota-lostUnits, lostUnits)
