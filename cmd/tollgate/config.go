@@ -50,7 +50,7 @@ type Config struct {
 	PortalURL           string        `help:"The developer portal's public base URL (https://developers.example.com): invite links point there, and its cookies are Secure unless it is http://. Default: its own address." env:"TOLLGATE_PORTAL_URL"`
 	PortalGatewayURL    string        `help:"Where partners call an API, as the portal shows it, with {apiId} for the API's id." default:"http://{apiId}.execute-api.localhost:8000" env:"TOLLGATE_PORTAL_GATEWAY_URL"`
 	PortalSignupPlan    string        `help:"Usage plan id that self-service sign-up on the developer portal puts new keys in; empty turns sign-up off." env:"TOLLGATE_PORTAL_SIGNUP_PLAN"`
-	WebhookURL          string        `help:"Where admin nodes POST tollgate's webhooks (key expiry notices), signed with TOLLGATE_WEBHOOK_SECRET and retried with backoff until a 2xx (docs/operations.md, Webhooks); none by default." env:"TOLLGATE_WEBHOOK_URL"`
+	WebhookURL          string        `help:"Where admin nodes POST tollgate's webhooks (key expiry notices, quota alerts), signed with TOLLGATE_WEBHOOK_SECRET and retried with backoff until a 2xx (docs/operations.md, Webhooks); none by default." env:"TOLLGATE_WEBHOOK_URL"`
 	KeyExpiryNotice     time.Duration `help:"How long before an API key's expiry a key.expiring webhook is sent (needs TOLLGATE_WEBHOOK_URL); 0 sends none." default:"168h" env:"TOLLGATE_KEY_EXPIRY_NOTICE"`
 	UsageFlushInterval  time.Duration `help:"How often an admin node moves usage from the limiter Redis into the PostgreSQL ledger (100ms to 1m); if the limiter Redis loses its data, at most this interval plus one flush is forgotten (docs/usage.md)." default:"500ms" env:"TOLLGATE_USAGE_FLUSH_INTERVAL"`
 
