@@ -67,9 +67,9 @@ var (
 )
 
 // eachForm runs test in parallel for every backend (one primary, Redis
-// Cluster) and form of fs.
+// Cluster, Sentinel: redistest.AllBackends) and form of fs.
 func eachForm(t *testing.T, fs []form, test func(*testing.T, redistest.Backend, form)) {
-	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.EachBackendOf(t, redistest.AllBackends, func(t *testing.T, b redistest.Backend) {
 		for _, f := range fs {
 			t.Run(f.name, func(t *testing.T) {
 				t.Parallel()
@@ -81,7 +81,7 @@ func eachForm(t *testing.T, fs []form, test func(*testing.T, redistest.Backend, 
 
 // eachCase runs test in parallel for every backend, way and form of fs.
 func eachCase(t *testing.T, fs []form, test func(*testing.T, redistest.Backend, way, form)) {
-	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.EachBackendOf(t, redistest.AllBackends, func(t *testing.T, b redistest.Backend) {
 		for _, w := range ways {
 			t.Run(string(w), func(t *testing.T) {
 				t.Parallel()
@@ -116,7 +116,7 @@ func mustNodes(tb testing.TB, b redistest.Backend, n int, clock *clocktest.Clock
 }
 
 // mustNodesAs returns n nodes, each with its own client of backend b
-// (one primary, or Redis Cluster), on one fresh key prefix, their leases
+// (one primary, Redis Cluster or Sentinel), on one fresh key prefix, their leases
 // of the production lifetime, deciding their requests the way w. Each is
 // closed (its leases given back) at cleanup, before its client. clock,
 // when not nil, replaces Redis TIME in the scripts.
@@ -353,7 +353,7 @@ func TestLeasedSharedBucketCountsExactly(t *testing.T) {
 // admitted requests, and leases saved round trips.
 func TestLeasedCustomerQuotaAdmitsExactlyItsLimit(t *testing.T) {
 	t.Parallel()
-	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+	redistest.EachBackendOf(t, redistest.AllBackends, func(t *testing.T, b redistest.Backend) {
 		for _, c := range []struct {
 			name, customer string
 			phases         []customerPhase

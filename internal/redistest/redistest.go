@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,10 +225,19 @@ func (c *SteppedClock) At(tb testing.TB, at time.Time) time.Duration {
 
 func startServer(tb testing.TB, env, args []string) *Server {
 	tb.Helper()
+	return startRedis(tb, env, nil, args)
+}
+
+// startRedis starts a redis-server with the arguments lead first (a
+// configuration file must come first), then the port, loopback, no
+// persistence, a directory of its own and args, and waits until it
+// answers PING.
+func startRedis(tb testing.TB, env, lead, args []string) *Server {
+	tb.Helper()
 	port := FreePort(tb)
 	addr := net.JoinHostPort("127.0.0.1", port)
-	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", tb.TempDir()}, args...)...)
+	argv := append(slices.Clip(lead), "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
+	cmd := exec.Command("redis-server", append(argv, args...)...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -458,8 +468,9 @@ func (s *Server) Kill(tb testing.TB) {
 	}
 }
 
-// Backend is a Redis the limiter runs on: one primary (MustClient) or the
-// three-master Redis Cluster (MustCluster).
+// Backend is a Redis the limiter runs on: one primary (MustClient), the
+// three-master Redis Cluster (MustCluster) or a primary found through
+// Sentinel (SentinelBackend).
 type Backend struct {
 	Name string
 	// Open returns a client and a fresh key prefix, as MustClient.
@@ -469,13 +480,19 @@ type Backend struct {
 	Dial func(tb testing.TB) redis.UniversalClient
 }
 
-// Backends are the primary and the cluster. (No Sentinel backend: a
-// Sentinel's primary is a primary to the engine, which decides on it
-// exactly as on "primary".)
+// Backends are the primary and the cluster: EachBackend's. A Sentinel's
+// primary is a primary to the engine, which decides on it exactly as on
+// "primary"; what Sentinel adds is the failover client and its topology,
+// which cost three processes per test. So only the lease contract's tests
+// (engine/lease) run on Sentinel too (AllBackends), the others here.
 var Backends = []Backend{
 	{"primary", func(tb testing.TB) (redis.UniversalClient, string) { return MustClient(tb) }, dialURL(URL)},
 	{"cluster", func(tb testing.TB) (redis.UniversalClient, string) { return MustCluster(tb) }, dialURL(ClusterURL)},
 }
+
+// AllBackends are Backends and SentinelBackend: one primary, Redis
+// Cluster and Sentinel, the backends docs/leases.md's contract is tested on.
+var AllBackends = append(slices.Clip(Backends), SentinelBackend)
 
 // dialURL returns a Backend.Dial of the Redis at url().
 func dialURL(url func() string) func(tb testing.TB) redis.UniversalClient {
@@ -490,9 +507,15 @@ func dialURL(url func() string) func(tb testing.TB) redis.UniversalClient {
 	}
 }
 
-// EachBackend runs test as a parallel subtest on every backend.
+// EachBackend runs test as a parallel subtest on every backend of
+// Backends.
 func EachBackend(t *testing.T, test func(t *testing.T, b Backend)) {
-	for _, b := range Backends {
+	EachBackendOf(t, Backends, test)
+}
+
+// EachBackendOf runs test as a parallel subtest on every backend of bs.
+func EachBackendOf(t *testing.T, bs []Backend, test func(t *testing.T, b Backend)) {
+	for _, b := range bs {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			test(t, b)
