@@ -659,7 +659,8 @@ func leaseEndsBeforeItsPeriodEnds(t *testing.T, b redistest.Backend, f form) {
 }
 
 // The same on a real Redis whose wall clock the test steps (one primary,
-// and a Redis Cluster of three masters on one stepped clock), the node's
+// a Redis Cluster of three masters on one stepped clock, and a Sentinel's
+// primary and replica on one), the node's
 // clock hours away from it: a lease taken in the last 50 ms before
 // Redis's midnight ends, by the node's clock counted from its send, no
 // later than Redis's midnight as the take's reply read it; the next
@@ -676,6 +677,9 @@ func TestLeaseEndsBeforeRedisMidnightOnASteppedClock(t *testing.T) {
 		}},
 		{"cluster", func(t *testing.T, c *redistest.SteppedClock) redis.UniversalClient {
 			return redistest.MustClusterStepped(t, 3, c, "--cluster-node-timeout", "60000")
+		}},
+		{"sentinel", func(t *testing.T, c *redistest.SteppedClock) redis.UniversalClient {
+			return redistest.MustSentinelOn(t, c).Dial(t)
 		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {

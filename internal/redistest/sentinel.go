@@ -37,11 +37,27 @@ type Sentinel struct {
 // lists the replica; every process is killed at cleanup.
 func MustSentinel(tb testing.TB, args ...string) *Sentinel {
 	tb.Helper()
+	return mustSentinel(tb, nil, args)
+}
+
+// MustSentinelOn is MustSentinel with the primary and the replica on the
+// wall clock c (a SteppedClock the test moves), the Sentinel on the
+// test's own: their TIME, script time and key expiry follow c's steps.
+// Steps should stay below the replication timeout (60 s).
+func MustSentinelOn(tb testing.TB, c *SteppedClock, args ...string) *Sentinel {
+	tb.Helper()
+	return mustSentinel(tb, c.Env(tb), args)
+}
+
+// mustSentinel starts the topology of MustSentinel, its data servers with
+// the environment env added (nil: none).
+func mustSentinel(tb testing.TB, env, args []string) *Sentinel {
+	tb.Helper()
 	// no delay before a diskless sync: the replica synchronises at once
 	fast := append([]string{"--repl-diskless-sync-delay", "0"}, args...)
-	primary := startServer(tb, nil, fast)
+	primary := startServer(tb, env, fast)
 	host, port, _ := net.SplitHostPort(primary.Addr)
-	replica := startServer(tb, nil, append([]string{"--replicaof", host, port}, fast...))
+	replica := startServer(tb, env, append([]string{"--replicaof", host, port}, fast...))
 	conf := filepath.Join(tb.TempDir(), "sentinel.conf") // Sentinel rewrites it: a file of its own
 	text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 1\n"+
 		"sentinel down-after-milliseconds %[1]s 1000\n"+
