@@ -184,6 +184,51 @@ func TestSettleWhoseReplyIsLostLandsOnce(t *testing.T) {
 	})
 }
 
+// Settles of two keys that failed together in one try (Redis down: the
+// try did not run) both count when Redis answers again: the retry names
+// the failed try as each one's Prev, and counting the first must not make
+// the second look counted by that try (on one primary both share the
+// try's run; on Redis Cluster each key's slot has its own).
+func TestChargesOfOneFailedTryAllCountOnTheRetry(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, 10*time.Millisecond)
+		var settles []limit.Settlement
+		for _, key := range []string{"k1", "k2"} {
+			req := costRequest(key, "acme", 10)
+			req.Uncounted = true
+			d, err := n.top.Decide(t.Context(), req)
+			if err != nil || !d.Allowed {
+				t.Fatalf("decision of %s: %+v, %v", key, d, err)
+			}
+			settles = append(settles, limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now,
+				Charge: 15, Count: true, Units: 25, Bucket: true})
+		}
+		n.faults.down.Store(true)
+		for _, s := range settles {
+			if err := n.ch.Settle(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waittest.Until(t, "a try of both settles failed", 20*time.Second, func() bool { return n.ch.Failures() > 0 })
+		n.faults.down.Store(false)
+		n.landed(t)
+		for _, key := range []string{"k1", "k2"} {
+			u, err := n.direct.KeyUsage(t.Context(), key, "p1", costRequest(key, "acme", 1).Quota)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Quota.Remaining != 75 || u.Today != 1 || u.TodayUnits != 25 {
+				t.Fatalf("%s: quota left %d, usage %d requests of %d units; want 75 left, 1 request of 25 units",
+					key, u.Quota.Remaining, u.Today, u.TodayUnits)
+			}
+		}
+		if got := customerUsed(t, n.direct, "acme"); got != 50 {
+			t.Fatalf("customer used %v, want 50", got)
+		}
+	})
+}
+
 // A settled-cost request admitted without a decision (failure mode open)
 // is charged its real cost by its settle, once: the whole cost when its
 // decision did not run (Redis down; no bucket, as for every fail-open

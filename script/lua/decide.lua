@@ -182,8 +182,12 @@ local function decide()
   -- admission whose run ran was decided then. A settle charges what the
   -- decision did not take when the decision ran (always for
   -- wire.CHARGE_SETTLE), else the whole cost, and no bucket.
+  -- The runs a charge names are entered in the window after every charge
+  -- of this run was read against it as it was before the run: charges
+  -- that name one run (a batch's lost decision, or the failed try they
+  -- were sent in together) are each counted, not the first alone.
   local reply = {status = wire.RUN_DONE, counted = 0, skipped = 0}
-  local c, pt, cpt = {}, {}, {}
+  local c, pt, cpt, named = {}, {}, {}, {}
   -- charge_bounds is the period of code and offset (or table) holding at
   local function charge_bounds(at, code, offset, table)
     if code == wire.PERIOD_TABLE then return period_in(table, at) end
@@ -225,10 +229,13 @@ local function decide()
         if c.requests > 0 then extra = c.units - c.requests end
         count(c.usage, day_of(at), c.requests, extra)
       end
-      if c.run ~= 0 and win then window_enter(win, c.run) end
-      if c.prev ~= 0 and win then window_enter(win, c.prev) end
+      if c.run ~= 0 then named[#named + 1] = c.run end
+      if c.prev ~= 0 then named[#named + 1] = c.prev end
       reply.counted = reply.counted + 1
     end
+  end
+  if win then
+    for _, run in ipairs(named) do window_enter(win, run) end
   end
 
   -- quota period bounds by (period, offset): every decision has the same now
