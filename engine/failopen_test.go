@@ -229,6 +229,36 @@ func TestChargesOfOneFailedTryAllCountOnTheRetry(t *testing.T) {
 	})
 }
 
+// Two requests admitted open whose decisions went in one run that never
+// ran (Redis down: a key on two plans, one slot) each count once, also
+// when their charges come in separate tries: the first charge to count
+// keeps a late copy of the run from running, and must not make the
+// second look decided by it.
+func TestAdmissionsOfOneLostRunCountInSeparateTries(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, time.Hour)
+		n.landed(t) // the node's run window exists
+		// a run of the key's slot numbered and never sent
+		run := n.e.r.nextRun(n.e.r.slotOf(n.e.r.keys.Usage("k1", "p1")))
+		for _, plan := range []string{"p1", "p2"} {
+			r := costRequest("k1", "", 1)
+			r.PlanID, r.CustomerQuota = plan, nil
+			ch := limit.Charge{Req: r, Units: 1, Requests: 1, Run: run}
+			if kept, err := n.e.Charge(t.Context(), []limit.Charge{ch}); err != nil || len(kept) != 0 {
+				t.Fatalf("charge in %s: kept %d, %v", plan, len(kept), err)
+			}
+			u, err := n.direct.KeyUsage(t.Context(), "k1", plan, r.Quota)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Quota.Remaining != 99 || u.Today != 1 {
+				t.Fatalf("%s: quota left %d, usage %d; want 99 left, 1 request (its run never ran)", plan, u.Quota.Remaining, u.Today)
+			}
+		}
+	})
+}
+
 // A settled-cost request admitted without a decision (failure mode open)
 // is charged its real cost by its settle, once: the whole cost when its
 // decision did not run (Redis down; no bucket, as for every fail-open

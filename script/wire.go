@@ -419,7 +419,10 @@ type LeakyState struct {
 }
 
 // RunWindow is the runs of one node that ran in one slot: the highest run
-// number seen and, for the WindowRuns numbers up to it, 1 when it ran.
+// number seen and, for the WindowRuns numbers up to it, 1 when it ran (or
+// a retried charge was counted in its stead), 2 when a charge counted a
+// request of it instead (it never runs; its other requests' charges count
+// too), else 0 (decide.lua).
 type RunWindow struct {
 	Mark uint8 `wire:"=6"`
 	Max  float64

@@ -59,18 +59,35 @@ holds it. Charges wait while the slot awaits its restore
 local LEASE_SHARE = 4
 local WINDOW_TTL_MS = 86400 * 1000
 
--- window_holds(w, run) -> true when run ran, false when it did not, nil
--- when the window cannot tell (no window, or run older than it)
-local function window_holds(w, run)
+-- A window's byte per run: 0 not seen, RAN the run ran (or, for an
+-- earlier try a charge names, counted in its stead), STOPPED a charge
+-- named it as the lost decision of its request and counted it: the run
+-- never ran and never will (a late copy does nothing), and every other
+-- charge naming it counts too.
+local RAN, STOPPED = 1, 2
+
+-- window_mark(w, run) -> the byte of run (0, RAN or STOPPED), nil when the
+-- window cannot tell (no window, or run older than it)
+local function window_mark(w, run)
   if not w then return nil end
-  if run > w.max then return false end
+  if run > w.max then return 0 end
   if w.max - run >= wire.WINDOW_RUNS then return nil end
-  return string.byte(w.ran, run % wire.WINDOW_RUNS + 1) == 1
+  return string.byte(w.ran, run % wire.WINDOW_RUNS + 1)
 end
 
--- window_enter(w, run) enters run in window w (a table), moving it on when
--- run is newer than its max
-local function window_enter(w, run)
+-- window_holds(w, run) -> true when run ran, false when it did not, nil
+-- when the window cannot tell
+local function window_holds(w, run)
+  local mark = window_mark(w, run)
+  if mark == nil then return nil end
+  return mark == RAN
+end
+
+-- window_enter(w, run, mark) enters run in window w (a table) as mark
+-- (default RAN; RAN is never turned into STOPPED), moving it on when run
+-- is newer than its max
+local function window_enter(w, run, mark)
+  mark = mark or RAN
   local n = wire.WINDOW_RUNS
   if run > w.max then
     if run - w.max >= n then
@@ -86,7 +103,8 @@ local function window_enter(w, run)
     return
   end
   local i = run % n + 1
-  w.ran = w.ran:sub(1, i - 1) .. '\1' .. w.ran:sub(i + 1)
+  if string.byte(w.ran, i) == RAN then return end
+  w.ran = w.ran:sub(1, i - 1) .. string.char(mark) .. w.ran:sub(i + 1)
 end
 
 local function decide()
@@ -99,7 +117,7 @@ local function decide()
   local win
   if a.window > 0 then
     win = wire.run_window(redis.call('GET', KEYS[a.window])) or {max = 0, ran = string.rep('\0', wire.WINDOW_RUNS)}
-    if window_holds(win, a.run) then
+    if (window_mark(win, a.run) or 0) ~= 0 then
       return wire.pack_decide_reply({status = wire.RUN_DUPLICATE, counted = 0, skipped = 0})
     end
   end
@@ -229,13 +247,13 @@ local function decide()
         if c.requests > 0 then extra = c.units - c.requests end
         count(c.usage, day_of(at), c.requests, extra)
       end
-      if c.run ~= 0 then named[#named + 1] = c.run end
-      if c.prev ~= 0 then named[#named + 1] = c.prev end
+      if c.run ~= 0 then named[#named + 1] = {c.run, STOPPED} end
+      if c.prev ~= 0 then named[#named + 1] = {c.prev, RAN} end
       reply.counted = reply.counted + 1
     end
   end
   if win then
-    for _, run in ipairs(named) do window_enter(win, run) end
+    for _, e in ipairs(named) do window_enter(win, e[1], e[2]) end
   end
 
   -- quota period bounds by (period, offset): every decision has the same now
