@@ -229,6 +229,49 @@ func TestChargesOfOneFailedTryAllCountOnTheRetry(t *testing.T) {
 	})
 }
 
+// The settles of one failed try all count on the retry however many they
+// are: more than the pending charges' batch (1,000) of them, taken in two
+// Charge calls, would have the second call find the try counted by the
+// first and skip its settles.
+func TestChargesOfOneFailedTryCountTogetherBeyondABatch(t *testing.T) {
+	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
+		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
+		n := mustPendingNode(t, b, c, 10*time.Millisecond)
+		const keys = 1100
+		settles := make([]limit.Settlement, keys)
+		for i := range settles {
+			req := costRequest(fmt.Sprintf("k%d", i), "", 10)
+			req.Uncounted, req.CustomerQuota = true, nil
+			req.Buckets = req.Buckets[:1] // the key's own throttle: the account's would refuse past its burst
+			d, err := n.top.Decide(t.Context(), req)
+			if err != nil || !d.Allowed {
+				t.Fatalf("decision %d: %+v, %v", i, d, err)
+			}
+			settles[i] = limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now,
+				Charge: 15, Count: true, Units: 25}
+		}
+		n.faults.down.Store(true)
+		for _, s := range settles {
+			if err := n.ch.Settle(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waittest.Until(t, "a try of the settles failed", 20*time.Second, func() bool { return n.ch.Failures() > 0 })
+		n.faults.down.Store(false)
+		n.landed(t)
+		for i := range settles {
+			key := fmt.Sprintf("k%d", i)
+			u, err := n.direct.KeyUsage(t.Context(), key, "p1", costRequest(key, "", 1).Quota)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Quota.Remaining != 75 || u.Today != 1 {
+				t.Fatalf("%s: quota left %d, usage %d; want 75 and 1", key, u.Quota.Remaining, u.Today)
+			}
+		}
+	})
+}
+
 // Two requests admitted open whose decisions went in one run that never
 // ran (Redis down: a key on two plans, one slot) each count once, also
 // when their charges come in separate tries: the first charge to count

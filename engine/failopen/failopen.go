@@ -247,11 +247,16 @@ func (c *Charges) put(ch limit.Charge, n int64) bool {
 	return true
 }
 
-// take removes up to n pending charges.
+// take removes about n pending charges: up to n, and then every other
+// charge that names the same earlier try (prev) as one taken. The charges
+// of one failed try must go in one Charge call: the run that counts the
+// first of them enters the try in the run window, and a later run would
+// take the rest for counted already.
 func (c *Charges) take(n int) []pendingCharge {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]pendingCharge, 0, min(n, len(c.pending)))
+	prevs := map[int64]struct{}{}
 	for k, p := range c.pending {
 		if len(out) == n {
 			break
@@ -259,6 +264,19 @@ func (c *Charges) take(n int) []pendingCharge {
 		out = append(out, *p)
 		c.requests.Add(-p.n)
 		delete(c.pending, k)
+		if k.prev != 0 {
+			prevs[k.prev] = struct{}{}
+		}
+	}
+	if len(prevs) == 0 || len(c.pending) == 0 {
+		return out
+	}
+	for k, p := range c.pending {
+		if _, ok := prevs[k.prev]; ok {
+			out = append(out, *p)
+			c.requests.Add(-p.n)
+			delete(c.pending, k)
+		}
 	}
 	return out
 }
