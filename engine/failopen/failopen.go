@@ -104,15 +104,16 @@ type pendingCharge struct {
 
 // pendingKey merges charges: one key's plan and customer, the runs that
 // may have decided them (or counted them: an earlier try), what they are,
-// the UTC day of their admission and the start of its quota period (an
-// anchored or zoned period may start within a UTC day).
+// the UTC day of their admission and the start of its quota period and
+// of its customer quota's (an anchored or zoned period may start within a
+// UTC day, and the customer's runs on the plan's calendar, not the key's).
 type pendingKey struct {
 	keyID, planID, customerID      string
 	run, customerRun, prev         int64
 	kind                           limit.ChargeKind
 	done                           limit.Parts
 	customerTaken, bucket, counted bool
-	day, period                    int64
+	day, period, customerPeriod    int64
 }
 
 // keyOf returns the pendingKey of ch.
@@ -123,6 +124,10 @@ func keyOf(ch *limit.Charge) pendingKey {
 	if q := ch.Req.Quota; q != nil {
 		start, _ := q.Calendar().Bounds(ch.At)
 		k.period = start.Unix()
+	}
+	if q := ch.Req.CustomerQuota; q != nil {
+		start, _ := q.Calendar().Bounds(ch.At)
+		k.customerPeriod = start.Unix()
 	}
 	return k
 }

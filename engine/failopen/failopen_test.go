@@ -381,3 +381,48 @@ func TestSettlesAreTriedAgainUntilCounted(t *testing.T) {
 		t.Errorf("usage %d, want 1", got)
 	}
 }
+
+// On the model: two requests failed open on one UTC day and in one
+// period of the key's own quota, but on either side of the customer
+// quota's period start (the plan's month begins at midnight in Tokyo, the
+// key's on the 15th in UTC), are charged apart: each counts in its own
+// customer period, and the one after the start is not lost with the
+// period that ended.
+func TestFailOpenChargesKeepTheirCustomerPeriods(t *testing.T) {
+	t.Parallel()
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktest.New(time.Date(2026, 11, 30, 14, 59, 0, 0, time.UTC)) // 23:59 in Tokyo
+	core := &flaky{Model: &limittest.Model{Clock: clock.Now}}
+	ch := New(core, Options{Interval: time.Hour})
+	t.Cleanup(ch.Close)
+	top := limit.Stack(core, ch.Layer)
+	req := keyRequest("k")
+	req.Quota = &limit.Quota{Limit: 1000, Period: plans.PeriodMonth, Anchor: 15}
+	req.CustomerID, req.CustomerQuota = "acme", &limit.Quota{Limit: 100, Period: plans.PeriodMonth, Anchor: 1, Zone: tokyo}
+	core.down.Store(true)
+	for _, step := range []time.Duration{0, 2 * time.Minute} { // 23:59 and 00:01 in Tokyo
+		clock.Add(step)
+		if _, err := top.Decide(t.Context(), req); err == nil {
+			t.Fatal("a decision while down succeeded")
+		}
+	}
+	if p, _ := ch.Pending(); p != 2 {
+		t.Fatalf("pending: got %d, want 2", p)
+	}
+	core.down.Store(false)
+	ch.kickNow()
+	waittest.Until(t, "the charges counted", 20*time.Second, func() bool { p, _ := ch.Pending(); return p == 0 })
+	d, err := top.Decide(t.Context(), req)
+	if err != nil || !d.Allowed {
+		t.Fatalf("Decide: %+v, %v", d, err)
+	}
+	if d.Customer == nil || d.Customer.Remaining != 98 {
+		t.Fatalf("customer quota %+v, want 98 left in December (the admission of 00:01 and this one)", d.Customer)
+	}
+	if used := core.QuotaUsed("k", "p1"); used != 3 {
+		t.Errorf("key quota used %d, want 3", used)
+	}
+}
