@@ -74,14 +74,16 @@ func (e *Engine) wait(ctx context.Context, c *call) (limit.Decision, error) {
 
 // result returns the decision of answered call c.
 func (e *Engine) result(c *call) (limit.Decision, error) {
+	// a period miss charged nothing; its reply carries Redis's time, which
+	// a request admitted open after the last try is charged at
+	if c.res.Refused == script.RefusedPeriod || errors.Is(c.err, errPeriodMoved) {
+		return limit.Decision{}, fmt.Errorf("engine: decide: %w", &limit.UndecidedError{At: time.UnixMicro(c.res.NowUS).UTC(), Err: errPeriodMoved})
+	}
 	if c.err != nil {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", c.err)
 	}
 	if c.res.Refused == script.RefusedUnrestored {
 		return limit.Decision{}, fmt.Errorf("engine: decide: %w", limit.ErrNotRestored)
-	}
-	if c.res.Refused == script.RefusedPeriod {
-		return limit.Decision{}, fmt.Errorf("engine: decide: %w", errPeriodMoved)
 	}
 	d := parseDecision(&c.res, c.req)
 	d.TakenAt = c.takenAt
