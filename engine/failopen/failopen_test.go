@@ -380,6 +380,9 @@ func TestSettlesAreTriedAgainUntilCounted(t *testing.T) {
 	if got := core.Usage("k", "p1", clock.Now()); got != 1 {
 		t.Errorf("usage %d, want 1", got)
 	}
+	if d, err := top.Decide(t.Context(), req); err != nil || d.Customer == nil || d.Customer.Remaining != 1000-25-10 {
+		t.Errorf("the next decision: customer quota %+v, %v; want %d left (the settled 25 and its reservation of 10)", d.Customer, err, 1000-25-10)
+	}
 }
 
 // On the model: two requests failed open on one UTC day and in one
