@@ -54,15 +54,8 @@ func recordAlerts(ctx context.Context, tx pgx.Tx, quotas []plans.QuotaUsage, day
 			keyIDs = append(keyIDs, q.KeyID)
 		}
 	}
-	customers, cals := map[string]string{}, map[string]plans.KeyCalendar{}
-	rows, _ = tx.Query(ctx, `SELECT id, customer_id, quota_anchor, quota_time_zone, tags FROM api_keys
-		WHERE id = ANY($1) AND (customer_id <> '' OR quota_anchor <> '' OR quota_time_zone <> '' OR tags ?| $2)`, keyIDs, calendarTags)
-	var k plans.ApiKey
-	if _, err := pgx.ForEachRow(rows, []any{&k.ID, &k.CustomerID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags}, func() error {
-		customers[k.ID], cals[k.ID] = k.CustomerID, k.QuotaCalendar()
-		k = plans.ApiKey{} // the next row's tags must not merge into these
-		return nil
-	}); err != nil {
+	customers, cals, err := keyCustomersAndCalendars(ctx, tx, keyIDs)
+	if err != nil {
 		return err
 	}
 	lastDay := map[[2]string]time.Time{} // (plan, key) → the last day counted

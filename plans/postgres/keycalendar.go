@@ -53,21 +53,34 @@ func quotaMisfit(err error) error {
 // of each of ids that has one; keys without one, or that do not exist,
 // are absent. Errors: KindUnavailable.
 func (db *DB) KeyCalendars(ctx context.Context, ids []string) (map[string]plans.KeyCalendar, error) {
-	out := map[string]plans.KeyCalendar{}
+	var out map[string]plans.KeyCalendar
 	err := db.read(ctx, func(ctx context.Context, tx pgx.Tx, _ time.Time) error {
-		rows, _ := tx.Query(ctx, `SELECT id, quota_anchor, quota_time_zone, tags FROM api_keys
-			WHERE id = ANY($1) AND (quota_anchor <> '' OR quota_time_zone <> '' OR tags ?| $2)`, ids, calendarTags)
-		var k plans.ApiKey
-		_, err := pgx.ForEachRow(rows, []any{&k.ID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags}, func() error {
-			if c := k.QuotaCalendar(); !c.IsZero() {
-				out[k.ID] = c
-			}
-			k = plans.ApiKey{} // the next row's tags must not merge into these
-			return nil
-		})
+		var err error
+		_, out, err = keyCustomersAndCalendars(ctx, tx, ids)
 		return err
 	})
 	return out, err
+}
+
+// keyCustomersAndCalendars reads, in tx, the customerId and the own quota
+// calendar of each of ids that has either; the others are absent from
+// both maps.
+func keyCustomersAndCalendars(ctx context.Context, tx pgx.Tx, ids []string) (map[string]string, map[string]plans.KeyCalendar, error) {
+	customers, cals := map[string]string{}, map[string]plans.KeyCalendar{}
+	rows, _ := tx.Query(ctx, `SELECT id, customer_id, quota_anchor, quota_time_zone, tags FROM api_keys
+		WHERE id = ANY($1) AND (customer_id <> '' OR quota_anchor <> '' OR quota_time_zone <> '' OR tags ?| $2)`, ids, calendarTags)
+	var k plans.ApiKey
+	_, err := pgx.ForEachRow(rows, []any{&k.ID, &k.CustomerID, &k.QuotaAnchor, &k.QuotaTimeZone, &k.Tags}, func() error {
+		if k.CustomerID != "" {
+			customers[k.ID] = k.CustomerID
+		}
+		if c := k.QuotaCalendar(); !c.IsZero() {
+			cals[k.ID] = c
+		}
+		k = plans.ApiKey{} // the next row's tags must not merge into these
+		return nil
+	})
+	return customers, cals, err
 }
 
 // calendarTags are the tags of a key's own quota calendar.
