@@ -191,38 +191,8 @@ func TestSettleWhoseReplyIsLostLandsOnce(t *testing.T) {
 // try's run; on Redis Cluster each key's slot has its own).
 func TestChargesOfOneFailedTryAllCountOnTheRetry(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
-		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
-		n := mustPendingNode(t, b, c, 10*time.Millisecond)
-		var settles []limit.Settlement
-		for _, key := range []string{"k1", "k2"} {
-			req := costRequest(key, "acme", 10)
-			req.Uncounted = true
-			d, err := n.top.Decide(t.Context(), req)
-			if err != nil || !d.Allowed {
-				t.Fatalf("decision of %s: %+v, %v", key, d, err)
-			}
-			settles = append(settles, limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now,
-				Charge: 15, Count: true, Units: 25, Bucket: true})
-		}
-		n.faults.down.Store(true)
-		for _, s := range settles {
-			if err := n.ch.Settle(t.Context(), s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waittest.Until(t, "a try of both settles failed", 20*time.Second, func() bool { return n.ch.Failures() > 0 })
-		n.faults.down.Store(false)
-		n.landed(t)
-		for _, key := range []string{"k1", "k2"} {
-			u, err := n.direct.KeyUsage(t.Context(), key, "p1", costRequest(key, "acme", 1).Quota)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if u.Quota.Remaining != 75 || u.Today != 1 || u.TodayUnits != 25 {
-				t.Fatalf("%s: quota left %d, usage %d requests of %d units; want 75 left, 1 request of 25 units",
-					key, u.Quota.Remaining, u.Today, u.TodayUnits)
-			}
-		}
+		n := mustPendingNode(t, b, clocktest.New(at(t, "2026-06-15T12:00:00Z")), 10*time.Millisecond)
+		settleThroughAFailedTry(t, n, []string{"k1", "k2"}, "acme")
 		if got := customerUsed(t, n.direct, "acme"); got != 50 {
 			t.Fatalf("customer used %v, want 50", got)
 		}
@@ -235,41 +205,52 @@ func TestChargesOfOneFailedTryAllCountOnTheRetry(t *testing.T) {
 // first and skip its settles.
 func TestChargesOfOneFailedTryCountTogetherBeyondABatch(t *testing.T) {
 	redistest.EachBackend(t, func(t *testing.T, b redistest.Backend) {
-		c := clocktest.New(at(t, "2026-06-15T12:00:00Z"))
-		n := mustPendingNode(t, b, c, 10*time.Millisecond)
-		const keys = 1100
-		settles := make([]limit.Settlement, keys)
-		for i := range settles {
-			req := costRequest(fmt.Sprintf("k%d", i), "", 10)
-			req.Uncounted, req.CustomerQuota = true, nil
-			req.Buckets = req.Buckets[:1] // the key's own throttle: the account's would refuse past its burst
-			d, err := n.top.Decide(t.Context(), req)
-			if err != nil || !d.Allowed {
-				t.Fatalf("decision %d: %+v, %v", i, d, err)
-			}
-			settles[i] = limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now,
-				Charge: 15, Count: true, Units: 25}
+		n := mustPendingNode(t, b, clocktest.New(at(t, "2026-06-15T12:00:00Z")), 10*time.Millisecond)
+		keys := make([]string, 1100)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%d", i)
 		}
-		n.faults.down.Store(true)
-		for _, s := range settles {
-			if err := n.ch.Settle(t.Context(), s); err != nil {
-				t.Fatal(err)
-			}
-		}
-		waittest.Until(t, "a try of the settles failed", 20*time.Second, func() bool { return n.ch.Failures() > 0 })
-		n.faults.down.Store(false)
-		n.landed(t)
-		for i := range settles {
-			key := fmt.Sprintf("k%d", i)
-			u, err := n.direct.KeyUsage(t.Context(), key, "p1", costRequest(key, "", 1).Quota)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if u.Quota.Remaining != 75 || u.Today != 1 {
-				t.Fatalf("%s: quota left %d, usage %d; want 75 and 1", key, u.Quota.Remaining, u.Today)
-			}
-		}
+		settleThroughAFailedTry(t, n, keys, "")
 	})
+}
+
+// settleThroughAFailedTry decides a settled-cost request of each of keys
+// (of customer; reserving 10), sends their settles (25 units) while Redis
+// is down so that one try of them fails, lets the retry land, and checks
+// each key was charged and counted once.
+func settleThroughAFailedTry(t *testing.T, n *pendingNode, keys []string, customer string) {
+	t.Helper()
+	settles := make([]limit.Settlement, len(keys))
+	for i, key := range keys {
+		req := costRequest(key, customer, 10)
+		req.Uncounted = true
+		req.Buckets = req.Buckets[:1] // the key's own throttle: the account's would refuse past its burst
+		d, err := n.top.Decide(t.Context(), req)
+		if err != nil || !d.Allowed {
+			t.Fatalf("decision of %s: %+v, %v", key, d, err)
+		}
+		settles[i] = limit.Settlement{Req: req, PeriodStart: d.Quota.Reset.Add(-d.Quota.Window), At: d.Now,
+			Charge: 15, Count: true, Units: 25, Bucket: true}
+	}
+	n.faults.down.Store(true)
+	for _, s := range settles {
+		if err := n.ch.Settle(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waittest.Until(t, "a try of the settles failed", 20*time.Second, func() bool { return n.ch.Failures() > 0 })
+	n.faults.down.Store(false)
+	n.landed(t)
+	for _, key := range keys {
+		u, err := n.direct.KeyUsage(t.Context(), key, "p1", costRequest(key, customer, 1).Quota)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Quota.Remaining != 75 || u.Today != 1 || u.TodayUnits != 25 {
+			t.Fatalf("%s: quota left %d, usage %d requests of %d units; want 75 left, 1 request of 25 units",
+				key, u.Quota.Remaining, u.Today, u.TodayUnits)
+		}
+	}
 }
 
 // Two requests admitted open whose decisions went in one run that never
