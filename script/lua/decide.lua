@@ -268,6 +268,12 @@ local function decide()
     end
     return b[1], b[2]
   end
+  -- bounds_of is the current period of a quota of code and offset, or of
+  -- its period table (nil when the table misses now)
+  local function bounds_of(code, offset, table)
+    if code == wire.PERIOD_TABLE then return period_in(table, now) end
+    return quota_bounds(code, offset)
+  end
 
   local check_rule -- rule_run over the rule states, made on first use
   local d, bk, rl, tokens, times, rebase, cpt = {}, {}, {}, {}, {}, {}, {}
@@ -335,10 +341,6 @@ local function decide()
     -- every request.
     local used, kept, start, stop = 0, 0, 0, 0
     local cused, ckept, cstart, cstop = 0, 0, 0, 0
-    local function bounds_of(code, offset, table)
-      if code == wire.PERIOD_TABLE then return period_in(table, now) end
-      return quota_bounds(code, offset)
-    end
     local missed = false
     if d.quota > 0 then
       start, stop = bounds_of(d.period, d.offset, pt)
