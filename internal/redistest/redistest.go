@@ -29,6 +29,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redisurl"
+	"tollgate/internal/waittest"
 )
 
 // URL returns the Redis URL tests use.
@@ -433,10 +434,8 @@ func mustCluster(tb testing.TB, masters, replicas int, env, args []string) (*red
 // it counts acknowledgements of the calling connection's own last write.
 func (s *Server) WaitReplicated(tb testing.TB, replica *Server) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	offset := func(c *redis.Client, field string) int64 {
-		info, err := c.Info(ctx, "replication").Result()
+		info, err := c.Info(context.Background(), "replication").Result()
 		if err != nil {
 			return -1
 		}
@@ -452,12 +451,8 @@ func (s *Server) WaitReplicated(tb testing.TB, replica *Server) {
 	if want < 0 {
 		tb.Fatalf("redistest: no replication offset on %s", s.Addr)
 	}
-	for offset(replica.Client, "slave_repl_offset") < want {
-		if ctx.Err() != nil {
-			tb.Fatalf("redistest: replica %s did not reach offset %d of %s", replica.Addr, want, s.Addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waittest.Until(tb, fmt.Sprintf("replica %s at offset %d of %s", replica.Addr, want, s.Addr), 30*time.Second,
+		func() bool { return offset(replica.Client, "slave_repl_offset") >= want })
 }
 
 // Kill kills the server's process (SIGKILL), as a machine that dies.

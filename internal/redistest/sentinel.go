@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/internal/redisurl"
+	"tollgate/internal/waittest"
 )
 
 // SentinelMaster is the master name the Sentinel of MustSentinel monitors.
@@ -68,28 +69,24 @@ func mustSentinel(tb testing.TB, env, args []string) *Sentinel {
 	sentinel := startRedis(tb, nil, []string{conf, "--sentinel"}, nil)
 	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinel.Addr, ContextTimeoutEnabled: true})
 	defer sc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for {
-		master, merr := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
-		reps, rerr := sc.Replicas(ctx, SentinelMaster).Result()
-		ready := merr == nil && rerr == nil && len(master) == 2 && net.JoinHostPort(master[0], master[1]) == primary.Addr
-		if ready {
-			ready = false
-			for _, r := range reps {
-				if net.JoinHostPort(r["ip"], r["port"]) == replica.Addr && r["flags"] == "slave" && r["master-link-status"] == "ok" {
-					ready = true
-				}
+	var master []string
+	var reps []map[string]string
+	var merr, rerr error
+	if _, ok := waittest.Poll(30*time.Second, func() bool {
+		master, merr = sc.GetMasterAddrByName(context.Background(), SentinelMaster).Result()
+		reps, rerr = sc.Replicas(context.Background(), SentinelMaster).Result()
+		if merr != nil || rerr != nil || len(master) != 2 || net.JoinHostPort(master[0], master[1]) != primary.Addr {
+			return false
+		}
+		for _, r := range reps {
+			if net.JoinHostPort(r["ip"], r["port"]) == replica.Addr && r["flags"] == "slave" && r["master-link-status"] == "ok" {
+				return true
 			}
 		}
-		if ready {
-			break
-		}
-		if ctx.Err() != nil {
-			tb.Fatalf("redistest: the Sentinel on %s does not name %s with its replica %s: %v %v %v %v",
-				sentinel.Addr, primary.Addr, replica.Addr, master, merr, reps, rerr)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}); !ok {
+		tb.Fatalf("redistest: the Sentinel on %s does not name %s with its replica %s: %v %v %v %v",
+			sentinel.Addr, primary.Addr, replica.Addr, master, merr, reps, rerr)
 	}
 	return &Sentinel{
 		URL:     fmt.Sprintf("redis-sentinel://%s/0?master=%s", sentinel.Addr, SentinelMaster),
