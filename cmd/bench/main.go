@@ -11,8 +11,8 @@
 // admin API with the AWS SDK; then loads each path with wrk at a few
 // concurrency levels and prints requests/s, p50/p99 latency, the ratios
 // tollgate/bare, naive/bare and tollgate/naive and the Redis round trips
-// per admitted request, the p99 each path adds at a fixed rate of half the
-// bare proxy's saturation, and the config push latency over many changes.
+// per admitted request, the p99 each path adds at a fixed rate of half of
+// tollgate's own saturation, and the config push latency over many changes.
 // Everything it started is stopped and the database dropped at the end.
 //
 //	bench [-bin bin] [-wrk wrk] [-duration 3s] [-rounds 2] [-conns 8,32,128] [-changes 100]

@@ -67,7 +67,7 @@ type report struct {
 	cacheHit     string // X-Cache of the second call to /cached
 	cluster      bool   // the cluster rows ran
 	rows         []row
-	halfRate     float64 // offered rate of the latency runs (half the bare saturation)
+	halfRate     float64 // offered rate of the latency runs (half the uncached path's saturation)
 	latency      []row   // the runs at halfRate
 	load         string  // the machine's load average before the runs (/proc/loadavg)
 	push         pushResult
@@ -248,13 +248,15 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// measureLatency offers half the bare proxy's best rate, at a fixed rate
-// (runRate), to the bare proxy, the naive peer, the uncached and the
-// cache-hit paths, and records their latencies.
+// measureLatency offers half of tollgate's own saturation (the uncached
+// path's best rate over the levels), at a fixed rate (runRate), to the bare
+// proxy, the naive peer, the uncached and the cache-hit paths, and records
+// their latencies: what the gateway adds at a rate it serves with room to
+// spare, against the bare proxy at that same rate.
 func (s *stack) measureLatency(ctx context.Context, rep *report, loads map[string]load) error {
 	var sat float64
 	for _, r := range rep.rows {
-		if r.path == pathBare {
+		if r.path == pathUncached {
 			sat = max(sat, r.wrk.RPS)
 		}
 	}

@@ -183,7 +183,7 @@ func (r *report) printLatency(w io.Writer) {
 	if len(r.latency) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nlatency at a fixed rate of half the bare proxy's saturation (%.0f req/s offered, open loop, latency from each request's due time):\n", r.halfRate)
+	fmt.Fprintf(w, "\nlatency at a fixed rate of half of tollgate's own saturation (the uncached path's best; %.0f req/s offered, open loop, latency from each request's due time):\n", r.halfRate)
 	base := r.latency[0].wrk.P99
 	for _, x := range r.latency {
 		added := x.wrk.P99 - base
