@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/cache"
-	"tollgate/internal/redisscript"
 	"tollgate/keyspace"
 )
 
@@ -88,17 +87,13 @@ func queueLookup(ctx context.Context, pipe redis.Pipeliner, key string, h http.H
 
 // result returns the entry read, nil without an error when there is none
 // (stale entries are returned: check Entry.Fresh). A NOSCRIPT reply (a
-// restarted or flushed cache Redis; go-redis cannot fall back inside a
-// pipeline) loads the script on rdb and reads again under ctx
-// (redisscript.Reload). An error means the cache Redis did not answer or
-// the entry is corrupt.
+// restarted or flushed cache Redis) loads the script on rdb and reads
+// again under ctx (againOnNoScript). An error means the cache Redis did
+// not answer or the entry is corrupt.
 func (r *entryRead) result(ctx context.Context, rdb redis.UniversalClient) (*cache.Entry, error) {
-	s, err := r.cmd.Text()
-	if again, rerr := redisscript.Reload(ctx, rdb, lookupScript, err); rerr != nil {
-		err = rerr
-	} else if again {
-		s, err = lookupScript.EvalSha(ctx, rdb, []string{r.key}, r.arg).Text()
-	}
+	s, err := againOnNoScript(ctx, rdb, lookupScript, r.cmd, func() *redis.Cmd {
+		return lookupScript.EvalSha(ctx, rdb, []string{r.key}, r.arg)
+	}).Text()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -126,14 +121,15 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
 	names, _ := cache.VaryNames(e.Header)
-	vary, variant, enc, ms := strings.Join(names, ","), cache.Variant(names, h), e.Encode(), (e.TTL + e.Keep).Milliseconds()
+	keys, args := []string{key}, []any{strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
 	var cmd *redis.Cmd
 	c.fills.do(func(ctx context.Context, p redis.Pipeliner) {
-		cmd = p.Eval(ctx, storeSource, []string{key}, vary, variant, enc, max(ms, 1))
+		cmd = storeScript.EvalSha(ctx, p, keys, args...)
 	})
 	if cmd == nil {
 		return fmt.Errorf("engine: cache store %s: not sent", key)
 	}
+	cmd = againOnNoScript(ctx, c.rdb, storeScript, cmd, func() *redis.Cmd { return storeScript.EvalSha(ctx, c.rdb, keys, args...) })
 	if err := cmd.Err(); err != nil {
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
@@ -143,13 +139,14 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 // fillTimeout bounds one pipeline of cache fills.
 const fillTimeout = time.Second
 
-// storeSource writes one entry variant and the entry's expiry in one
+// storeScript writes one entry variant and the entry's expiry in one
 // atomic run (one key: one slot on Redis Cluster), so fills of concurrent
-// requests can share a pipeline. KEYS[1] the entry; ARGV the Vary names,
-// the variant's field, its encoding, the expiry in ms.
-const storeSource = `redis.call('HSET', KEYS[1], 'vary', ARGV[1], ARGV[2], ARGV[3])
+// requests can share a pipeline; fills send its SHA1 (EVALSHA). KEYS[1]
+// the entry; ARGV the Vary names, the variant's field, its encoding, the
+// expiry in ms.
+var storeScript = redis.NewScript(`redis.call('HSET', KEYS[1], 'vary', ARGV[1], ARGV[2], ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return 1`
+return 1`)
 
 // headerArg flattens a request header into lookup.lua's ARGV[1]: one line
 // "<lowercase name>:<VaryValue>\n" per header (HTTP forbids line breaks in

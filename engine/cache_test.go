@@ -3,6 +3,7 @@ package engine
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,5 +160,42 @@ func TestConcurrentFillsEachStoreTheirEntry(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Fills send the store script's SHA1 (EVALSHA), never its source, which
+// Redis would hash on every call: on a server of the test's own, INFO
+// commandstats counts no EVAL, also for a fill after SCRIPT FLUSH (a
+// restarted or failed-over server), which gets NOSCRIPT, loads the script
+// and stores its entry.
+func TestCacheFillsSendTheScriptHash(t *testing.T) {
+	t.Parallel()
+	_, rdb := redistest.MustServer(t)
+	s := mustLoaded(t, New(rdb, Options{Prefix: "t"})).cache
+	ctx := t.Context()
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, flush := range []bool{false, true} {
+		if flush {
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key, body := "t:cache:e:"+strconv.Itoa(i), "body"+strconv.Itoa(i)
+		e := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte(body), Stored: time.Now(), TTL: time.Minute}
+		if err := s.put(ctx, key, http.Header{}, e); err != nil {
+			t.Fatalf("fill (after SCRIPT FLUSH: %v): %v", flush, err)
+		}
+		if got, err := s.get(ctx, key, http.Header{}); err != nil || got == nil || string(got.Body) != body {
+			t.Fatalf("read of the fill (after SCRIPT FLUSH: %v): got %v, %v, want %q", flush, got, err, body)
+		}
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(info, "cmdstat_eval:") || !strings.Contains(info, "cmdstat_evalsha:") {
+		t.Errorf("commandstats: want EVALSHA and no EVAL, got\n%s", info)
 	}
 }

@@ -143,7 +143,7 @@ func New(rdb redis.UniversalClient, opts Options) *Engine {
 // Errors are wrapped; scripts load on first use anyway.
 func (e *Engine) Load(ctx context.Context) error {
 	err := redisscript.Load(ctx, e.r.rdb, limitsScript)
-	if cerr := redisscript.Load(ctx, e.cache.rdb, lookupScript); cerr != nil {
+	if cerr := redisscript.Load(ctx, e.cache.rdb, lookupScript, storeScript); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	if err != nil {

@@ -55,9 +55,19 @@ func runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args
 
 // sendAgainOnNoScript returns cmd, a run of the limiter script, unless its reply
 // was NOSCRIPT: then it loads the script on rdb and runs it once more on
-// rdb (redisscript.Reload).
+// rdb (againOnNoScript).
 func sendAgainOnNoScript(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd, keys []string, args []any) *redis.Cmd {
-	again, err := redisscript.Reload(ctx, rdb, limitsScript, cmd.Err())
+	return againOnNoScript(ctx, rdb, limitsScript, cmd, func() *redis.Cmd { return queueOnce(ctx, rdb, keys, args) })
+}
+
+// againOnNoScript returns cmd, a run of script s sent in a pipeline
+// (where go-redis cannot fall back to EVAL), unless its reply was
+// NOSCRIPT (a restarted, flushed or failed-over server: it did not run):
+// then it loads s on every shard of rdb (redisscript.Reload) and returns
+// what send, which sends the run once more on rdb, returns. A failed load
+// is the returned command's error.
+func againOnNoScript(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, cmd *redis.Cmd, send func() *redis.Cmd) *redis.Cmd {
+	again, err := redisscript.Reload(ctx, rdb, s, cmd.Err())
 	if err != nil {
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)
@@ -66,5 +76,5 @@ func sendAgainOnNoScript(ctx context.Context, rdb redis.UniversalClient, cmd *re
 	if !again {
 		return cmd
 	}
-	return queueOnce(ctx, rdb, keys, args)
+	return send()
 }
