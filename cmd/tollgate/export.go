@@ -27,11 +27,14 @@ type usageExportCmd struct {
 	End         string `required:"" help:"Last UTC day, YYYY-MM-DD (the range spans at most 366 days)."`
 	Key         string `help:"Only this API key id."`
 	Format      string `enum:"csv,json" default:"csv" help:"csv (a header row, opens in a spreadsheet) or json."`
-	Output      string `short:"o" type:"path" help:"File to write (written whole or not at all); default standard output."`
+	Output      string `short:"o" type:"path" help:"File to write (written whole or not at all); - or none: standard output."`
 	DatabaseURL string `help:"PostgreSQL URL." default:"postgres://postgres@127.0.0.1:5432/tollgate" env:"TOLLGATE_DATABASE_URL"`
+
+	stdout io.Writer // os.Stdout when nil; tests set their own
 }
 
-// Run writes the export to Output or standard output.
+// Run writes the export to Output, or to standard output when Output is
+// empty or "-" (the usual spelling of standard output on a command line).
 func (c *usageExportCmd) Run(ctx context.Context) error {
 	q, err := c.query()
 	if err != nil {
@@ -45,8 +48,12 @@ func (c *usageExportCmd) Run(ctx context.Context) error {
 	if err := c.checkPlan(ctx, db); err != nil {
 		return err
 	}
-	if c.Output == "" {
-		w := bufio.NewWriter(os.Stdout)
+	if c.Output == "" || c.Output == "-" {
+		out := c.stdout
+		if out == nil {
+			out = os.Stdout
+		}
+		w := bufio.NewWriter(out)
 		if err := plans.ExportUsage(ctx, db, w, c.Format, q); err != nil {
 			return err
 		}

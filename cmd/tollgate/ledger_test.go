@@ -154,6 +154,16 @@ func TestUsageExportCommandWritesWhatTheAdminAPIExports(t *testing.T) {
 		if string(b) != api || !strings.Contains(api, "cust-1") {
 			t.Fatalf("%s: the command wrote\n%q\nthe admin API exported\n%q\nwant the same, with the key's customer id", format, b, api)
 		}
+		// -o - is standard output, not a file named "-".
+		var stdout strings.Builder
+		cmd.Output, cmd.stdout = "-", &stdout
+		must(t, "usage export -o -", cmd.Run(ctx))
+		if stdout.String() != api {
+			t.Fatalf("%s, -o -: the command wrote\n%q\nto standard output, want\n%q", format, stdout.String(), api)
+		}
+		if _, err := os.Stat("-"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s, -o -: a file named - exists (%v), want none", format, err)
+		}
 	}
 }
 
