@@ -27,6 +27,7 @@ func (m *Main) limiterStack() limit.Decider {
 	if m.Config.LeaseLifetime > 0 && m.clock == nil {
 		m.leases = lease.New(m.engine, lease.Options{Lifetime: m.Config.LeaseLifetime, Logger: m.Logger})
 		layers = append(layers, m.leases.Layer)
+		m.registry.MustRegister(m.leases.Collectors()...)
 		keep = 2 * m.leases.Lifetime()
 	} else {
 		keep = 0

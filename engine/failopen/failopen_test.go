@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
 	"tollgate/internal/faultnet"
+	"tollgate/internal/metrictest"
 	"tollgate/internal/redistest"
 	"tollgate/internal/waittest"
 	"tollgate/limit"
@@ -106,17 +106,7 @@ func TestPendingChargesAreBounded(t *testing.T) {
 	if p, d := ch.Pending(); p != 3 || d != 1 {
 		t.Fatalf("pending %d dropped %d, want 3 and 1", p, d)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(ch.Collectors()...)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		m := mf.GetMetric()[0]
-		got[mf.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
-	}
+	got := metrictest.Values(t, ch.Collectors()...)
 	if got["tollgate_limiter_pending_charges"] != 3 || got["tollgate_limiter_dropped_charges_total"] != 1 {
 		t.Errorf("metrics %v, want 3 pending and 1 dropped", got)
 	}

@@ -112,6 +112,9 @@ type Table struct {
 	// it stops.
 	running bool
 	idleCh  chan struct{}
+	// admitted and takes count requests admitted on a lease and the
+	// leases asked for (Collectors).
+	admitted, takes uint64
 }
 
 // shape names the limits of a request: its key, plan, stage, buckets,
@@ -339,6 +342,7 @@ func (t *Table) admit(s *shape, req *limit.Request, now time.Time) (dec limit.De
 		if w := rate * t.life.Seconds() / 2; w >= minWant {
 			want = int32(min(w, maxWant))
 			en.taking = make(chan struct{})
+			t.takes++
 		}
 	}
 	return dec, false, want, gen
@@ -355,6 +359,7 @@ func (t *Table) spend(en *entry, req *limit.Request, now time.Time) (limit.Decis
 	if l.left > 0 && now.Before(l.expires) && l.sameLimits(req) {
 		l.left--
 		l.spent++
+		t.admitted++
 		dec := l.decision(now)
 		if l.left == 0 {
 			t.end(en, l)

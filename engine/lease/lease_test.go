@@ -17,6 +17,7 @@ import (
 	"tollgate/engine"
 	"tollgate/internal/clocktest"
 	"tollgate/internal/hammertest"
+	"tollgate/internal/metrictest"
 	"tollgate/internal/redistest"
 	"tollgate/limit"
 	"tollgate/limit/limittest"
@@ -467,14 +468,27 @@ func TestOnlyHotConcurrentKeysTakeLeases(t *testing.T) {
 		if got := n.e.Trips() - before; got != 1000*each {
 			t.Errorf("hot key, one caller at a time: got %d round trips for 1000 requests, want %d", got, 1000*each)
 		}
+		if m := metrictest.Values(t, n.t.Collectors()...); m["tollgate_lease_admitted_total"] != 0 || m["tollgate_lease_takes_total"] != 0 {
+			t.Errorf("cold and sequential keys: metrics %v, want no lease taken or used", m)
+		}
 		before = n.e.Trips()
 		var decided atomic.Int64
 		load(t, nodes, 8, func() *limit.Request { return f.hot(1e6, 1<<30, 0) },
 			func() bool { return decided.Load() >= 3000 }, func(limit.Decision) { decided.Add(1) })
 		// (a node whose round trips take over L/2 pauses its leases: only
 		// fewer round trips than requests is certain on a busy machine)
-		if got := n.e.Trips() - before; got >= decided.Load() {
-			t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", got, decided.Load())
+		trips := n.e.Trips() - before
+		if trips >= decided.Load() {
+			t.Errorf("hot key, 8 callers: got %d round trips for %d requests, want fewer (leases)", trips, decided.Load())
+		}
+		// the takes and what they admitted show (the takes themselves are decided below)
+		m := metrictest.Values(t, n.t.Collectors()...)
+		if a := m["tollgate_lease_admitted_total"]; a < 1 || a >= float64(decided.Load()) || m["tollgate_lease_takes_total"] < 1 {
+			t.Errorf("hot key, 8 callers: metrics %v for %d requests, want some but not all admitted on leases, and a take", m, decided.Load())
+		}
+		n.t.ForgetAll()
+		if m := metrictest.Values(t, n.t.Collectors()...); m["tollgate_leases_open"] != 0 || m["tollgate_lease_units_unspent"] != 0 {
+			t.Errorf("after ForgetAll: metrics %v, want no lease open", m)
 		}
 	})
 }
