@@ -323,7 +323,8 @@ func (r *run) applyKey(c Change) error {
 		var e *plans.AuditEntry
 		ctx, e = r.audit(c, "CreateApiKey", "/apikeys")
 		value, hash := r.NewKey()
-		k := &plans.ApiKey{Name: want.Name, Description: want.Description, Enabled: want.Enabled, CustomerID: want.CustomerID, Tags: want.Tags}
+		k := &plans.ApiKey{}
+		want.set(k)
 		if err := r.Store.CreateApiKey(ctx, k, hash); err != nil {
 			return err
 		}
@@ -335,13 +336,19 @@ func (r *run) applyKey(c Change) error {
 	} else {
 		ctx, _ = r.audit(c, "UpdateApiKey", "/apikeys/"+id)
 		if _, err := r.Store.UpdateApiKey(ctx, id, func(k *plans.ApiKey) error {
-			k.Name, k.Description, k.Enabled, k.CustomerID, k.Tags = want.Name, want.Description, want.Enabled, want.CustomerID, want.Tags
+			want.set(k)
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
 	return r.syncMemberships(ctx, id, want.UsagePlans)
+}
+
+// set writes the document's fields of an API key over k's.
+func (a ApiKey) set(k *plans.ApiKey) {
+	k.Name, k.Description, k.Enabled, k.CustomerID, k.Tags = a.Name, a.Description, a.Enabled, a.CustomerID, a.Tags
+	k.QuotaAnchor, k.QuotaTimeZone = a.QuotaAnchor, a.QuotaTimeZone
 }
 
 // syncMemberships makes key id a member of exactly the plans named.

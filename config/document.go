@@ -103,13 +103,17 @@ type ApiStage struct {
 // ApiKey is an API key's metadata and the usage plans (by name) it is in;
 // its value is never part of a document.
 type ApiKey struct {
-	ID          string            `json:"id,omitempty"`
-	Name        string            `json:"name"`
-	Description string            `json:"description,omitempty"`
-	Enabled     bool              `json:"enabled"`
-	CustomerID  string            `json:"customerId,omitempty"`
-	Tags        map[string]string `json:"tags,omitempty"`
-	UsagePlans  []string          `json:"usagePlans,omitempty"`
+	ID          string `json:"id,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Enabled     bool   `json:"enabled"`
+	CustomerID  string `json:"customerId,omitempty"`
+	// QuotaAnchor and QuotaTimeZone are the key's own quota calendar
+	// (plans.ApiKey's fields of the same names).
+	QuotaAnchor   string            `json:"quotaAnchor,omitempty"`
+	QuotaTimeZone string            `json:"quotaTimeZone,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	UsagePlans    []string          `json:"usagePlans,omitempty"`
 }
 
 // MethodSettings are a stage's methodSettings. An entry of a document

@@ -80,7 +80,7 @@ func Read(ctx context.Context, st Store) (*Document, error) {
 	}
 	for _, k := range keys {
 		d.ApiKeys = append(d.ApiKeys, ApiKey{ID: k.ID, Name: k.Name, Description: k.Description, Enabled: k.Enabled,
-			CustomerID: k.CustomerID, Tags: k.Tags, UsagePlans: members[k.ID]})
+			CustomerID: k.CustomerID, QuotaAnchor: k.QuotaAnchor, QuotaTimeZone: k.QuotaTimeZone, Tags: k.Tags, UsagePlans: members[k.ID]})
 	}
 	if d.DomainNames, err = readDomains(ctx, st, apiNames); err != nil {
 		return nil, err

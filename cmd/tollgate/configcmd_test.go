@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,9 @@ func TestConfigFilesAsANewUser(t *testing.T) {
 	ctx := context.Background()
 	s := mustStackWith(t, stackOptions{adminToken: consoleToken})
 	w := s.setupWalk(t, ctx)
+	// the key's own quota calendar is part of the configuration too
+	s.adminJSONAs(t, consoleToken, http.MethodPatch, "/apikeys/"+w.keyID, map[string]any{"patchOperations": []map[string]string{
+		{"op": "replace", "path": "/quotaTimeZone", "value": "Asia/Tokyo"}}}, nil)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tollgate.yaml")
 	t.Setenv("TOLLGATE_ADMIN_TOKEN", "")
@@ -33,8 +37,8 @@ func TestConfigFilesAsANewUser(t *testing.T) {
 	must(t, "dump", (&configDumpCmd{adminFlags: flags, Output: file}).Run(ctx))
 	b, err := os.ReadFile(file)
 	must(t, "read dump", err)
-	if strings.Contains(string(b), w.keyValue) || !strings.Contains(string(b), "walk-plan") {
-		t.Fatalf("dump: want the plan and no key value:\n%s", b)
+	if strings.Contains(string(b), w.keyValue) || !strings.Contains(string(b), "walk-plan") || !strings.Contains(string(b), "quotaTimeZone: Asia/Tokyo") {
+		t.Fatalf("dump: want the plan, the key's quotaTimeZone and no key value:\n%s", b)
 	}
 	plan := func(path string) error { return (&configPlanCmd{adminFlags: flags, File: path}).Run(ctx) }
 	must(t, "plan of the dump", plan(file))
@@ -63,4 +67,14 @@ func TestConfigFilesAsANewUser(t *testing.T) {
 	freshFlags := adminFlags{AdminURL: "http://" + fresh.admin.AdminAddr}
 	must(t, "apply on a fresh stack", (&configApplyCmd{adminFlags: freshFlags, File: file}).Run(ctx))
 	must(t, "plan on the fresh stack", (&configPlanCmd{adminFlags: freshFlags, File: file}).Run(ctx))
+	var keys struct {
+		Items []struct {
+			Name          string `json:"name"`
+			QuotaTimeZone string `json:"quotaTimeZone"`
+		} `json:"item"`
+	}
+	fresh.adminJSONAs(t, consoleToken, http.MethodGet, "/apikeys?name=walker", nil, &keys)
+	if len(keys.Items) != 1 || keys.Items[0].QuotaTimeZone != "Asia/Tokyo" {
+		t.Fatalf("fresh stack's keys named walker: got %+v, want one with quotaTimeZone Asia/Tokyo", keys.Items)
+	}
 }
