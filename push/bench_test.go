@@ -1,6 +1,9 @@
 package push
 
 import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"tollgate/internal/redistest"
@@ -29,4 +32,41 @@ func BenchmarkLookupWarm(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLookupCold is key lookups that each find a key the node has not
+// cached (as a node meeting 10,000 keys in turn for the first time), from
+// 8 and 32 goroutines on the test Redis; trips/op is the pipelines that
+// read key records per lookup (docs/benchmarks.md, "What the many-keys
+// rows pay Redis").
+func BenchmarkLookupCold(b *testing.B) {
+	for _, callers := range []int{8, 32} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			rdb, prefix := redistest.MustClient(b)
+			keys := keyspace.Space{Prefix: prefix}
+			pipe := rdb.Pipeline()
+			for i := range b.N {
+				pipe.Set(b.Context(), keys.KeyRecord(testHash(i)), fmt.Sprintf(`{"version":1,"keyId":"k%08d","enabled":true,"planIds":["plan01"]}`, i), 0)
+			}
+			pipe.Set(b.Context(), keys.Version(), 1, 0)
+			if _, err := pipe.Exec(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			counter := &pipelineCounter{hold: make(chan struct{})}
+			close(counter.hold)
+			rdb.AddHook(counter)
+			r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+			var next atomic.Int64
+			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if got, err := r.Lookup(b.Context(), testHash(int(next.Add(1)-1))); err != nil || got == nil {
+						b.Fatalf("Lookup: got (%+v, %v), want the record", got, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(counter.n.Load())/float64(b.N), "trips/op")
+		})
+	}
 }

@@ -21,8 +21,9 @@ var ErrNotPublished = errors.New("push: no config published in redis (watermark 
 // record is shared: callers must not modify it.
 //
 // Order: the local cache; the memory of unknown hashes (NegativeTTL); then
-// one Redis round trip (GET of the record and the watermark's existence),
-// coalesced per hash across goroutines. A found record is cached until a
+// a Redis read (GET of the record and the watermark's existence),
+// coalesced per hash across goroutines and sent in one pipeline with the
+// reads of the other hashes looked up meanwhile (coldReads). A found record is cached until a
 // stream event names its hash or a full reload; a missing one is remembered
 // for NegativeTTL. Errors are *plans.Error of KindUnavailable: Redis failed,
 // the stored record is unreadable, or the record is missing while the
@@ -38,13 +39,9 @@ func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, err
 		r.neg.del(hash)
 	}
 	// The shared read must not die with the first caller's request (a client
-	// hanging up would fail every waiter): it runs detached, bounded by
-	// LookupTimeout, and each caller gives up on its own context.
-	ch := r.sf.DoChan(hash, func() (any, error) {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.LookupTimeout)
-		defer cancel()
-		return r.fetch(fctx, hash)
-	})
+	// hanging up would fail every waiter): its pipeline runs detached,
+	// bounded by LookupTimeout, and each caller gives up on its own context.
+	ch := r.sf.DoChan(hash, func() (any, error) { return r.fetch(hash) })
 	// The caller waits at most LookupTimeout too: a Redis client may overrun
 	// its context (go-redis dial retries on a dead server took 1-3 s against
 	// a 500 ms deadline), and an outage must answer 503 promptly.
@@ -72,13 +69,11 @@ func (r *Reader) Cached(hash string) (*plans.KeyRecord, bool) {
 	return r.pos.get(hash)
 }
 
-// fetch reads one key record from Redis and caches the answer.
-func (r *Reader) fetch(ctx context.Context, hash string) (*plans.KeyRecord, error) {
+// fetch reads one key record from Redis (coldReads) and caches the
+// answer.
+func (r *Reader) fetch(hash string) (*plans.KeyRecord, error) {
 	e0 := r.epoch.Load()
-	pipe := r.rdb.Pipeline()
-	get := pipe.Get(ctx, r.keys.KeyRecord(hash))
-	wm := pipe.Exists(ctx, r.keys.Version())
-	_, _ = pipe.Exec(ctx) // errors are read per command below
+	get, wm := r.cold.read(hash)
 	if err := wm.Err(); err != nil {
 		return nil, plans.Unavailable(err, "API key store unavailable")
 	}

@@ -77,6 +77,71 @@ func TestLookupCoalescesConcurrentMisses(t *testing.T) {
 	}
 }
 
+// pipelineCounter is a go-redis hook counting the pipelines that read a
+// key record (a GET of a name containing ":key:").
+type pipelineCounter struct {
+	n    atomic.Int64
+	hold chan struct{} // the first counted pipeline waits until it is closed
+}
+
+func (p *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (p *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if args := c.Args(); len(args) == 2 && strings.EqualFold(c.Name(), "get") && strings.Contains(args[1].(string), ":key:") {
+				if p.n.Add(1) == 1 {
+					<-p.hold
+				}
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Cold lookups of many different keys at once share pipelines: the reads
+// queued while one pipeline is out go in the next, so 50 keys the node
+// has not cached cost a few round trips, not 50. The first pipeline is
+// held until every lookup has started; a lookup preempted before it
+// queued may still go in a third.
+func TestLookupsOfManyColdKeysSharePipelines(t *testing.T) {
+	t.Parallel()
+	rdb, prefix, src, p := publisherWorld(t)
+	const lookups = 50
+	for i := range lookups {
+		src.putKey(testHash(100+i), true, "plan01")
+	}
+	mustPublish(t, p)
+	counter := &pipelineCounter{hold: make(chan struct{})}
+	rdb.AddHook(counter)
+	r := NewReader(rdb, ReaderOptions{Prefix: prefix, LookupTimeout: time.Minute})
+
+	var started atomic.Int64
+	var wg sync.WaitGroup
+	for i := range lookups {
+		wg.Go(func() {
+			started.Add(1)
+			if rec, err := r.Lookup(context.Background(), testHash(100+i)); err != nil || rec == nil {
+				t.Errorf("Lookup of key %d: got (%+v, %v), want its record", i, rec, err)
+			}
+		})
+	}
+	waittest.Until(t, "every lookup started", 10*time.Second, func() bool { return started.Load() == lookups })
+	close(counter.hold)
+	wg.Wait()
+	if got := counter.n.Load(); got > 3 {
+		t.Errorf("pipelines reading key records for %d concurrent cold lookups: got %d, want 2 (at most 3 on a loaded machine)", lookups, got)
+	}
+	for i := range lookups {
+		if _, ok := r.Cached(testHash(100 + i)); !ok {
+			t.Errorf("key %d: not cached after its lookup", i)
+		}
+	}
+}
+
 func TestLookupHonoursContext(t *testing.T) {
 	t.Parallel()
 	rdb, prefix := redistest.MustClient(t)

@@ -55,7 +55,8 @@ type ReaderOptions struct {
 	// CacheSize bounds the local key record cache and, separately, the
 	// unknown-hash memory (entries each); default 100000.
 	CacheSize int
-	// LookupTimeout bounds the one Redis read of a cold key lookup; it is
+	// LookupTimeout bounds the Redis read of a cold key lookup (one
+	// pipeline of the reads of the hashes looked up meanwhile); it is
 	// shared by every caller waiting on that hash, so it does not follow
 	// any one caller's context. Default 1s, a decision's deadline.
 	LookupTimeout time.Duration
@@ -86,6 +87,7 @@ type Reader struct {
 	pos   *boundedMap[*plans.KeyRecord]
 	neg   *boundedMap[time.Time] // expiry of the memory of an unknown hash
 	sf    singleflight.Group
+	cold  *coldReads
 
 	version atomic.Int64     // of the loaded snapshot; -1 before the first
 	lastOK  atomic.Int64     // unix nanoseconds of Redis's last answer
@@ -120,6 +122,7 @@ func NewReader(rdb redis.UniversalClient, opts ReaderOptions) *Reader {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.cold = &coldReads{rdb: rdb, keys: r.keys, timeout: opts.LookupTimeout}
 	r.pos = newBoundedMap[*plans.KeyRecord](opts.CacheSize, &r.epoch)
 	r.neg = newBoundedMap[time.Time](opts.CacheSize, &r.epoch)
 	r.version.Store(-1)
