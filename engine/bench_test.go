@@ -175,6 +175,42 @@ func BenchmarkScriptBatch(b *testing.B) {
 	b.ReportMetric((usec()-before)/float64(b.N*len(reqs)), "redis-µs/decision")
 }
 
+// BenchmarkDecideRun sends runs of op "decide" of n decisions each (n
+// distinct API keys of 1000 in turn: plan, stage and account buckets, a
+// quota and usage, nothing refusing), shaped as a node sends them (its run
+// window, Redis TIME; the restore check left out), one after the other to
+// a redis-server of its own, and reports the server's CPU per run and per
+// decision: what a run costs whatever it carries (the round trip, the
+// library's definitions, TIME, the run window, the MGET) against what each
+// decision adds (docs/benchmarks.md, "What the many-keys rows pay Redis").
+func BenchmarkDecideRun(b *testing.B) {
+	srv := redistest.MustServerProcess(b)
+	for _, n := range []int{1, 3, 8, 32, 100} {
+		b.Run(fmt.Sprintf("decisions=%d", n), func(b *testing.B) {
+			l := mustLoaded(b, New(srv.Client, Options{Prefix: redistest.MustPrefix(b), Timeout: testTimeout}))
+			reqs := benchRequests(l, 1000)
+			a := newRunArgs()
+			i := 0
+			b.ResetTimer()
+			cpu := serverCPU(b, []*redis.Client{srv.Client})
+			for b.Loop() {
+				a.reset()
+				for range n {
+					a.addDecision(reqs[i%len(reqs)], nil, rulesAt{}, customerAt{}, 0)
+					i++
+				}
+				keys, args, _ := a.build(l.r.decideOpts(0, ""))
+				if err := runOnce(b.Context(), l.r.rdb, keys, args).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			used := float64(serverCPU(b, []*redis.Client{srv.Client})-cpu) / 1e3
+			b.ReportMetric(used/float64(b.N), "redis-cpu-µs/run")
+			b.ReportMetric(used/float64(b.N*n), "redis-cpu-µs/decision")
+		})
+	}
+}
+
 // BenchmarkResolve measures resolving a gateway request into Redis names
 // (Decide before any round trip: per-key names built, the stage bucket's
 // and the account's taken from the engine's cache), from GOMAXPROCS

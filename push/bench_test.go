@@ -42,20 +42,7 @@ func BenchmarkLookupWarm(b *testing.B) {
 func BenchmarkLookupCold(b *testing.B) {
 	for _, callers := range []int{8, 32} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			rdb, prefix := redistest.MustClient(b)
-			keys := keyspace.Space{Prefix: prefix}
-			pipe := rdb.Pipeline()
-			for i := range b.N {
-				pipe.Set(b.Context(), keys.KeyRecord(testHash(i)), fmt.Sprintf(`{"version":1,"keyId":"k%08d","enabled":true,"planIds":["plan01"]}`, i), 0)
-			}
-			pipe.Set(b.Context(), keys.Version(), 1, 0)
-			if _, err := pipe.Exec(b.Context()); err != nil {
-				b.Fatal(err)
-			}
-			counter := &pipelineCounter{hold: make(chan struct{})}
-			close(counter.hold)
-			rdb.AddHook(counter)
-			r := NewReader(rdb, ReaderOptions{Prefix: prefix})
+			r, counter := mustCountedReader(b, b.N)
 			var next atomic.Int64
 			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()

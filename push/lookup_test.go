@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"tollgate/internal/clocktest"
 	"tollgate/internal/redistest"
 	"tollgate/internal/waittest"
+	"tollgate/keyspace"
 	"tollgate/plans"
 )
 
@@ -102,6 +104,27 @@ func (p *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 	}
 }
 
+// mustCountedReader returns a Reader of the test Redis holding the records
+// of n keys (testHash(0) to testHash(n-1)), published, and the counter of
+// its pipelines that read key records (never held).
+func mustCountedReader(tb testing.TB, n int) (*Reader, *pipelineCounter) {
+	tb.Helper()
+	rdb, prefix := redistest.MustClient(tb)
+	keys := keyspace.Space{Prefix: prefix}
+	pipe := rdb.Pipeline()
+	for i := range n {
+		pipe.Set(tb.Context(), keys.KeyRecord(testHash(i)), fmt.Sprintf(`{"version":1,"keyId":"k%08d","enabled":true,"planIds":["plan01"]}`, i), 0)
+	}
+	pipe.Set(tb.Context(), keys.Version(), 1, 0)
+	if _, err := pipe.Exec(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
+	counter := &pipelineCounter{hold: make(chan struct{})}
+	close(counter.hold)
+	rdb.AddHook(counter)
+	return NewReader(rdb, ReaderOptions{Prefix: prefix}), counter
+}
+
 // Cold lookups of many different keys at once share pipelines: the reads
 // queued while one pipeline is out go in the next, so 50 keys the node
 // has not cached cost a few round trips, not 50. The first pipeline is
@@ -138,6 +161,26 @@ func TestLookupsOfManyColdKeysSharePipelines(t *testing.T) {
 	for i := range lookups {
 		if _, ok := r.Cached(testHash(100 + i)); !ok {
 			t.Errorf("key %d: not cached after its lookup", i)
+		}
+	}
+}
+
+// A node's key record cache keeps the keys it looked up: after one pass
+// over 10,000 keys (make bench's 10,000 keys in turn) a second pass reads
+// no record from Redis.
+func TestLookupKeepsTenThousandKeysCached(t *testing.T) {
+	t.Parallel()
+	const n = 10_000
+	r, counter := mustCountedReader(t, n)
+	for pass := range 2 {
+		before := counter.n.Load()
+		for i := range n {
+			if rec, err := r.Lookup(t.Context(), testHash(i)); err != nil || rec == nil {
+				t.Fatalf("pass %d, key %d: got (%+v, %v), want its record", pass, i, rec, err)
+			}
+		}
+		if read := counter.n.Load() - before; pass == 1 && read != 0 {
+			t.Errorf("second pass over %d keys: got %d record reads from Redis, want 0", n, read)
 		}
 	}
 }
