@@ -89,6 +89,7 @@ func (s *serveCmd) Run(ctx context.Context) error {
 		return err
 	}
 	s.Config.Secrets = secrets
+	tuneGC(os.Getenv)
 	m := NewMain(s.Config)
 	defer m.logs.Flush()
 	redis.SetLogger(newRedisLogger(m.Logger)) // go-redis writes plain text to stderr otherwise
