@@ -197,7 +197,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	v := &ob.values
 	var peer, client string   // one string when they are the same address
 	if ob.ex.peer.IsValid() { // not e.g. a unix socket peer
-		peer = ob.ex.peer.String()
+		peer = clientaddr.PeerText(pr.In, ob.ex.peer)
 	}
 	if c := ob.ex.client; c.IsValid() {
 		client = peer

@@ -22,6 +22,22 @@ func Peer(r *http.Request) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
+// PeerText is peer's text form (netip.Addr.String) for a peer that Peer
+// found in r.RemoteAddr: RemoteAddr's own host part when it spells peer
+// exactly so, which spares a string per request, else peer.String().
+func PeerText(r *http.Request, peer netip.Addr) string {
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
+		host = host[:i] // the port
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	var buf [64]byte
+	if peer.IsValid() && string(peer.AppendTo(buf[:0])) == host {
+		return host
+	}
+	return peer.String()
+}
+
 // Client returns the client address of a request whose peer is peer: the
 // peer itself, or, when the peer is in trusted, the nearest
 // X-Forwarded-For hop that is not (walking from the right; the leftmost

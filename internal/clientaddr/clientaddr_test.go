@@ -40,6 +40,30 @@ func TestClient(t *testing.T) {
 	}
 }
 
+func TestPeerTextIsThePeersAddressText(t *testing.T) {
+	t.Parallel()
+	for _, remote := range []string{"192.0.2.9:1234", "192.0.2.9", "[::1]:80", "::1", "[2001:DB8::1]:80", "[2001:db8:0::1]:80",
+		"[::ffff:192.0.2.9]:80", "[fe80::1%eth0]:80", "unix", ""} {
+		t.Run(remote, func(t *testing.T) {
+			r, _ := http.NewRequest("GET", "http://x/", nil)
+			r.RemoteAddr = remote
+			peer := Peer(r)
+			if got, want := PeerText(r, peer), peer.String(); got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func TestPeerTextAllocatesNothingForAnIPv4Peer(t *testing.T) {
+	r, _ := http.NewRequest("GET", "http://x/", nil)
+	r.RemoteAddr = "192.0.2.9:1234"
+	peer := Peer(r)
+	if n := testing.AllocsPerRun(100, func() { _ = PeerText(r, peer) }); n != 0 {
+		t.Errorf("got %v allocations, want 0", n)
+	}
+}
+
 func TestFailuresRefill(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
