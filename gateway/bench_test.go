@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"tollgate/internal/benchproxy"
 	"tollgate/limit"
 	"tollgate/plans"
 )
@@ -118,6 +120,12 @@ func serveProxyKeyed(b *testing.B, cal plans.KeyCalendar) {
 	if err := s.SetSnapshot(snap); err != nil {
 		b.Fatal(err)
 	}
+	serveKeyedRequests(b, s)
+}
+
+// serveKeyedRequests has h serve GET /prod/items/42 with the test key
+// until the benchmark ends, each answered 200.
+func serveKeyedRequests(b *testing.B, h http.Handler) {
 	req := httptest.NewRequest("GET", "http://"+testHost+"/prod/items/42", nil)
 	req.Header.Set("x-api-key", goodKey)
 	w := &benchWriter{h: http.Header{}}
@@ -126,11 +134,23 @@ func serveProxyKeyed(b *testing.B, cal plans.KeyCalendar) {
 		clear(w.h)
 		w.code = 0
 		delete(req.Header, HeaderAPIKeyID) // as a fresh request: the gateway sets it
-		s.ServeHTTP(w, req)
+		h.ServeHTTP(w, req)
 		if w.code != 200 {
 			b.Fatalf("status %d", w.code)
 		}
 	}
+}
+
+// BenchmarkBareProxyFixed is the bench's bare proxy (internal/benchproxy,
+// cmd/bareproxy) serving BenchmarkServeProxyKeyed's request through the
+// same in-memory upstream: what a request costs a proxy that does nothing
+// else, the base the gateway's own work is measured against
+// (docs/benchmarks.md).
+func BenchmarkBareProxyFixed(b *testing.B) {
+	up, _ := url.Parse("http://upstream.test")
+	p := benchproxy.New(up, 32)
+	p.Transport = fixedTransport{}
+	serveKeyedRequests(b, p)
 }
 
 // statesEngine admits every request with the plan and quota states a
