@@ -92,7 +92,7 @@ func (b *batcher) flush() {
 	}
 	defer argsPool.Put(a)
 	for {
-		b.linger()
+		linger(&b.mu, &b.queue)
 		b.mu.Lock()
 		if len(b.queue) == 0 {
 			b.flushers--
@@ -125,14 +125,14 @@ func (b *batcher) flush() {
 	}
 }
 
-// linger yields the processor while fewer than lingerBatch decisions are
-// queued (none: nothing to wait for), at most lingerYields times, and
-// stops at the first yield that added none.
-func (b *batcher) linger() {
+// linger yields the processor while fewer than lingerBatch entries are
+// in queue (none: nothing to wait for), at most lingerYields times, and
+// stops at the first yield that added none; mu guards queue.
+func linger[T any](mu *sync.Mutex, queue *[]T) {
 	queued := func() int {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.queue)
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*queue)
 	}
 	q := queued()
 	for range lingerYields {

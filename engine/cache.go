@@ -40,8 +40,11 @@ type entries struct {
 
 	stages *memo[stageRef, *stageCache]
 	memory *memoryGuard
-	alongs *pipeBatch // the reads of requests admitted without a round trip (limiter Redis)
-	fills  *pipeBatch // entry writes (cache Redis)
+	// limiterPipes carries the reads of requests admitted without a round
+	// trip (generation, and entry when shared); cachePipes the entry reads
+	// on a cache Redis of its own and the fills. Shared: one pipeBatch, so
+	// that lookups and fills ride the same round trips.
+	limiterPipes, cachePipes *pipeBatch
 }
 
 // stageRef names one stage.
@@ -58,8 +61,12 @@ func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout
 	stages := newMemo(maxNames, func(r stageRef) *stageCache {
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
-	return &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck),
-		alongs: &pipeBatch{rdb: limiter, timeout: timeout}, fills: &pipeBatch{rdb: rdb, timeout: fillTimeout}}
+	c := &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck),
+		limiterPipes: &pipeBatch{rdb: limiter}, cachePipes: &pipeBatch{rdb: rdb}}
+	if c.shared {
+		c.cachePipes = c.limiterPipes
+	}
+	return c
 }
 
 // stage returns the cache state of (api, stage), created on first use (the
@@ -123,7 +130,7 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	names, _ := cache.VaryNames(e.Header)
 	keys, args := []string{key}, []any{strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
 	var cmd *redis.Cmd
-	c.fills.do(func(ctx context.Context, p redis.Pipeliner) {
+	c.cachePipes.do(fillTimeout, func(ctx context.Context, p redis.Pipeliner) {
 		cmd = storeScript.EvalSha(ctx, p, keys, args...)
 	})
 	if cmd == nil {

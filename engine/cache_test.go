@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 
 	"tollgate/cache"
 	"tollgate/internal/redistest"
+	"tollgate/internal/waittest"
+	"tollgate/limit"
 )
 
 func TestCachePutGetVariants(t *testing.T) {
@@ -197,5 +201,123 @@ func TestCacheFillsSendTheScriptHash(t *testing.T) {
 	}
 	if strings.Contains(info, "cmdstat_eval:") || !strings.Contains(info, "cmdstat_evalsha:") {
 		t.Errorf("commandstats: want EVALSHA and no EVAL, got\n%s", info)
+	}
+}
+
+// admitting answers as a capacity lease does for DecideLookup: admitted,
+// without a round trip, so the cache reads go in pipelines of their own
+// (the lease package's tests run the real layer).
+type admitting struct{}
+
+func (admitting) Decide(context.Context, *limit.Request) (limit.Decision, error) {
+	return limit.Decision{Allowed: true, Now: time.Now()}, nil
+}
+
+// heldPipelines is a go-redis hook counting pipelines (not those that set
+// up a new connection), which holds the next hold of them, each
+// signalling entered, until release closes.
+type heldPipelines struct {
+	hold    atomic.Int32
+	pipes   atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *heldPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if n := cmds[0].Name(); n == "hello" || n == "client" { // a new connection's setup
+			return next(ctx, cmds)
+		}
+		h.pipes.Add(1)
+		if h.hold.Add(-1) >= 0 {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// The cache reads of requests admitted without a round trip (a lease) and
+// the fills of those that missed share pipelines on the cache Redis: one
+// pipelineBatch per server, the limiter's when the cache shares it. While
+// two fills hold both pipelines in flight, the lookups and fills of 8
+// more requests queue together and go in one round trip once those came
+// back; each lookup reads its generation and finds no entry, and each
+// fill is stored.
+func TestCacheLookupsAndFillsShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, separate := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "separate"}[separate], func(t *testing.T) {
+			t.Parallel()
+			rdb, prefix := redistest.MustClient(t)
+			cacheRDB := rdb
+			if separate {
+				cacheRDB, _ = redistest.MustClient(t)
+			}
+			h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
+			release := sync.OnceFunc(func() { close(h.release) })
+			t.Cleanup(release) // a failed wait lets the held pipelines go
+			cacheRDB.AddHook(h)
+			e := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: 5 * time.Second, CacheRedis: cacheRDB}))
+			ctx := t.Context()
+			lookup := func(i int) *cache.Lookup {
+				req := &limit.Request{KeyID: "k", PlanID: "p", API: "api", Stage: "prod"}
+				lk := &cache.Lookup{Request: cache.Request{APIID: "api", Stage: "prod", Method: "GET", Path: "/items/" + strconv.Itoa(i), Header: http.Header{}}}
+				if d, err := e.DecideLookup(ctx, admitting{}, req, lk); err != nil || !d.Allowed {
+					t.Errorf("lookup %d: %+v, %v, want admitted", i, d, err)
+				}
+				return lk
+			}
+			lks := make([]*cache.Lookup, 10)
+			for i := range lks {
+				lks[i] = lookup(i)
+				if lks[i].Digest == "" || lks[i].Err != nil || lks[i].Entry != nil {
+					t.Fatalf("lookup %d: digest %q, error %v, entry %v, want a miss", i, lks[i].Digest, lks[i].Err, lks[i].Entry)
+				}
+			}
+			fill := func(i int) {
+				ent := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("body" + strconv.Itoa(i)), Stored: time.Now(), TTL: time.Minute}
+				if err := e.Fill(ctx, lks[i], ent); err != nil {
+					t.Errorf("fill %d: %v", i, err)
+				}
+			}
+			h.hold.Store(maxFlushers)
+			h.pipes.Store(0)
+			var wg sync.WaitGroup
+			for i := range maxFlushers {
+				wg.Go(func() { fill(i) })
+				<-h.entered
+			}
+			misses := make([]*cache.Lookup, 8)
+			for i := range misses {
+				wg.Go(func() { misses[i] = lookup(100 + i) })
+				wg.Go(func() { fill(maxFlushers + i) })
+			}
+			b := e.cache.cachePipes
+			waittest.Until(t, "16 calls queued", 10*time.Second, func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return len(b.queue) == 2*len(misses)
+			})
+			release()
+			wg.Wait()
+			if got, want := h.pipes.Load(), int64(maxFlushers+1); got != want {
+				t.Errorf("cache Redis pipelines: got %d, want %d (the held ones, then one for the 8 lookups and 8 fills)", got, want)
+			}
+			for i, lk := range misses {
+				if lk.Digest == "" || lk.Err != nil || lk.Entry != nil {
+					t.Errorf("miss %d: digest %q, error %v, entry %v, want a miss", i, lk.Digest, lk.Err, lk.Entry)
+				}
+			}
+			for i := range maxFlushers + len(misses) {
+				if got := lookup(i); got.Entry == nil || string(got.Entry.Body) != "body"+strconv.Itoa(i) {
+					t.Errorf("entry %d after its fill: got %v, %v", i, got.Entry, got.Err)
+				}
+			}
+		})
 	}
 }

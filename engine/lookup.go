@@ -25,12 +25,12 @@ import (
 // The decision is top's (the layers stacked on the engine): when a layer
 // answers without a round trip (a capacity lease admits, or a refusal is
 // remembered), an admitted request reads the generation and entry in a
-// pipeline it shares with the other requests admitted so meanwhile
-// (pipeBatch), with no script run.
+// pipeline it shares with the other requests admitted so meanwhile and,
+// when the cache Redis is the limiter Redis, with fills (pipeBatch), with
+// no limiter script run; such a pipeline waits for its reply as long as
+// its longest call may (a fill's fillTimeout, as a decision's run does).
 func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	c := e.cache
-	callCtx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	st := c.stage(req.API, req.Stage)
 	lk.Request.Generation = st.gen.Load()
 	digest := cache.Digest(lk.Params, &lk.Request)
@@ -46,12 +46,11 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 		case lk.Refresh:
 		case c.shared:
 			read = queueLookup(ctx, p, key, lk.Request.Header)
-		default: // the cache Redis in parallel, under this call's deadline (the batch's ends with its run)
+		default: // the cache Redis in parallel, in a pipeline shared with other reads and fills there
 			parallel.Go(func() {
-				cp := c.rdb.Pipeline()
-				r := queueLookup(callCtx, cp, key, lk.Request.Header)
-				_, _ = cp.Exec(callCtx)
-				read = r
+				c.cachePipes.do(c.timeout, func(ctx context.Context, p redis.Pipeliner) {
+					read = queueLookup(ctx, p, key, lk.Request.Header)
+				})
 			})
 		}
 	}}
@@ -59,12 +58,12 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
 	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
-		c.alongs.do(al.queue)
+		c.limiterPipes.do(c.timeout, al.queue)
 	}
 	parallel.Wait()
 	// The entry reads after the decision get a deadline of their own: the
 	// decision may have waited in the queue.
-	ctx, cancel = context.WithTimeout(ctx, c.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	lk.Digest, lk.Entry, lk.Err = "", nil, nil
 	gen, genErr := generation(genCmd, err)
@@ -117,8 +116,9 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 // header (by the Vary names of ent.Header) and sets the key's expiry to
 // ent.TTL plus ent.Keep (its stale windows: the entry outlives its
 // freshness, which it records itself, see cache.Entry.Expires), in one
-// atomic script run; concurrent fills share a pipeline (pipeBatch), which
-// waits at most fillTimeout, whatever ctx allows once the fill is queued.
+// atomic script run; concurrent fills share a pipeline with each other
+// and with lookups (pipeBatch), which waits at most fillTimeout, whatever
+// ctx allows once the fill is queued.
 // lk is a Lookup DecideLookup filled; the caller checked
 // cache.Storable. Older variants keep their own Stored and TTL, and the
 // caller checks each one's freshness. Errors come from Redis, or say that the

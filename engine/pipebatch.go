@@ -11,33 +11,36 @@ import (
 // pipeBatch sends commands of concurrent callers in shared pipelines: up
 // to maxFlushers pipelines are in flight, and what is queued meanwhile
 // goes in the next, at most maxBatch callers' commands each, so the
-// round trips follow the load as the decisions' batches do. The engine
-// has two: the cache reads of requests that a layer admitted without a
-// round trip (a capacity lease), which would otherwise each cost a round
-// trip where their decision's run would have carried them, and cache
-// fills.
+// round trips follow the load as the decisions' batches do; a flusher
+// lingers before a small pipeline as theirs do (linger). The cache has
+// one per Redis server: the reads of requests that a layer admitted
+// without a round trip (a capacity lease), which would otherwise each
+// cost a round trip where their decision's run would have carried them,
+// and the cache fills (entries), in the same pipelines when the cache
+// Redis is the limiter Redis.
 type pipeBatch struct {
-	rdb     redis.UniversalClient
-	timeout time.Duration // of one pipeline
+	rdb redis.UniversalClient
 
 	mu       sync.Mutex
 	queue    []*pipeCall
 	flushers int
 }
 
-// pipeCall is one caller's commands; done closes once their pipeline came
-// back.
+// pipeCall is one caller's commands and how long they may wait for their
+// reply; done closes once their pipeline came back.
 type pipeCall struct {
-	queue func(ctx context.Context, p redis.Pipeliner)
-	done  chan struct{}
+	queue   func(ctx context.Context, p redis.Pipeliner)
+	timeout time.Duration
+	done    chan struct{}
 }
 
 // do queues the commands queue puts on a pipeline and waits until that
 // pipeline came back: the commands then hold their replies, or errors.
 // It waits whatever the caller's context does, since the commands are
-// written by the pipeline, which has a deadline of its own (b.timeout).
-func (b *pipeBatch) do(queue func(ctx context.Context, p redis.Pipeliner)) {
-	c := &pipeCall{queue: queue, done: make(chan struct{})}
+// written by the pipeline, whose deadline is the longest timeout of the
+// calls it carries.
+func (b *pipeBatch) do(timeout time.Duration, queue func(ctx context.Context, p redis.Pipeliner)) {
+	c := &pipeCall{queue: queue, timeout: timeout, done: make(chan struct{})}
 	if push(&b.mu, &b.queue, &b.flushers, c) {
 		go b.flush()
 	}
@@ -48,6 +51,7 @@ func (b *pipeBatch) do(queue func(ctx context.Context, p redis.Pipeliner)) {
 // left.
 func (b *pipeBatch) flush() {
 	for {
+		linger(&b.mu, &b.queue)
 		b.mu.Lock()
 		n := min(len(b.queue), maxBatch)
 		if n == 0 {
@@ -69,7 +73,11 @@ func (b *pipeBatch) flush() {
 // (also when a queue function panics: its caller's commands then hold no
 // reply).
 func (b *pipeBatch) send(batch []*pipeCall) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	var timeout time.Duration
+	for _, c := range batch {
+		timeout = max(timeout, c.timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	defer func() {
 		for _, c := range batch {
