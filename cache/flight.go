@@ -15,8 +15,9 @@ type Flight struct {
 
 // Call is one upstream call in flight for an entry key.
 type Call struct {
-	done chan struct{}
-	res  *Shared
+	done    chan struct{}
+	res     *Shared
+	waiters int // requests that joined the leader's call (under Flight.mu)
 }
 
 // Shared is the leader's response as waiters may reuse it.
@@ -41,6 +42,7 @@ func (f *Flight) Join(key string) (c *Call, leader bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c := f.calls[key]; c != nil {
+		c.waiters++
 		return c, false
 	}
 	if f.calls == nil {
@@ -51,15 +53,19 @@ func (f *Flight) Join(key string) (c *Call, leader bool) {
 	return c, true
 }
 
-// Done ends the leader's call for key, handing res (nil: nothing to
-// share) to its waiters. Later requests for key start a new call.
-func (f *Flight) Done(key string, c *Call, res *Shared) {
+// Done ends the leader's call for key, handing what share returns (nil:
+// nothing to share) to its waiters; share runs only when a request joined
+// the call, and may be nil. Later requests for key start a new call.
+func (f *Flight) Done(key string, c *Call, share func() *Shared) {
 	f.mu.Lock()
 	if f.calls[key] == c {
 		delete(f.calls, key)
 	}
+	waited := c.waiters > 0
 	f.mu.Unlock()
-	c.res = res
+	if waited && share != nil {
+		c.res = share()
+	}
 	close(c.done)
 }
 

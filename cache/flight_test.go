@@ -23,7 +23,7 @@ func TestFlight(t *testing.T) {
 		wg.Go(func() { got[i] = w.Wait(context.Background()) })
 	}
 	res := &Shared{Variant: "v"}
-	f.Done("k", c, res)
+	f.Done("k", c, func() *Shared { return res })
 	wg.Wait()
 	for i, g := range got {
 		if g != res {
@@ -38,5 +38,18 @@ func TestFlight(t *testing.T) {
 	w, _ := f.Join("k")
 	if g := w.Wait(ctx); g != nil {
 		t.Errorf("Wait with an ended context: got %v, want nil", g)
+	}
+}
+
+// A leader nobody joined shares nothing: Done does not build its result.
+func TestFlightLeaderAloneBuildsNoResult(t *testing.T) {
+	var f Flight
+	c, _ := f.Join("k")
+	f.Done("k", c, func() *Shared {
+		t.Errorf("share called for a call nobody joined")
+		return nil
+	})
+	if g := c.Wait(context.Background()); g != nil {
+		t.Errorf("Wait: got %v, want nil", g)
 	}
 }

@@ -77,31 +77,33 @@ func (c *entries) stage(api, stage string) *stageCache {
 	return c.stages.get(stageRef{api, stage})
 }
 
-// entryRead is an entry read queued on a pipeline by queueLookup.
+// entryRead is an entry read (EVALSHA of lookup.lua).
 type entryRead struct {
-	key string
-	arg string
-	cmd *redis.Cmd
+	args []any // the command's, sent again after NOSCRIPT
+	cmd  *redis.Cmd
 }
 
-// queueLookup adds the read of entry key's variant for request header h
-// to pipe (EVALSHA of lookup.lua). Run pipe, then call result.
-func queueLookup(ctx context.Context, pipe redis.Pipeliner, key string, h http.Header) *entryRead {
-	r := &entryRead{key: key, arg: headerArg(h)}
-	r.cmd = lookupScript.EvalSha(ctx, pipe, []string{key}, r.arg)
-	return r
+// Script hashes as command arguments, boxed once.
+var lookupHash, storeHash any = lookupScript.Hash(), storeScript.Hash()
+
+// queue sends the read of entry key's variant for request header h on p
+// (a pipeline: run it, then call result; or a client).
+func (r *entryRead) queue(ctx context.Context, p processor, key string, h http.Header) {
+	r.args = []any{"evalsha", lookupHash, 1, key, headerArg(h)}
+	r.cmd = sendScript(ctx, p, r.args)
 }
 
 // result returns the entry read, nil without an error when there is none
 // (stale entries are returned: check Entry.Fresh). A NOSCRIPT reply (a
-// restarted or flushed cache Redis) loads the script on rdb and reads
-// again under ctx (againOnNoScript). An error means the cache Redis did
-// not answer or the entry is corrupt.
-func (r *entryRead) result(ctx context.Context, rdb redis.UniversalClient) (*cache.Entry, error) {
-	s, err := againOnNoScript(ctx, rdb, lookupScript, r.cmd, func() *redis.Cmd {
-		return lookupScript.EvalSha(ctx, rdb, []string{r.key}, r.arg)
+// restarted or flushed cache Redis) loads the script on the cache Redis
+// and reads again under ctx, within the cache's timeout
+// (againOnNoScript). An error means the cache Redis did not answer or the
+// entry is corrupt.
+func (r *entryRead) result(ctx context.Context, c *entries) (*cache.Entry, error) {
+	s, err := againOnNoScript(ctx, c.rdb, lookupScript, r.cmd, c.timeout, func(ctx context.Context) *redis.Cmd {
+		return sendScript(ctx, c.rdb, r.args)
 	}).Text()
-	if errors.Is(err, redis.Nil) {
+	if (err == nil && s == "") || errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
@@ -113,10 +115,9 @@ func (r *entryRead) result(ctx context.Context, rdb redis.UniversalClient) (*cac
 // get reads entry key's variant for request header h in its own round
 // trip; see entryRead.result.
 func (c *entries) get(ctx context.Context, key string, h http.Header) (*cache.Entry, error) {
-	pipe := c.rdb.Pipeline()
-	r := queueLookup(ctx, pipe, key, h)
-	_, _ = pipe.Exec(ctx)
-	return r.result(ctx, c.rdb)
+	var r entryRead
+	r.queue(ctx, c.rdb, key, h)
+	return r.result(ctx, c)
 }
 
 // put stores e as the variant of entry key for request header h; see Fill.
@@ -128,22 +129,23 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
 	names, _ := cache.VaryNames(e.Header)
-	keys, args := []string{key}, []any{strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
+	args := []any{"evalsha", storeHash, 1, key, strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
 	var cmd *redis.Cmd
 	c.cachePipes.do(fillTimeout, func(ctx context.Context, p redis.Pipeliner) {
-		cmd = storeScript.EvalSha(ctx, p, keys, args...)
+		cmd = sendScript(ctx, p, args)
 	})
 	if cmd == nil {
 		return fmt.Errorf("engine: cache store %s: not sent", key)
 	}
-	cmd = againOnNoScript(ctx, c.rdb, storeScript, cmd, func() *redis.Cmd { return storeScript.EvalSha(ctx, c.rdb, keys, args...) })
+	cmd = againOnNoScript(ctx, c.rdb, storeScript, cmd, fillTimeout, func(ctx context.Context) *redis.Cmd { return sendScript(ctx, c.rdb, args) })
 	if err := cmd.Err(); err != nil {
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
 	return nil
 }
 
-// fillTimeout bounds one pipeline of cache fills.
+// fillTimeout bounds a fill: the pipeline that carries it, and its second
+// try after NOSCRIPT.
 const fillTimeout = time.Second
 
 // storeScript writes one entry variant and the entry's expiry in one
@@ -160,10 +162,17 @@ return 1`)
 // names and values, and ':' in names). Credentials go as VaryValue's
 // digests, never as themselves, exactly as Fill names variants.
 func headerArg(h http.Header) string {
+	n := 0
+	for k, vs := range h { // about the size: a credential's digest may be longer
+		n += len(k) + 2 + 64
+		for _, v := range vs {
+			n += len(v) + 2
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for k := range h {
 		v, _ := cache.VaryValue(h, k)
-		b.Grow(len(k) + len(v) + 2)
 		for i := 0; i < len(k); i++ {
 			c := k[i]
 			if 'A' <= c && c <= 'Z' {

@@ -108,7 +108,7 @@ func TestCacheUnavailable(t *testing.T) {
 func TestCacheReadAfterScriptFlush(t *testing.T) {
 	t.Parallel()
 	_, rdb := redistest.MustServer(t)
-	s := mustLoaded(t, New(rdb, Options{Prefix: "t"})).cache
+	s := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: 5 * time.Second})).cache // the reload after NOSCRIPT within it, on a loaded machine
 	ctx := t.Context()
 	e := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("hit"), Stored: time.Now(), TTL: time.Minute}
 	if err := s.put(ctx, "t:cache:e:1", http.Header{}, e); err != nil {
@@ -175,7 +175,7 @@ func TestConcurrentFillsEachStoreTheirEntry(t *testing.T) {
 func TestCacheFillsSendTheScriptHash(t *testing.T) {
 	t.Parallel()
 	_, rdb := redistest.MustServer(t)
-	s := mustLoaded(t, New(rdb, Options{Prefix: "t"})).cache
+	s := mustLoaded(t, New(rdb, Options{Prefix: "t", Timeout: 5 * time.Second})).cache // the reload after NOSCRIPT within it, on a loaded machine
 	ctx := t.Context()
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)

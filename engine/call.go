@@ -26,7 +26,7 @@ type call struct {
 	ctx   context.Context // the caller's context
 	req   *keyedRequest
 	clock string // the clock argument; a batch holds calls of one value
-	along *lookupAlong
+	along alongQueue
 	res   script.DecisionReply
 	rules []script.RuleReply
 	err   error
@@ -52,7 +52,7 @@ type call struct {
 // the time of c's reply. A cache read done along c is not done again.
 func (c *call) again() *call {
 	n := &call{ctx: c.ctx, req: c.req, done: make(chan struct{})}
-	if c.along != nil && !c.along.done {
+	if c.along != nil && !c.along.Done() {
 		n.along = c.along
 	}
 	for _, q := range []*keyedQuota{c.req.Quota, c.req.Customer} {
@@ -103,18 +103,9 @@ func queueAlong(ctx context.Context, pipe redis.Pipeliner, live []*call) {
 	}
 }
 
-// lookupAlong is a cache read done in the round trip of a decision
-// (limit.Request.Along): fn queues it on the decision's pipeline.
-type lookupAlong struct {
-	fn   func(ctx context.Context, p redis.Pipeliner)
-	done bool
-}
-
-// Done reports whether the read was queued (limit.Along).
-func (a *lookupAlong) Done() bool { return a.done }
-
-// queue queues the read on p.
-func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
-	a.done = true
-	a.fn(ctx, p)
+// alongQueue queues commands in the round trip of a decision: a cache
+// read (lookupAlong). Done reports whether it did.
+type alongQueue interface {
+	queue(ctx context.Context, p redis.Pipeliner)
+	Done() bool
 }

@@ -49,9 +49,22 @@ func fmtDiff(field string, got, want any) string {
 func (e *Engine) decideKeyed(ctx context.Context, req *keyedRequest, along func(context.Context, redis.Pipeliner)) (limit.Decision, error) {
 	c := &call{ctx: ctx, req: req, done: make(chan struct{})}
 	if along != nil {
-		c.along = &lookupAlong{fn: along}
+		c.along = &alongFunc{fn: along}
 	}
 	return e.wait(ctx, c)
+}
+
+// alongFunc is an alongQueue of a test's own commands.
+type alongFunc struct {
+	fn   func(context.Context, redis.Pipeliner)
+	done bool
+}
+
+func (a *alongFunc) Done() bool { return a.done }
+
+func (a *alongFunc) queue(ctx context.Context, p redis.Pipeliner) {
+	a.done = true
+	a.fn(ctx, p)
 }
 
 // usageToday returns the requests counted for keyID in planID on the

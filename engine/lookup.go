@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -34,58 +35,74 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	st := c.stage(req.API, req.Stage)
 	lk.Request.Generation = st.gen.Load()
 	digest := cache.Digest(lk.Params, &lk.Request)
-	key := c.keys.CacheEntry(digest)
-	var (
-		genCmd   *redis.StringCmd
-		read     *entryRead // queued on the decision's pipeline or read in parallel
-		parallel sync.WaitGroup
-	)
-	al := &lookupAlong{fn: func(ctx context.Context, p redis.Pipeliner) { // ctx: the run's
-		genCmd = p.Get(ctx, st.genKey)
-		switch {
-		case lk.Refresh:
-		case c.shared:
-			read = queueLookup(ctx, p, key, lk.Request.Header)
-		default: // the cache Redis in parallel, in a pipeline shared with other reads and fills there
-			parallel.Go(func() {
-				c.cachePipes.do(c.timeout, func(ctx context.Context, p redis.Pipeliner) {
-					read = queueLookup(ctx, p, key, lk.Request.Header)
-				})
-			})
-		}
-	}}
+	al := &lookupAlong{c: c, st: st, key: c.keys.CacheEntry(digest), header: lk.Request.Header, refresh: lk.Refresh}
 	req.Along = al
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
 	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
 		c.limiterPipes.do(c.timeout, al.queue)
 	}
-	parallel.Wait()
-	// The entry reads after the decision get a deadline of their own: the
-	// decision may have waited in the queue.
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
+	al.parallel.Wait()
 	lk.Digest, lk.Entry, lk.Err = "", nil, nil
-	gen, genErr := generation(genCmd, err)
+	gen, genErr := generation(al.gen, err)
 	if genErr != nil {
 		lk.Err = genErr
 		return d, err
 	}
-	if read != nil {
-		lk.Entry, lk.Err = read.result(ctx, c.rdb)
+	if al.read.cmd != nil {
+		lk.Entry, lk.Err = al.read.result(ctx, c)
 	}
 	if gen != lk.Request.Generation { // flushed since this node last looked
 		st.gen.Store(gen)
 		lk.Request.Generation = gen
 		lk.Entry = nil
 		digest = cache.Digest(lk.Params, &lk.Request)
-		key = c.keys.CacheEntry(digest)
 		if !lk.Refresh && lk.Err == nil && d.Allowed { // another node may have filled it already
-			lk.Entry, lk.Err = c.get(ctx, key, lk.Request.Header)
+			// a deadline of its own: the decision may have waited in the queue
+			gctx, cancel := context.WithTimeout(ctx, c.timeout)
+			lk.Entry, lk.Err = c.get(gctx, c.keys.CacheEntry(digest), lk.Request.Header)
+			cancel()
 		}
 	}
 	lk.Digest = digest
 	return d, err
+}
+
+// lookupAlong is the cache read of a DecideLookup (limit.Request.Along):
+// queued in the round trip of its decision, or with the reads of other
+// requests when the decision took none. It reads the stage's generation
+// and, unless refresh, the entry key's variant for header: on the same
+// pipeline when the cache Redis is the limiter Redis, else in parallel,
+// in a pipeline shared with other reads and fills of the cache Redis.
+type lookupAlong struct {
+	c       *entries
+	st      *stageCache
+	key     string
+	header  http.Header
+	refresh bool
+
+	done     bool // queued
+	gen      *redis.StringCmd
+	read     entryRead // cmd nil when not read
+	parallel sync.WaitGroup
+}
+
+// Done reports whether the read was queued (limit.Along).
+func (a *lookupAlong) Done() bool { return a.done }
+
+// queue queues the read on p (the limiter Redis).
+func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
+	a.done = true
+	a.gen = p.Get(ctx, a.st.genKey)
+	switch {
+	case a.refresh:
+	case a.c.shared:
+		a.read.queue(ctx, p, a.key, a.header)
+	default:
+		a.parallel.Go(func() {
+			a.c.cachePipes.do(a.c.timeout, func(ctx context.Context, p redis.Pipeliner) { a.read.queue(ctx, p, a.key, a.header) })
+		})
+	}
 }
 
 // errNoGeneration is the cache error of a request whose decision never

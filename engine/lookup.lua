@@ -7,10 +7,11 @@
 --          cache.Variant names it.
 -- ARGV[1]  the request headers, one "<name>:<value>\n" line each: names
 --          lowercase, values as cache.VaryValue normalises them.
--- Returns  the encoded entry (cache.Entry), or nil when there is none.
+-- Returns  the encoded entry (cache.Entry), or '' when there is none (not
+--          nil, which the client would make an error of).
 local vary = redis.call('HGET', KEYS[1], 'vary')
 if not vary then
-  return false
+  return ''
 end
 local h = {}
 for line in string.gmatch(ARGV[1], '[^\n]+') do
@@ -28,4 +29,4 @@ for name in string.gmatch(vary, '[^,]+') do
     field = field .. '\n' .. name .. '!'
   end
 end
-return redis.call('HGET', KEYS[1], field)
+return redis.call('HGET', KEYS[1], field) or ''

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,9 +36,25 @@ func queueOnce(ctx context.Context, p processor, keys []string, args []any) *red
 		all = append(all, k)
 	}
 	all = append(all, args...)
-	cmd := redis.NewCmd(ctx, all...)
-	cmd.SetFirstKeyPos(3)
+	cmd := newScriptCmd(ctx, all)
 	_ = p.Process(ctx, onceCmd{cmd})
+	return cmd
+}
+
+// newScriptCmd returns the command of args: EVALSHA, the script's hash,
+// the number of keys, the keys (the first, args[3], routes it on Redis
+// Cluster), the arguments.
+func newScriptCmd(ctx context.Context, args []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// sendScript sends the script run of args (newScriptCmd) on p, a client
+// or a pipeline, and returns its command.
+func sendScript(ctx context.Context, p processor, args []any) *redis.Cmd {
+	cmd := newScriptCmd(ctx, args)
+	_ = p.Process(ctx, cmd)
 	return cmd
 }
 
@@ -57,24 +74,30 @@ func runOnce(ctx context.Context, rdb redis.UniversalClient, keys []string, args
 // was NOSCRIPT: then it loads the script on rdb and runs it once more on
 // rdb (againOnNoScript).
 func sendAgainOnNoScript(ctx context.Context, rdb redis.UniversalClient, cmd *redis.Cmd, keys []string, args []any) *redis.Cmd {
-	return againOnNoScript(ctx, rdb, limitsScript, cmd, func() *redis.Cmd { return queueOnce(ctx, rdb, keys, args) })
+	return againOnNoScript(ctx, rdb, limitsScript, cmd, 0, func(ctx context.Context) *redis.Cmd { return queueOnce(ctx, rdb, keys, args) })
 }
 
 // againOnNoScript returns cmd, a run of script s sent in a pipeline
 // (where go-redis cannot fall back to EVAL), unless its reply was
 // NOSCRIPT (a restarted, flushed or failed-over server: it did not run):
 // then it loads s on every shard of rdb (redisscript.Reload) and returns
-// what send, which sends the run once more on rdb, returns. A failed load
-// is the returned command's error.
-func againOnNoScript(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, cmd *redis.Cmd, send func() *redis.Cmd) *redis.Cmd {
-	again, err := redisscript.Reload(ctx, rdb, s, cmd.Err())
-	if err != nil {
+// what send, which sends the run once more on rdb, returns; both under
+// ctx, bounded by timeout unless it is 0. A failed load is the returned
+// command's error.
+func againOnNoScript(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, cmd *redis.Cmd, timeout time.Duration,
+	send func(ctx context.Context) *redis.Cmd) *redis.Cmd {
+	if !redisscript.IsNoScript(cmd.Err()) {
+		return cmd
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if _, err := redisscript.Reload(ctx, rdb, s, cmd.Err()); err != nil {
 		failed := redis.NewCmd(ctx)
 		failed.SetErr(err)
 		return failed
 	}
-	if !again {
-		return cmd
-	}
-	return send()
+	return send(ctx)
 }

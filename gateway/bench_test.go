@@ -182,6 +182,7 @@ type benchWriter struct {
 }
 
 func (w *benchWriter) Header() http.Header  { return w.h }
+func (w *benchWriter) Flush()               {} // a server's response flushes without allocating
 func (w *benchWriter) WriteHeader(code int) { w.code = code }
 func (w *benchWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {

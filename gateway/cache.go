@@ -33,10 +33,6 @@ var (
 // FAIL_WITH_403.
 const ErrorTypeAccessDenied = "ACCESS_DENIED"
 
-// fillTimeout bounds one cache write (up to cache.MaxBody bytes); it runs
-// after the response was sent.
-const fillTimeout = time.Second
-
 // serveCached serves a request of a caching method (docs/behaviour.md,
 // "Order of work" steps 3-4, and "Response cache"): the key check already
 // passed; the engine decides the limits (hits are charged too) and, in the

@@ -51,7 +51,7 @@ func (s *Server) serveMiss(w *statusWriter, r *http.Request, ex *exchange, lk *c
 		}
 	}()
 	cw := s.capture(w, r, ex, xcache, fallback)
-	s.flight.Done(key, call, cw.shared(r, ex))
+	s.flight.Done(key, call, func() *cache.Shared { return cw.shared(r, ex) })
 	done = true
 	s.fill(w, r, ex, lk, cw, ttl)
 }
@@ -102,8 +102,7 @@ func (s *Server) fill(w http.ResponseWriter, r *http.Request, ex *exchange, lk *
 	_ = http.NewResponseController(w).Flush()
 	e := &cache.Entry{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Stored: s.now(), TTL: ttl,
 		Keep: cache.Stale(cw.header, ex.m.cache.stale).Keep()}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), fillTimeout)
-	defer cancel()
+	ctx := context.WithoutCancel(r.Context()) // the engine bounds the fill (Engine.Fill)
 	if err := s.engine.Fill(ctx, lk, e); err != nil && s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.LogAttrs(ctx, slog.LevelDebug, "cache fill failed", slog.String("error", err.Error()))
 	}
@@ -176,13 +175,40 @@ var notStored = func() map[string]bool {
 	return out
 }()
 
-// storedHeader copies h without the headers in notStored.
+// storedHeader copies h without the headers in notStored, its values in
+// one array.
 func storedHeader(h http.Header) http.Header {
-	out := make(http.Header, len(h))
+	n := 0
 	for k, vs := range h {
-		if !notStored[strings.ToLower(k)] {
-			out[k] = append([]string(nil), vs...)
+		if !notStoredName(k) {
+			n += len(vs)
+		}
+	}
+	out := make(http.Header, len(h))
+	values := make([]string, 0, n)
+	for k, vs := range h {
+		if !notStoredName(k) {
+			values = append(values, vs...)
+			out[k] = values[len(values)-len(vs) : len(values) : len(values)]
 		}
 	}
 	return out
+}
+
+// notStoredName reports whether notStored holds header name k in any
+// case, without allocating for names of up to 64 bytes.
+func notStoredName(k string) bool {
+	var buf [64]byte
+	if len(k) > len(buf) {
+		return notStored[strings.ToLower(k)]
+	}
+	b := buf[:len(k)]
+	for i := range len(k) {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return notStored[string(b)]
 }

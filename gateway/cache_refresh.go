@@ -67,7 +67,7 @@ func (s *Server) refresh(rf *refreshing, call *cache.Call) {
 	}()
 	sw := &statusWriter{ResponseWriter: discardWriter{http.Header{}}}
 	cw := s.capture(sw, rf.r, rf.ex, cacheRefresh, nil)
-	s.flight.Done(rf.lk.Digest, call, cw.shared(rf.r, rf.ex))
+	s.flight.Done(rf.lk.Digest, call, func() *cache.Shared { return cw.shared(rf.r, rf.ex) })
 	done = true
 	s.fill(sw, rf.r, rf.ex, &rf.lk, cw, rf.ex.m.cache.ttl)
 	if cw.failure != "" && s.log.Enabled(context.Background(), slog.LevelDebug) {

@@ -23,7 +23,8 @@ type Engine interface {
 	// lk.Refresh, the entry, and fills lk's outputs (cache.Lookup).
 	DecideLookup(ctx context.Context, req *limit.Request, lk *cache.Lookup) (limit.Decision, error)
 	// Fill stores ent as the entry lk names (after the response was sent),
-	// kept for ent.TTL plus ent.Keep (its stale windows).
+	// kept for ent.TTL plus ent.Keep (its stale windows), within a deadline
+	// of its own, whatever ctx allows.
 	Fill(ctx context.Context, lk *cache.Lookup, ent *cache.Entry) error
 	// KeyUsage reads the usage of a key in a plan now, charging nothing
 	// (the partner usage endpoint): the limiter's time, the quota q's state
