@@ -93,7 +93,7 @@ func (a *lookupAlong) Done() bool { return a.done }
 // queue queues the read on p (the limiter Redis).
 func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
 	a.done = true
-	a.gen = p.Get(ctx, a.st.genKey)
+	a.gen = p.GetRange(ctx, a.st.genKey, 0, -1) // "" when absent: GET's nil would be a (costly) error
 	switch {
 	case a.refresh:
 	case a.c.shared:
@@ -119,9 +119,12 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 	if genCmd == nil {
 		return 0, errNoGeneration
 	}
+	if s, err := genCmd.Result(); err == nil && s == "" {
+		return 0, nil // never flushed
+	}
 	gen, err := genCmd.Int64()
 	if errors.Is(err, redis.Nil) {
-		return 0, nil // never flushed
+		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("engine: stage cache generation: %w", err)

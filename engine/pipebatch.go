@@ -27,12 +27,15 @@ type pipeBatch struct {
 }
 
 // pipeCall is one caller's commands and how long they may wait for their
-// reply; done closes once their pipeline came back.
+// reply; done receives once their pipeline came back. Calls are reused
+// (pipeCalls).
 type pipeCall struct {
 	queue   func(ctx context.Context, p redis.Pipeliner)
 	timeout time.Duration
-	done    chan struct{}
+	done    chan struct{} // buffered: the flusher never waits on it
 }
+
+var pipeCalls = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
 
 // do queues the commands queue puts on a pipeline and waits until that
 // pipeline came back: the commands then hold their replies, or errors.
@@ -40,11 +43,14 @@ type pipeCall struct {
 // written by the pipeline, whose deadline is the longest timeout of the
 // calls it carries.
 func (b *pipeBatch) do(timeout time.Duration, queue func(ctx context.Context, p redis.Pipeliner)) {
-	c := &pipeCall{queue: queue, timeout: timeout, done: make(chan struct{})}
+	c := pipeCalls.Get().(*pipeCall)
+	c.queue, c.timeout = queue, timeout
 	if push(&b.mu, &b.queue, &b.flushers, c) {
 		go b.flush()
 	}
 	<-c.done
+	c.queue = nil
+	pipeCalls.Put(c)
 }
 
 // flush sends queued calls, at most maxBatch per pipeline, until none is
@@ -71,7 +77,7 @@ func (b *pipeBatch) flush() {
 
 // send runs one pipeline of the commands of batch and wakes their callers
 // (also when a queue function panics: its caller's commands then hold no
-// reply).
+// reply); it touches no call after its caller woke.
 func (b *pipeBatch) send(batch []*pipeCall) {
 	var timeout time.Duration
 	for _, c := range batch {
@@ -81,7 +87,7 @@ func (b *pipeBatch) send(batch []*pipeCall) {
 	defer cancel()
 	defer func() {
 		for _, c := range batch {
-			close(c.done)
+			c.done <- struct{}{} // c is its caller's again
 		}
 	}()
 	p := b.rdb.Pipeline()
