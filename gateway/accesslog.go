@@ -97,10 +97,11 @@ func (s *Server) finish(r *http.Request, sw *statusWriter, ex *exchange) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	elapsed := time.Since(ex.start)
+	now := time.Now()
+	elapsed := now.Sub(ex.start)
 	s.record(ex, status, elapsed)
 	if s.access != nil {
-		s.access.line(time.Now(), func(f fieldSink) { ex.logFields(f, status, sw.bytes, elapsed) })
+		s.access.line(now, func(f fieldSink) { ex.logFields(f, status, sw.bytes, elapsed) })
 		return
 	}
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
