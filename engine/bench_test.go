@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -183,16 +184,24 @@ func BenchmarkScriptBatch(b *testing.B) {
 // decision: what a run costs whatever it carries (the round trip, the
 // library's definitions, TIME, the run window, the MGET) against what each
 // decision adds (docs/benchmarks.md, "What the many-keys rows pay Redis").
+// With TOLLGATE_BENCH_REDIS set (host:port) it sends them to that server
+// instead, e.g. one run under callgrind to count its instructions.
 func BenchmarkDecideRun(b *testing.B) {
-	srv := redistest.MustServerProcess(b)
+	var rdb *redis.Client
+	if addr := os.Getenv("TOLLGATE_BENCH_REDIS"); addr != "" {
+		rdb = redis.NewClient(&redis.Options{Addr: addr})
+		b.Cleanup(func() { _ = rdb.Close() })
+	} else {
+		rdb = redistest.MustServerProcess(b).Client
+	}
 	for _, n := range []int{1, 3, 8, 32, 100} {
 		b.Run(fmt.Sprintf("decisions=%d", n), func(b *testing.B) {
-			l := mustLoaded(b, New(srv.Client, Options{Prefix: redistest.MustPrefix(b), Timeout: testTimeout}))
+			l := mustLoaded(b, New(rdb, Options{Prefix: redistest.MustPrefix(b), Timeout: testTimeout}))
 			reqs := benchRequests(l, 1000)
 			a := newRunArgs()
 			i := 0
 			b.ResetTimer()
-			cpu := serverCPU(b, []*redis.Client{srv.Client})
+			cpu := serverCPU(b, []*redis.Client{rdb})
 			for b.Loop() {
 				a.reset()
 				for range n {
@@ -204,7 +213,7 @@ func BenchmarkDecideRun(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			used := float64(serverCPU(b, []*redis.Client{srv.Client})-cpu) / 1e3
+			used := float64(serverCPU(b, []*redis.Client{rdb})-cpu) / 1e3
 			b.ReportMetric(used/float64(b.N), "redis-cpu-µs/run")
 			b.ReportMetric(used/float64(b.N*n), "redis-cpu-µs/decision")
 		})

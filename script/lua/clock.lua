@@ -70,10 +70,17 @@ local function civil_from_days(z)
   return y, m, d
 end
 
--- "YYYY-MM-DD" of a day
+-- "YYYY-MM-DD" of a day, made once per day a run names (every usage count
+-- of a run names the same day or two)
+local date_strings = {}
 local function date_string(day)
-  local y, m, d = civil_from_days(day)
-  return string.format('%04d-%02d-%02d', y, m, d)
+  local s = date_strings[day]
+  if not s then
+    local y, m, d = civil_from_days(day)
+    s = string.format('%04d-%02d-%02d', y, m, d)
+    date_strings[day] = s
+  end
+  return s
 end
 
 -- [start, end) in Unix s of the quota period (wire.PERIOD_*) holding day

@@ -3,8 +3,8 @@ decide: op "decide", the decision of a batch of requests, all or nothing
 per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
 SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period,
 period_in (clock.lua), until_full, tokens_now, write_bucket, lease_taken,
-lease_wait (bucket.lua), quota_used, write_quota, count_usage, restored
-(usage.lua), rule_run (rules.lua).
+lease_wait (bucket.lua), quota_used, write_quota, count_usage,
+mark_changed, restored (usage.lua), rule_run (rules.lua).
 
   KEYS  states (buckets and quotas), usage hashes, rule states, then the
         usage change set and the node's run window when named
@@ -468,9 +468,11 @@ local function decide()
       write_quota(KEYS[ki], s, ttl_end[ki])
     end
   end
+  local marks = {}
   for ui, by_day in pairs(usage) do
-    for day, n in pairs(by_day) do count_usage(KEYS[m + ui], n[1], n[2], day, changes) end
+    for day, n in pairs(by_day) do count_usage(KEYS[m + ui], n[1], n[2], day, marks) end
   end
+  mark_changed(changes, marks)
   if win then
     window_enter(win, a.run)
     redis.call('SET', KEYS[a.window], wire.pack_run_window(win), 'PX', WINDOW_TTL_MS)

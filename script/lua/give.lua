@@ -1,8 +1,8 @@
 --[[
 give: the operations that give back what a node took and did not use.
 Takes wire, US, SLACK_US, mmin, mmax, mceil, now (clock.lua), ttl_us, give_back,
-write_bucket (bucket.lua), write_quota, count_usage (usage.lua), undo_rule,
-give_back_window (rules.lua).
+write_bucket (bucket.lua), write_quota, count_usage, mark_changed (usage.lua),
+undo_rule, give_back_window (rules.lua).
 
 op "refund": give back tokens requests took from buckets of this slot but
 did not use, because a limit in another slot refused them (Redis Cluster).
@@ -103,7 +103,7 @@ local function unlease()
   local pos = wire.read_unlease_args(spec, 1, a)
   local changes = a.changes > 0 and KEYS[a.changes] or nil
   local vals = read_values(a.states)
-  local written, l, b, w = 0, {}, {}, {}
+  local written, l, b, w, marks = 0, {}, {}, {}, {}
   for _ = 1, a.leases do
     pos = wire.read_lease_spec(spec, pos, l)
     if l.quota > 0 then
@@ -131,8 +131,9 @@ local function unlease()
       pos = wire.read_lease_window_spec(spec, pos, w)
       if give_back_window(vals, w.key, w, l.held == 0) then written = written + 1 end
     end
-    if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, 0, l.day, changes) end
+    if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, 0, l.day, marks) end
   end
+  mark_changed(changes, marks)
   return written
 end
 

@@ -1,7 +1,7 @@
 --[[
 usage: quota states, usage counts, the usage change sets and the restore
-gate; ops "settle", "quota" and "hold". Takes wire, and US, SLACK_US, mmax,
-mfloor, mceil, now, days, day_of, date_string, period, period_in
+gate; ops "settle", "quota" and "hold". Takes wire, and US, SLACK_US, mmin,
+mmax, mfloor, mceil, now, days, day_of, date_string, period, period_in
 (clock.lua).
 
 A quota state (wire.quota_state) holds the latest period start seen and the
@@ -22,7 +22,8 @@ mark: it vanishes with the slot's data, and while it is missing keyed
 decisions wait (restored).
 
 Defines: QUOTA_MARGIN_S, quota_used(q, start), write_quota,
-count_usage(key, count, extra, day, changes), restored(changes).
+count_usage(key, count, extra, day, marks),
+mark_changed(changes, marks), restored(changes).
 ]]
 
 local QUOTA_MARGIN_S = 3600
@@ -48,12 +49,13 @@ local function write_quota(key, q, ttl_end)
 end
 
 -- count_usage adds count requests, and extra cost units beyond one per
--- request, to day's fields of the usage hash key and marks it in the
--- change set changes (a key name, or nil). Only this library writes usage
--- hashes, so the TTL is renewed with the first count of each day, when
--- days older than USAGE_KEEP_DAYS are deleted.
-local function count_usage(key, count, extra, day, changes)
-  if changes then redis.call('ZADD', changes, 'LT', day, key) end
+-- request, to day's fields of the usage hash key, and appends day and key
+-- to marks (a list; mark_changed marks them in the change set). Only this
+-- library writes usage hashes, so the TTL is renewed with the first count
+-- of each day, when days older than USAGE_KEEP_DAYS are deleted.
+local function count_usage(key, count, extra, day, marks)
+  marks[#marks + 1] = day
+  marks[#marks + 1] = key
   local field = date_string(day)
   if extra ~= 0 then redis.pcall('HINCRBY', key, field .. wire.USAGE_EXTRA, extra) end
   -- pcall: a key of another type (not tollgate's) loses its count rather
@@ -64,6 +66,17 @@ local function count_usage(key, count, extra, day, changes)
       if f < cutoff then redis.call('HDEL', key, f) end
     end
     redis.call('EXPIRE', key, USAGE_TTL_S)
+  end
+end
+
+-- mark_changed marks the usage hashes of marks (day, key, ... as
+-- count_usage appends them) in the change set changes (a key name, or
+-- nil: none) with one ZADD LT per run rather than one per hash (in chunks
+-- within Lua's unpack limit)
+local function mark_changed(changes, marks)
+  if not changes then return end
+  for i = 1, #marks, 1000 do
+    redis.call('ZADD', changes, 'LT', unpack(marks, i, mmin(#marks, i + 999)))
   end
 end
 
