@@ -60,7 +60,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 	}
 	blocked, wait := s.attempts.Blocked(ex.client)
 	if blocked {
-		if reason == "" && s.admitCached(ex, plans.HashKey(value, s.pepper)) {
+		if reason == "" && s.admitCached(ex, s.hasher.Hash(value)) {
 			return true
 		}
 		ex.errType, ex.reason = ErrorTypeThrottled, levelKeyAttempts
@@ -73,7 +73,7 @@ func (s *Server) checkKey(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		s.refuseKey(w, ex, reason)
 		return false
 	}
-	rec, err := s.lookup.Lookup(r.Context(), plans.HashKey(value, s.pepper))
+	rec, err := s.lookup.Lookup(r.Context(), s.hasher.Hash(value))
 	if err != nil {
 		ex.errType, ex.reason = ErrorTypeUnavailable, "key lookup: "+err.Error()
 		writeUnavailable(w)

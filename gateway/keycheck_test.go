@@ -245,3 +245,32 @@ func TestFailedKeyAttemptsLimited(t *testing.T) {
 		t.Errorf("unkeyed method from the same client: got %d, want 200", got.status)
 	}
 }
+
+// TestKeyCheckedUnderThePepper: with a key pepper the gateway looks a key
+// up by its HMAC under the pepper, on every request (its hashes are
+// reused); the plain hash of the same value finds nothing.
+func TestKeyCheckedUnderThePepper(t *testing.T) {
+	t.Parallel()
+	pepper := []byte("a pepper of the test")
+	tg := mustGateway(t, keyedSnapshot(), func(o *Options) { o.KeyPepper = pepper })
+	tg.keys.mu.Lock()
+	tg.keys.records[plans.HashKey(goodKey, pepper)] = &plans.KeyRecord{KeyID: "key0000001", Enabled: true, PlanIDs: []string{"plan01"}}
+	tg.keys.records[plans.HashKey(unknownKey, nil)] = &plans.KeyRecord{KeyID: "key0000009", Enabled: true, PlanIDs: []string{"plan01"}}
+	tg.keys.mu.Unlock()
+	for i, tc := range []struct {
+		key  string
+		want int
+	}{{goodKey, 200}, {goodKey, 200}, {unknownKey, 403}, {goodKey, 200}} {
+		req, _ := http.NewRequest("GET", tg.http.URL+"/prod/keyed", nil)
+		req.Host = testHost
+		req.Header.Set("x-api-key", tc.key)
+		resp, err := tg.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("request %d (%s): got %d, want %d", i, tc.key, resp.StatusCode, tc.want)
+		}
+	}
+}

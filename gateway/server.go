@@ -114,9 +114,9 @@ type Server struct {
 	cfg          atomic.Pointer[config]
 	rejected     atomic.Pointer[error] // the last SetSnapshot error, nil once one succeeds
 	lookup       KeyLookup
-	engine       Engine      // the Engine of Options, wrapped by clock
-	clock        *redisClock // Redis time as the decisions tell it (expiry)
-	pepper       []byte
+	engine       Engine           // the Engine of Options, wrapped by clock
+	clock        *redisClock      // Redis time as the decisions tell it (expiry)
+	hasher       *plans.KeyHasher // API key values to hashes, under Options.KeyPepper
 	keyFmt       plans.KeyFormat
 	failureMode  string
 	trusted      []netip.Prefix
@@ -146,7 +146,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		lookup:      opts.Keys,
 		clock:       newRedisClock(opts.Engine, time.Now),
-		pepper:      opts.KeyPepper,
+		hasher:      plans.NewKeyHasher(opts.KeyPepper),
 		keyFmt:      opts.KeyFormat,
 		failureMode: opts.FailureMode,
 		trusted:     opts.TrustedProxies,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -132,6 +133,49 @@ func TestHashKey(t *testing.T) {
 	if HashKey("abc", []byte("pepper")) == HashKey("abc", nil) {
 		t.Error("a pepper must change the hash")
 	}
+}
+
+func TestKeyHasherHashesAsHashKey(t *testing.T) {
+	values := []string{"", "abc", strings.Repeat("a1B2", 5), strings.Repeat("Zz9", 43), strings.Repeat("x", 2000)}
+	for _, pepper := range []string{"", "pepper", strings.Repeat("p", 100)} {
+		k := NewKeyHasher([]byte(pepper))
+		var wg sync.WaitGroup
+		for range 4 { // concurrent callers, each hash reused from the pool
+			wg.Go(func() {
+				for range 3 {
+					for _, v := range values {
+						if got, want := k.Hash(v), HashKey(v, []byte(pepper)); got != want {
+							t.Errorf("pepper %q, value %q: got %s, want %s", pepper, v, got, want)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
+func BenchmarkKeyHash(b *testing.B) {
+	value, pepper := strings.Repeat("a1B2", 10), []byte("a pepper of some length")
+	b.Run("HashKey/pepper", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			HashKey(value, pepper)
+		}
+	})
+	b.Run("KeyHasher/pepper", func(b *testing.B) {
+		k := NewKeyHasher(pepper)
+		b.ReportAllocs()
+		for b.Loop() {
+			k.Hash(value)
+		}
+	})
+	b.Run("HashKey/none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			HashKey(value, nil)
+		}
+	})
 }
 
 func TestNewIDsAreValid(t *testing.T) {
