@@ -41,9 +41,10 @@ type entries struct {
 	stages *memo[stageRef, *stageCache]
 	memory *memoryGuard
 	// limiterPipes carries the reads of requests admitted without a round
-	// trip (generation, and entry when shared); cachePipes the entry reads
-	// on a cache Redis of its own and the fills. Shared: one pipeBatch, so
-	// that lookups and fills ride the same round trips.
+	// trip (generation, and entry when shared), under the cache's timeout;
+	// cachePipes the entry reads on a cache Redis of its own and the fills
+	// (fillTimeout). Shared: one pipeBatch, so that reads and fills ride
+	// the same round trips.
 	limiterPipes, cachePipes *pipeBatch
 }
 
@@ -62,7 +63,7 @@ func newEntries(keys keyspace.Space, rdb, limiter redis.UniversalClient, timeout
 		return &stageCache{genKey: keys.CacheGeneration(r.api, r.stage)}
 	})
 	c := &entries{keys: keys, rdb: rdb, limiter: limiter, shared: rdb == limiter, timeout: timeout, stages: stages, memory: newMemoryGuard(rdb, memoryCheck),
-		limiterPipes: &pipeBatch{rdb: limiter}, cachePipes: &pipeBatch{rdb: rdb}}
+		limiterPipes: &pipeBatch{rdb: limiter, timeout: timeout}, cachePipes: &pipeBatch{rdb: rdb, timeout: timeout}}
 	if c.shared {
 		c.cachePipes = c.limiterPipes
 	}
@@ -131,7 +132,7 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	names, _ := cache.VaryNames(e.Header)
 	args := []any{"evalsha", storeHash, 1, key, strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
 	var cmd *redis.Cmd
-	c.cachePipes.do(fillTimeout, func(ctx context.Context, p redis.Pipeliner) {
+	c.cachePipes.do(true, func(ctx context.Context, p redis.Pipeliner) {
 		cmd = sendScript(ctx, p, args)
 	})
 	if cmd == nil {
@@ -144,8 +145,8 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	return nil
 }
 
-// fillTimeout bounds a fill: the pipeline that carries it, and its second
-// try after NOSCRIPT.
+// fillTimeout bounds a fill: a pipeline of fills (one with cache reads
+// has the reads' deadline), and its second try after NOSCRIPT.
 const fillTimeout = time.Second
 
 // storeScript writes one entry variant and the entry's expiry in one

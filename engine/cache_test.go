@@ -214,13 +214,29 @@ func (admitting) Decide(context.Context, *limit.Request) (limit.Decision, error)
 }
 
 // heldPipelines is a go-redis hook counting pipelines (not those that set
-// up a new connection), which holds the next hold of them, each
-// signalling entered, until release closes.
+// up a new connection) and their sizes, which holds the next hold of
+// them, each handing the test its own release channel on held.
 type heldPipelines struct {
-	hold    atomic.Int32
-	pipes   atomic.Int64
-	entered chan struct{}
-	release chan struct{}
+	hold  atomic.Int32
+	held  chan chan struct{}
+	mu    sync.Mutex
+	sizes []int
+}
+
+func newHeldPipelines() *heldPipelines { return &heldPipelines{held: make(chan chan struct{})} }
+
+// reset forgets the pipelines counted so far.
+func (h *heldPipelines) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sizes = nil
+}
+
+// pipes returns the pipelines counted since the last reset.
+func (h *heldPipelines) pipes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sizes)
 }
 
 func (h *heldPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -232,92 +248,219 @@ func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		if n := cmds[0].Name(); n == "hello" || n == "client" { // a new connection's setup
 			return next(ctx, cmds)
 		}
-		h.pipes.Add(1)
+		h.mu.Lock()
+		h.sizes = append(h.sizes, len(cmds))
+		h.mu.Unlock()
 		if h.hold.Add(-1) >= 0 {
-			h.entered <- struct{}{}
-			<-h.release
+			release := make(chan struct{})
+			h.held <- release
+			<-release
 		}
 		return next(ctx, cmds)
 	}
 }
 
-// The cache reads of requests admitted without a round trip (a lease) and
-// the fills of those that missed share pipelines on the cache Redis: one
-// pipelineBatch per server, the limiter's when the cache shares it. While
-// two fills hold both pipelines in flight, the lookups and fills of 8
-// more requests queue together and go in one round trip once those came
-// back; each lookup reads its generation and finds no entry, and each
-// fill is stored.
-func TestCacheLookupsAndFillsShareRoundTrips(t *testing.T) {
-	t.Parallel()
+// cacheEngine returns an engine on a fresh prefix whose cache Redis, the
+// limiter's unless separate, has hook h, with cacheCalls of it.
+func cacheEngine(t *testing.T, separate bool, h *heldPipelines) (e *Engine, lookup func(i int) *cache.Lookup, fill func(lk *cache.Lookup, i int)) {
+	rdb, prefix := redistest.MustClient(t)
+	cacheRDB := rdb
+	if separate {
+		cacheRDB, _ = redistest.MustClient(t)
+	}
+	cacheRDB.AddHook(h)
+	e = mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: 5 * time.Second, CacheRedis: cacheRDB}))
+	lookup, fill = cacheCalls(t, e)
+	return e, lookup, fill
+}
+
+// cacheCalls returns DecideLookup and Fill of request i's entry on e: an
+// admitted request, as on a lease, whose reads must succeed; the fill's
+// body is "body<i>".
+func cacheCalls(t *testing.T, e *Engine) (lookup func(i int) *cache.Lookup, fill func(lk *cache.Lookup, i int)) {
+	lookup = func(i int) *cache.Lookup {
+		lk, d, err := lookupOf(t, e, i)
+		if err != nil || !d.Allowed || lk.Digest == "" || lk.Err != nil {
+			t.Errorf("lookup %d: %+v, %v, digest %q, error %v, want admitted and read", i, d, err, lk.Digest, lk.Err)
+		}
+		return lk
+	}
+	fill = func(lk *cache.Lookup, i int) {
+		ent := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("body" + strconv.Itoa(i)), Stored: time.Now(), TTL: time.Minute}
+		if err := e.Fill(t.Context(), lk, ent); err != nil {
+			t.Errorf("fill %d: %v", i, err)
+		}
+	}
+	return lookup, fill
+}
+
+// lookupOf is DecideLookup of request i's entry, admitted as on a lease.
+func lookupOf(t *testing.T, e *Engine, i int) (*cache.Lookup, limit.Decision, error) {
+	req := &limit.Request{KeyID: "k", PlanID: "p", API: "api", Stage: "prod"}
+	lk := &cache.Lookup{Request: cache.Request{APIID: "api", Stage: "prod", Method: "GET", Path: "/items/" + strconv.Itoa(i), Header: http.Header{}}}
+	d, err := e.DecideLookup(t.Context(), admitting{}, req, lk)
+	return lk, d, err
+}
+
+// eachCacheServer runs test with the cache in the limiter Redis and in a
+// Redis of its own.
+func eachCacheServer(t *testing.T, test func(t *testing.T, separate bool)) {
 	for _, separate := range []bool{false, true} {
 		t.Run(map[bool]string{false: "shared", true: "separate"}[separate], func(t *testing.T) {
 			t.Parallel()
-			rdb, prefix := redistest.MustClient(t)
-			cacheRDB := rdb
-			if separate {
-				cacheRDB, _ = redistest.MustClient(t)
-			}
-			h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
-			release := sync.OnceFunc(func() { close(h.release) })
-			t.Cleanup(release) // a failed wait lets the held pipelines go
-			cacheRDB.AddHook(h)
-			e := mustLoaded(t, New(rdb, Options{Prefix: prefix, Timeout: 5 * time.Second, CacheRedis: cacheRDB}))
-			ctx := t.Context()
-			lookup := func(i int) *cache.Lookup {
-				req := &limit.Request{KeyID: "k", PlanID: "p", API: "api", Stage: "prod"}
-				lk := &cache.Lookup{Request: cache.Request{APIID: "api", Stage: "prod", Method: "GET", Path: "/items/" + strconv.Itoa(i), Header: http.Header{}}}
-				if d, err := e.DecideLookup(ctx, admitting{}, req, lk); err != nil || !d.Allowed {
-					t.Errorf("lookup %d: %+v, %v, want admitted", i, d, err)
-				}
-				return lk
-			}
-			lks := make([]*cache.Lookup, 10)
-			for i := range lks {
-				lks[i] = lookup(i)
-				if lks[i].Digest == "" || lks[i].Err != nil || lks[i].Entry != nil {
-					t.Fatalf("lookup %d: digest %q, error %v, entry %v, want a miss", i, lks[i].Digest, lks[i].Err, lks[i].Entry)
-				}
-			}
-			fill := func(i int) {
-				ent := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("body" + strconv.Itoa(i)), Stored: time.Now(), TTL: time.Minute}
-				if err := e.Fill(ctx, lks[i], ent); err != nil {
-					t.Errorf("fill %d: %v", i, err)
-				}
-			}
-			h.hold.Store(maxFlushers)
-			h.pipes.Store(0)
-			var wg sync.WaitGroup
-			for i := range maxFlushers {
-				wg.Go(func() { fill(i) })
-				<-h.entered
-			}
-			misses := make([]*cache.Lookup, 8)
-			for i := range misses {
-				wg.Go(func() { misses[i] = lookup(100 + i) })
-				wg.Go(func() { fill(maxFlushers + i) })
-			}
-			b := e.cache.cachePipes
-			waittest.Until(t, "16 calls queued", 10*time.Second, func() bool {
-				b.mu.Lock()
-				defer b.mu.Unlock()
-				return len(b.queue) == 2*len(misses)
-			})
-			release()
-			wg.Wait()
-			if got, want := h.pipes.Load(), int64(maxFlushers+1); got != want {
-				t.Errorf("cache Redis pipelines: got %d, want %d (the held ones, then one for the 8 lookups and 8 fills)", got, want)
-			}
-			for i, lk := range misses {
-				if lk.Digest == "" || lk.Err != nil || lk.Entry != nil {
-					t.Errorf("miss %d: digest %q, error %v, entry %v, want a miss", i, lk.Digest, lk.Err, lk.Entry)
-				}
-			}
-			for i := range maxFlushers + len(misses) {
-				if got := lookup(i); got.Entry == nil || string(got.Entry.Body) != "body"+strconv.Itoa(i) {
-					t.Errorf("entry %d after its fill: got %v, %v", i, got.Entry, got.Err)
+			test(t, separate)
+		})
+	}
+}
+
+// The cache reads of requests admitted without a round trip (a lease) and
+// the fills share pipelines on the cache Redis: while a pipeline of fills
+// and two of reads are held (reads pass pipelines of fills alone; a fill
+// starts a pipeline only when none is in flight), the lookups and fills
+// of 8 more requests queue, and the first read pipeline back takes them
+// all in one round trip; each lookup finds no entry, and each fill is
+// stored.
+func TestCacheReadsAndFillsShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	eachCacheServer(t, func(t *testing.T, separate bool) {
+		h := newHeldPipelines()
+		e, lookup, fill := cacheEngine(t, separate, h)
+		lks := make([]*cache.Lookup, 1+8)
+		for i := range lks {
+			lks[i] = lookup(i)
+		}
+		h.reset()
+		h.hold.Store(1 + maxFlushers)
+		var releases []chan struct{}
+		t.Cleanup(func() { // a failed wait lets the held pipelines go
+			for _, r := range releases {
+				select {
+				case <-r:
+				default:
+					close(r)
 				}
 			}
 		})
+		var wg sync.WaitGroup
+		wg.Go(func() { fill(lks[0], 0) })
+		releases = append(releases, <-h.held)
+		for i := range maxFlushers {
+			wg.Go(func() { lookup(100 + i) })
+			releases = append(releases, <-h.held)
+		}
+		misses := make([]*cache.Lookup, 8)
+		for i := range misses {
+			wg.Go(func() { misses[i] = lookup(200 + i) })
+			wg.Go(func() { fill(lks[1+i], 1+i) })
+		}
+		b := e.cache.cachePipes
+		waittest.Until(t, "8 reads and 8 fills queued", 10*time.Second, func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.queue) == 2*len(misses)
+		})
+		close(releases[1]) // the first read pipeline
+		held := 1 + maxFlushers
+		waittest.Until(t, "the reads and fills sent", 10*time.Second, func() bool { return h.pipes() == held+1 })
+		close(releases[0])
+		for _, r := range releases[2:] {
+			close(r)
+		}
+		wg.Wait()
+		want := 8 + 8 // the entry reads and the fills
+		if !separate {
+			want += 8 // the generations
+		}
+		if got := h.sizes[held]; h.pipes() != held+1 || got != want {
+			t.Errorf("pipelines: got %d, the one after the held of %d commands, want %d, the last of %d (the held ones, then the 8 reads and 8 fills)",
+				h.pipes(), got, held+1, want)
+		}
+		for i, lk := range misses {
+			if lk.Entry != nil {
+				t.Errorf("miss %d: got entry %v, want none", i, lk.Entry)
+			}
+		}
+		for i := range lks {
+			if got := lookup(i); got.Entry == nil || string(got.Entry.Body) != "body"+strconv.Itoa(i) {
+				t.Errorf("entry %d after its fill: got %v", i, got.Entry)
+			}
+		}
+	})
+}
+
+// A cache read never waits for fills: while a pipeline of fills is held
+// (a slow cache Redis) and another fill waits for it, a lookup is read
+// and answered.
+func TestCacheReadsDoNotWaitForFills(t *testing.T) {
+	t.Parallel()
+	eachCacheServer(t, func(t *testing.T, separate bool) {
+		h := newHeldPipelines()
+		e, lookup, fill := cacheEngine(t, separate, h)
+		lks := []*cache.Lookup{lookup(0), lookup(1)}
+		h.hold.Store(1)
+		var wg sync.WaitGroup
+		wg.Go(func() { fill(lks[0], 0) })
+		release := <-h.held
+		wg.Go(func() { fill(lks[1], 1) })
+		b := e.cache.cachePipes
+		waittest.Until(t, "the second fill queued", 10*time.Second, func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.queue) == 1
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lookup(2)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("lookup: not answered within 10 s while fills were held")
+		}
+		close(release)
+		wg.Wait()
+		<-done
+	})
+}
+
+// A read that shares a pipeline with a fill waits no longer than the
+// cache's timeout, not the fill's 1 s: on a paused cache Redis, a lookup
+// sent with a fill fails at its own deadline.
+func TestCacheReadBesideAFillWaitsItsOwnDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.MustServerProcess(t)
+	h := newHeldPipelines()
+	srv.Client.AddHook(h)
+	const timeout = 200 * time.Millisecond
+	e := mustLoaded(t, New(srv.Client, Options{Prefix: "t", Timeout: timeout}))
+	lookup, fill := cacheCalls(t, e)
+	lks := []*cache.Lookup{lookup(0), lookup(1)}
+	h.hold.Store(1)
+	var wg sync.WaitGroup
+	wg.Go(func() { fill(lks[0], 0) })
+	release := <-h.held // a pipeline of fills in flight: the fill below waits
+	wg.Go(func() {
+		ent := &cache.Entry{Status: 200, Header: http.Header{}, Body: []byte("late"), Stored: time.Now(), TTL: time.Minute}
+		_ = e.Fill(t.Context(), lks[1], ent) // fails with the read's deadline
+	})
+	b := e.cache.cachePipes
+	waittest.Until(t, "the second fill queued", 10*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 1
+	})
+	srv.Pause(t)
+	start := time.Now()
+	lk, d, err := lookupOf(t, e, 2)
+	took := time.Since(start)
+	srv.Resume(t)
+	close(release)
+	wg.Wait()
+	if err != nil || !d.Allowed || lk.Err == nil {
+		t.Errorf("lookup on a paused Redis: %+v, %v, cache error %v, want admitted with a cache error", d, err, lk.Err)
+	}
+	if took >= fillTimeout {
+		t.Errorf("lookup on a paused Redis beside a fill: answered after %v, want within the cache's timeout %v, before the fill's %v", took, timeout, fillTimeout)
 	}
 }

@@ -26,10 +26,9 @@ import (
 // The decision is top's (the layers stacked on the engine): when a layer
 // answers without a round trip (a capacity lease admits, or a refusal is
 // remembered), an admitted request reads the generation and entry in a
-// pipeline it shares with the other requests admitted so meanwhile and,
-// when the cache Redis is the limiter Redis, with fills (pipeBatch), with
-// no limiter script run; such a pipeline waits for its reply as long as
-// its longest call may (a fill's fillTimeout, as a decision's run does).
+// pipeline it shares with the other requests admitted so meanwhile and
+// the fills of the cache Redis, with no limiter script run, under
+// Options.Timeout (pipeBatch).
 func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit.Request, lk *cache.Lookup) (limit.Decision, error) {
 	c := e.cache
 	st := c.stage(req.API, req.Stage)
@@ -40,7 +39,7 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
 	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
-		c.limiterPipes.do(c.timeout, al.queue)
+		c.limiterPipes.do(false, al.queue)
 	}
 	al.parallel.Wait()
 	lk.Digest, lk.Entry, lk.Err = "", nil, nil
@@ -100,7 +99,7 @@ func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
 		a.read.queue(ctx, p, a.key, a.header)
 	default:
 		a.parallel.Go(func() {
-			a.c.cachePipes.do(a.c.timeout, func(ctx context.Context, p redis.Pipeliner) { a.read.queue(ctx, p, a.key, a.header) })
+			a.c.cachePipes.do(false, func(ctx context.Context, p redis.Pipeliner) { a.read.queue(ctx, p, a.key, a.header) })
 		})
 	}
 }
@@ -136,9 +135,10 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 // header (by the Vary names of ent.Header) and sets the key's expiry to
 // ent.TTL plus ent.Keep (its stale windows: the entry outlives its
 // freshness, which it records itself, see cache.Entry.Expires), in one
-// atomic script run; concurrent fills share a pipeline with each other
-// and with lookups (pipeBatch), which waits at most fillTimeout, whatever
-// ctx allows once the fill is queued.
+// atomic script run; concurrent fills share a pipeline (pipeBatch),
+// which waits at most fillTimeout, whatever ctx allows once the fill is
+// queued, or with cache reads, under theirs (Options.Timeout: a fill
+// never makes a read wait longer).
 // lk is a Lookup DecideLookup filled; the caller checked
 // cache.Storable. Older variants keep their own Stored and TTL, and the
 // caller checks each one's freshness. Errors come from Redis, or say that the

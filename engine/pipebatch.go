@@ -16,23 +16,32 @@ import (
 // one per Redis server: the reads of requests that a layer admitted
 // without a round trip (a capacity lease), which would otherwise each
 // cost a round trip where their decision's run would have carried them,
-// and the cache fills (entries), in the same pipelines when the cache
-// Redis is the limiter Redis.
+// and the cache fills, which share the reads' pipelines on the cache
+// Redis.
+//
+// A pipeline's deadline is the shorter of the reads' timeout and
+// fillTimeout when it carries both, so a fill beside reads gets theirs;
+// and a read never waits behind a pipeline of fills alone (a slow Redis
+// could hold it for fillTimeout): those do not count against maxFlushers
+// for a read. A read so waits no longer than in a batch of reads alone.
+// A fill starts a flusher only when none runs: fills wait for the next
+// pipeline of a flusher at work, so they ride the reads' round trips.
 type pipeBatch struct {
-	rdb redis.UniversalClient
+	rdb     redis.UniversalClient
+	timeout time.Duration // of the reads
 
 	mu       sync.Mutex
 	queue    []*pipeCall
 	flushers int
+	fills    int // flushers sending a pipeline of fills alone
 }
 
-// pipeCall is one caller's commands and how long they may wait for their
-// reply; done receives once their pipeline came back. Calls are reused
-// (pipeCalls).
+// pipeCall is one caller's commands, a read or a fill; done receives once
+// their pipeline came back. Calls are reused (pipeCalls).
 type pipeCall struct {
-	queue   func(ctx context.Context, p redis.Pipeliner)
-	timeout time.Duration
-	done    chan struct{} // buffered: the flusher never waits on it
+	queue func(ctx context.Context, p redis.Pipeliner)
+	fill  bool
+	done  chan struct{} // buffered: the flusher never waits on it
 }
 
 var pipeCalls = sync.Pool{New: func() any { return &pipeCall{done: make(chan struct{}, 1)} }}
@@ -40,12 +49,19 @@ var pipeCalls = sync.Pool{New: func() any { return &pipeCall{done: make(chan str
 // do queues the commands queue puts on a pipeline and waits until that
 // pipeline came back: the commands then hold their replies, or errors.
 // It waits whatever the caller's context does, since the commands are
-// written by the pipeline, whose deadline is the longest timeout of the
-// calls it carries.
-func (b *pipeBatch) do(timeout time.Duration, queue func(ctx context.Context, p redis.Pipeliner)) {
+// written by the pipeline, which has a deadline of its own (see
+// pipeBatch). fill says whether the commands are a fill.
+func (b *pipeBatch) do(fill bool, queue func(ctx context.Context, p redis.Pipeliner)) {
 	c := pipeCalls.Get().(*pipeCall)
-	c.queue, c.timeout = queue, timeout
-	if push(&b.mu, &b.queue, &b.flushers, c) {
+	c.queue, c.fill = queue, fill
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	start := b.flushers == 0 || (!fill && b.flushers-b.fills < maxFlushers)
+	if start {
+		b.flushers++
+	}
+	b.mu.Unlock()
+	if start {
 		go b.flush()
 	}
 	<-c.done
@@ -70,19 +86,32 @@ func (b *pipeBatch) flush() {
 		if len(b.queue) == 0 {
 			b.queue = nil
 		}
+		reads, fills := false, false
+		for _, c := range batch {
+			reads, fills = reads || !c.fill, fills || c.fill
+		}
+		timeout := b.timeout
+		switch {
+		case !reads:
+			timeout = fillTimeout
+			b.fills++
+		case fills:
+			timeout = min(timeout, fillTimeout)
+		}
 		b.mu.Unlock()
-		b.send(batch)
+		b.send(timeout, batch)
+		if !reads {
+			b.mu.Lock()
+			b.fills--
+			b.mu.Unlock()
+		}
 	}
 }
 
-// send runs one pipeline of the commands of batch and wakes their callers
-// (also when a queue function panics: its caller's commands then hold no
-// reply); it touches no call after its caller woke.
-func (b *pipeBatch) send(batch []*pipeCall) {
-	var timeout time.Duration
-	for _, c := range batch {
-		timeout = max(timeout, c.timeout)
-	}
+// send runs one pipeline of the commands of batch under timeout and wakes
+// their callers (also when a queue function panics: its caller's commands
+// then hold no reply); it touches no call after its caller woke.
+func (b *pipeBatch) send(timeout time.Duration, batch []*pipeCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	defer func() {
