@@ -270,12 +270,14 @@ and for a stored state (a layout that starts with a constant): wire.X(v)
 returns a new table of v's fields when v (a Redis value, or false) is that
 state, else false; wire.pack_X(t) packs it with its constant.
 wire.<CONST> are the codes of wire.go.
+The table is one constructor, so that Redis, which runs the library's top
+level on every call, makes it at its full size instead of growing it.
 ]]
 
-local wire = {}
+local wire = {
 `)
 	for _, c := range sp.Consts {
-		fmt.Fprintf(&b, "wire.%s = %s\n", upperSnake(c.Name), c.Value)
+		fmt.Fprintf(&b, "  %s = %s,\n", upperSnake(c.Name), c.Value)
 	}
 	for i := range sp.Layouts {
 		l := &sp.Layouts[i]
@@ -289,16 +291,17 @@ local wire = {}
 			fields = append(fields, "t."+Snake(f.Name))
 			packed = append(packed, "t."+Snake(f.Name))
 		}
-		fmt.Fprintf(&b, "\n-- %s, %d bytes\n", l.Name, l.Size())
+		fmt.Fprintf(&b, "\n  -- %s, %d bytes\n", l.Name, l.Size())
 		if l.marked() {
-			fmt.Fprintf(&b, "function wire.%s(v)\n", name)
-			fmt.Fprintf(&b, "  if not v or #v ~= %d or string.byte(v, 1) ~= %s then return false end\n", l.Size(), l.Fields[0].Const)
-			fmt.Fprintf(&b, "  local t, _ = {}, nil\n  _, %s = struct.unpack('%s', v)\n  return t\nend\n", strings.Join(fields, ", "), l.Format())
+			fmt.Fprintf(&b, "  %s = function(v)\n", name)
+			fmt.Fprintf(&b, "    if not v or #v ~= %d or string.byte(v, 1) ~= %s then return false end\n", l.Size(), l.Fields[0].Const)
+			fmt.Fprintf(&b, "    local t, _ = {}, nil\n    _, %s = struct.unpack('%s', v)\n    return t\n  end,\n", strings.Join(fields, ", "), l.Format())
 		} else {
-			fmt.Fprintf(&b, "function wire.read_%s(s, pos, t)\n", name)
-			fmt.Fprintf(&b, "  %s, pos = struct.unpack('%s', s, pos)\n  return pos\nend\n", strings.Join(fields, ", "), l.Format())
+			fmt.Fprintf(&b, "  read_%s = function(s, pos, t)\n", name)
+			fmt.Fprintf(&b, "    %s, pos = struct.unpack('%s', s, pos)\n    return pos\n  end,\n", strings.Join(fields, ", "), l.Format())
 		}
-		fmt.Fprintf(&b, "function wire.pack_%s(t)\n  return struct.pack('%s', %s)\nend\n", name, l.Format(), strings.Join(packed, ", "))
+		fmt.Fprintf(&b, "  pack_%s = function(t)\n    return struct.pack('%s', %s)\n  end,\n", name, l.Format(), strings.Join(packed, ", "))
 	}
+	b.WriteString("}\n")
 	return b.Bytes()
 }
