@@ -51,7 +51,8 @@ func ValidKeyPrefix(p string) error {
 // New returns a new random key value of this format, from crypto/rand.
 func (f KeyFormat) New() string {
 	body := f.prefix() + randomString(KeyRandomLen, base62)
-	return body + keyChecksum(body)
+	sum := keyChecksum(body)
+	return body + string(sum[:])
 }
 
 // NewKeyValue returns a new value of the default format (KeyFormat{}).
@@ -73,22 +74,29 @@ func (f KeyFormat) BadChecksum(v string) bool {
 		return false
 	}
 	cut := len(v) - KeyChecksumLen
-	return v[cut:] != keyChecksum(v[:cut])
+	sum := keyChecksum(v[:cut])
+	return v[cut:] != string(sum[:])
 }
 
 // checksumDigits are the base62 digits of a checksum, in value order.
 const checksumDigits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// keyChecksum returns the CRC-32 of body as KeyChecksumLen base62 digits
-// (62^6 > 2^32, so every checksum has one spelling).
-func keyChecksum(body string) string {
-	n := crc32.ChecksumIEEE([]byte(body))
+// keyChecksum returns the CRC-32 (IEEE) of body as KeyChecksumLen base62
+// digits (62^6 > 2^32, so every checksum has one spelling). The CRC is
+// taken over the string in place, with hash/crc32's table: its functions
+// take a []byte, and that copy of the key was an allocation per request.
+func keyChecksum(body string) [KeyChecksumLen]byte {
+	crc := ^uint32(0)
+	for i := 0; i < len(body); i++ {
+		crc = crc32.IEEETable[byte(crc)^body[i]] ^ crc>>8
+	}
+	n := ^crc
 	var out [KeyChecksumLen]byte
 	for i := KeyChecksumLen - 1; i >= 0; i-- {
 		out[i] = checksumDigits[n%62]
 		n /= 62
 	}
-	return string(out[:])
+	return out
 }
 
 // alnum reports whether s holds only ASCII letters and digits.

@@ -28,6 +28,13 @@ func TestGeneratedValuesCarryPrefixAndChecksum(t *testing.T) {
 	}
 }
 
+func TestBadChecksumAllocatesNothing(t *testing.T) {
+	v := NewKeyValue()
+	if n := testing.AllocsPerRun(100, func() { KeyFormat{}.BadChecksum(v) }); n != 0 {
+		t.Errorf("allocations: got %v, want 0", n)
+	}
+}
+
 // Values of other shapes (chosen, imported, generated before prefixes,
 // or under another prefix) are never refused by the checksum.
 func TestOtherShapesAreNeverBadChecksum(t *testing.T) {
