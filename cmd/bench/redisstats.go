@@ -84,10 +84,10 @@ func perRequest(before, after redisCounters, n int64) redisPerRequest {
 }
 
 // topLevel lists commands the gateway sends itself (the limiter and cache
-// scripts, cache entry and key record reads, script loads). The limiter
+// scripts, cache entry, generation and key record reads, script loads). The limiter
 // script's own MGET, SET, HMGET... count in Commands only; a GET inside a
 // script would count here too, so the list names what, not who.
 var topLevel = map[string]bool{
-	"evalsha": true, "eval": true, "evalsha_ro": true, "eval_ro": true, "get": true,
+	"evalsha": true, "eval": true, "evalsha_ro": true, "eval_ro": true, "get": true, "getrange": true,
 	"script|load": true,
 }
