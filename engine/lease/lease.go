@@ -434,20 +434,24 @@ func credit(d *limit.Decision, n int64) {
 		}
 		d.Rules = rules
 	}
-	if d.Plan != nil {
-		p := *d.Plan
-		p.Remaining += n
-		d.Plan = &p
+	states := [...]**limit.State{&d.Plan, &d.Quota, &d.Customer}
+	k := 0
+	for _, st := range states {
+		if *st != nil {
+			k++
+		}
 	}
-	if d.Quota != nil {
-		q := *d.Quota
-		q.Remaining += n
-		d.Quota = &q
+	if k == 0 {
+		return
 	}
-	if d.Customer != nil {
-		c := *d.Customer
-		c.Remaining += n
-		d.Customer = &c
+	copies := make([]limit.State, 0, k) // one allocation for every copy
+	for _, st := range states {
+		if *st != nil {
+			copies = append(copies, **st)
+			c := &copies[len(copies)-1]
+			c.Remaining += n
+			*st = c
+		}
 	}
 }
 
