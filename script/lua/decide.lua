@@ -4,7 +4,7 @@ per request (docs/behaviour.md, "Throttles and quota"). Takes wire, US,
 SLACK_US, EPS, mmin, mmax, mfloor, now, days, day_of, ceil_us, period,
 period_in (clock.lua), until_full, tokens_now, write_bucket, lease_taken,
 lease_wait (bucket.lua), quota_used, write_quota, count_usage,
-mark_changed, restored (usage.lua), rule_run (rules.lua).
+mark_changed, restored (usage.lua), rules_lib (rules.lua).
 
   KEYS  states (buckets and quotas), usage hashes, rule states, then the
         usage change set and the node's run window when named
@@ -322,7 +322,10 @@ local function decide()
       local rule = rl[i] or {}
       rl[i] = rule
       pos = wire.read_rule_spec(spec, pos, rule)
-      check_rule = check_rule or rule_run(m + u)
+      if not check_rule then
+        local rule_run = rules_lib()
+        check_rule = rule_run(m + u)
+      end
       local ok, res, commit = check_rule(rule)
       if not ok and rule.shadow == 0 and rules_ok then rules_ok, rules_retry, rules_wait = false, res.retry_us, res.lease_wait_us or 0 end
       commits[i], rooms[i] = commit, ok and res.room

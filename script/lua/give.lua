@@ -2,7 +2,7 @@
 give: the operations that give back what a node took and did not use.
 Takes wire, US, SLACK_US, mmin, mmax, mceil, now (clock.lua), ttl_us, give_back,
 write_bucket (bucket.lua), write_quota, count_usage, mark_changed (usage.lua),
-undo_rule, give_back_window (rules.lua).
+rules_lib (rules.lua).
 
 op "refund": give back tokens requests took from buckets of this slot but
 did not use, because a limit in another slot refused them (Redis Cluster).
@@ -104,6 +104,7 @@ local function unlease()
   local changes = a.changes > 0 and KEYS[a.changes] or nil
   local vals = read_values(a.states)
   local written, l, b, w, marks = 0, {}, {}, {}, {}
+  local give_back_window -- rules_lib's, made for the first window
   for _ = 1, a.leases do
     pos = wire.read_lease_spec(spec, pos, l)
     if l.quota > 0 then
@@ -129,6 +130,7 @@ local function unlease()
     end
     for _ = 1, l.windows do
       pos = wire.read_lease_window_spec(spec, pos, w)
+      if not give_back_window then give_back_window = select(3, rules_lib()) end
       if give_back_window(vals, w.key, w, l.held == 0) then written = written + 1 end
     end
     if l.usage > 0 and l.spent > 0 then count_usage(KEYS[a.states + l.usage], l.spent, 0, l.day, marks) end
@@ -139,6 +141,7 @@ end
 
 local function unrules()
   local spec = ARGV[3]
+  local _, undo_rule = rules_lib()
   local n, pos, u = 0, 1, {}
   while pos <= #spec do
     pos = wire.read_undo_spec(spec, pos, u)
