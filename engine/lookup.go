@@ -92,7 +92,7 @@ func (a *lookupAlong) Done() bool { return a.done }
 // queue queues the read on p (the limiter Redis).
 func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
 	a.done = true
-	a.gen = p.GetRange(ctx, a.st.genKey, 0, -1) // "" when absent: GET's nil would be a (costly) error
+	a.gen = genRead(ctx, p, a.st.genKey)
 	switch {
 	case a.refresh:
 	case a.c.shared:

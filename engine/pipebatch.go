@@ -119,9 +119,36 @@ func (b *pipeBatch) send(timeout time.Duration, batch []*pipeCall) {
 			c.done <- struct{}{} // c is its caller's again
 		}
 	}()
-	p := b.rdb.Pipeline()
+	p := &batchPipe{Pipeliner: b.rdb.Pipeline()}
 	for _, c := range batch {
 		c.queue(ctx, p)
 	}
 	_, _ = p.Exec(ctx)
+}
+
+// batchPipe is the pipeline of a pipeBatch: its calls read each stage's
+// cache generation once (genRead).
+type batchPipe struct {
+	redis.Pipeliner
+	gens map[string]*redis.StringCmd
+}
+
+// genRead queues the read of generation key key (GETRANGE: "" when
+// absent, where GET's nil would become a go-redis error, allocated), once
+// per pipeline on a batchPipe: every call of the pipeline shares its
+// command.
+func genRead(ctx context.Context, p redis.Pipeliner, key string) *redis.StringCmd {
+	bp, ok := p.(*batchPipe)
+	if !ok {
+		return p.GetRange(ctx, key, 0, -1)
+	}
+	if cmd := bp.gens[key]; cmd != nil {
+		return cmd
+	}
+	if bp.gens == nil {
+		bp.gens = map[string]*redis.StringCmd{}
+	}
+	cmd := p.GetRange(ctx, key, 0, -1)
+	bp.gens[key] = cmd
+	return cmd
 }

@@ -14,7 +14,7 @@ import (
 // tripCounter is a go-redis hook counting single commands and pipelines
 // sent (round trips). The cache store's memory guard (INFO memory, at most
 // every 2 s in the background, not per request) is left out.
-type tripCounter struct{ cmds, pipes atomic.Int64 }
+type tripCounter struct{ cmds, pipes, piped atomic.Int64 } // piped: commands in pipelines
 
 func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -28,7 +28,11 @@ func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.pipes.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.pipes.Add(1)
+		c.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
 // TestCacheOneRoundTripPerServer: a hit costs one pipeline on the limiter
