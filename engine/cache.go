@@ -130,9 +130,10 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 		return fmt.Errorf("engine: cache store %s: %w", key, err)
 	}
 	names, _ := cache.VaryNames(e.Header)
-	args := []any{"evalsha", storeHash, 1, key, strings.Join(names, ","), cache.Variant(names, h), e.Encode(), max((e.TTL + e.Keep).Milliseconds(), 1)}
+	enc := e.Encode()
+	args := []any{"evalsha", storeHash, 1, key, strings.Join(names, ","), cache.Variant(names, h), enc, max((e.TTL + e.Keep).Milliseconds(), 1)}
 	var cmd *redis.Cmd
-	c.cachePipes.do(true, func(ctx context.Context, p redis.Pipeliner) {
+	c.cachePipes.do(true, len(enc), func(ctx context.Context, p redis.Pipeliner) {
 		cmd = sendScript(ctx, p, args)
 	})
 	if cmd == nil {
@@ -145,8 +146,8 @@ func (c *entries) put(ctx context.Context, key string, h http.Header, e *cache.E
 	return nil
 }
 
-// fillTimeout bounds a fill: a pipeline of fills (one with cache reads
-// has the reads' deadline), and its second try after NOSCRIPT.
+// fillTimeout bounds a fill: a pipeline of fills alone (one with cache
+// reads has the reads' deadline), and its second try after NOSCRIPT.
 const fillTimeout = time.Second
 
 // storeScript writes one entry variant and the entry's expiry in one

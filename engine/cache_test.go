@@ -217,10 +217,22 @@ func (admitting) Decide(context.Context, *limit.Request) (limit.Decision, error)
 // up a new connection) and their sizes, which holds the next hold of
 // them, each handing the test its own release channel on held.
 type heldPipelines struct {
-	hold  atomic.Int32
-	held  chan chan struct{}
-	mu    sync.Mutex
-	sizes []int
+	hold atomic.Int32
+	// fillsOnly: only pipelines of cache fills alone are held
+	fillsOnly atomic.Bool
+	held      chan chan struct{}
+	mu        sync.Mutex
+	sizes     []int
+}
+
+// fills reports whether every command of cmds is a cache fill.
+func fills(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if args := c.Args(); len(args) < 2 || args[0] != "evalsha" || args[1] != storeHash {
+			return false
+		}
+	}
+	return true
 }
 
 func newHeldPipelines() *heldPipelines { return &heldPipelines{held: make(chan chan struct{})} }
@@ -230,6 +242,17 @@ func (h *heldPipelines) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sizes = nil
+}
+
+// size returns the commands of pipeline i counted since the last reset;
+// -1 when fewer were.
+func (h *heldPipelines) size(i int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i >= len(h.sizes) {
+		return -1
+	}
+	return h.sizes[i]
 }
 
 // pipes returns the pipelines counted since the last reset.
@@ -251,7 +274,7 @@ func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 		h.mu.Lock()
 		h.sizes = append(h.sizes, len(cmds))
 		h.mu.Unlock()
-		if h.hold.Add(-1) >= 0 {
+		if (!h.fillsOnly.Load() || fills(cmds)) && h.hold.Add(-1) >= 0 {
 			release := make(chan struct{})
 			h.held <- release
 			<-release
@@ -354,11 +377,7 @@ func TestCacheReadsAndFillsShareRoundTrips(t *testing.T) {
 			wg.Go(func() { fill(lks[1+i], 1+i) })
 		}
 		b := e.cache.cachePipes
-		waittest.Until(t, "8 reads and 8 fills queued", 10*time.Second, func() bool {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return len(b.queue) == 2*len(misses)
-		})
+		waittest.Until(t, "8 reads and 8 fills queued", 10*time.Second, func() bool { return b.queued() == 2*len(misses) })
 		close(releases[1]) // the first read pipeline
 		held := 1 + maxFlushers
 		waittest.Until(t, "the reads and fills sent", 10*time.Second, func() bool { return h.pipes() == held+1 })
@@ -371,7 +390,7 @@ func TestCacheReadsAndFillsShareRoundTrips(t *testing.T) {
 		if !separate {
 			want++ // the stage's generation, read once for the 8
 		}
-		if got := h.sizes[held]; h.pipes() != held+1 || got != want {
+		if got := h.size(held); h.pipes() != held+1 || got != want {
 			t.Errorf("pipelines: got %d, the one after the held of %d commands, want %d, the last of %d (the held ones, then the 8 reads and 8 fills)",
 				h.pipes(), got, held+1, want)
 		}
@@ -403,11 +422,7 @@ func TestCacheReadsDoNotWaitForFills(t *testing.T) {
 		release := <-h.held
 		wg.Go(func() { fill(lks[1], 1) })
 		b := e.cache.cachePipes
-		waittest.Until(t, "the second fill queued", 10*time.Second, func() bool {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return len(b.queue) == 1
-		})
+		waittest.Until(t, "the second fill queued", 10*time.Second, func() bool { return b.queued() == 1 })
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -421,6 +436,60 @@ func TestCacheReadsDoNotWaitForFills(t *testing.T) {
 		close(release)
 		wg.Wait()
 		<-done
+	})
+}
+
+// A read passes any number of queued fills: while a pipeline of fills
+// alone is held (a slow cache Redis) and more than a pipeline's worth of
+// fills wait behind it, a lookup goes at once, ahead of the fills in a
+// pipeline of its own deadline, and no second pipeline of fills alone
+// goes meanwhile; once the held one is back, every fill is stored.
+func TestCacheReadPassesManyQueuedFills(t *testing.T) {
+	t.Parallel()
+	eachCacheServer(t, func(t *testing.T, separate bool) {
+		h := newHeldPipelines()
+		e, lookup, fill := cacheEngine(t, separate, h)
+		lks := make([]*cache.Lookup, maxBatch+9)
+		for i := range lks {
+			lks[i] = lookup(i)
+		}
+		h.fillsOnly.Store(true)
+		h.hold.Store(1 << 20)
+		var wg sync.WaitGroup
+		wg.Go(func() { fill(lks[0], 0) })
+		release := <-h.held
+		t.Cleanup(func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		})
+		for i := 1; i < len(lks); i++ {
+			wg.Go(func() { fill(lks[i], i) })
+		}
+		waittest.Until(t, "the fills queued", 10*time.Second, func() bool { return e.cache.cachePipes.queued() == len(lks)-1 })
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			lookup(len(lks))
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("lookup: not answered within 10 s while %d fills waited behind a held pipeline of fills", len(lks)-1)
+		case r := <-h.held:
+			close(r)
+			t.Fatal("a second pipeline of fills alone went while one was held")
+		}
+		h.hold.Store(0) // the fills left go alone once the held pipeline is back
+		close(release)
+		wg.Wait()
+		for i := range lks {
+			if got := lookup(i); got.Entry == nil || string(got.Entry.Body) != "body"+strconv.Itoa(i) {
+				t.Errorf("entry %d after its fill: got %v", i, got.Entry)
+			}
+		}
 	})
 }
 
@@ -445,11 +514,7 @@ func TestCacheReadBesideAFillWaitsItsOwnDeadline(t *testing.T) {
 		_ = e.Fill(t.Context(), lks[1], ent) // fails with the read's deadline
 	})
 	b := e.cache.cachePipes
-	waittest.Until(t, "the second fill queued", 10*time.Second, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.queue) == 1
-	})
+	waittest.Until(t, "the second fill queued", 10*time.Second, func() bool { return b.queued() == 1 })
 	srv.Pause(t)
 	start := time.Now()
 	lk, d, err := lookupOf(t, e, 2)

@@ -39,7 +39,7 @@ func (e *Engine) DecideLookup(ctx context.Context, top limit.Decider, req *limit
 	d, err := top.Decide(ctx, req)
 	req.Along = nil
 	if !al.done && err == nil && d.Allowed { // decided without a round trip: read with others
-		c.limiterPipes.do(false, al.queue)
+		c.limiterPipes.do(false, 0, al.queue)
 	}
 	al.parallel.Wait()
 	lk.Digest, lk.Entry, lk.Err = "", nil, nil
@@ -99,7 +99,7 @@ func (a *lookupAlong) queue(ctx context.Context, p redis.Pipeliner) {
 		a.read.queue(ctx, p, a.key, a.header)
 	default:
 		a.parallel.Go(func() {
-			a.c.cachePipes.do(false, func(ctx context.Context, p redis.Pipeliner) { a.read.queue(ctx, p, a.key, a.header) })
+			a.c.cachePipes.do(false, 0, func(ctx context.Context, p redis.Pipeliner) { a.read.queue(ctx, p, a.key, a.header) })
 		})
 	}
 }

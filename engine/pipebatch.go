@@ -19,28 +19,36 @@ import (
 // and the cache fills, which share the reads' pipelines on the cache
 // Redis.
 //
-// A pipeline's deadline is the shorter of the reads' timeout and
-// fillTimeout when it carries both, so a fill beside reads gets theirs;
-// and a read never waits behind a pipeline of fills alone (a slow Redis
-// could hold it for fillTimeout): those do not count against maxFlushers
-// for a read. A read so waits no longer than in a batch of reads alone.
-// A fill starts a flusher only when none runs: fills wait for the next
-// pipeline of a flusher at work, so they ride the reads' round trips.
+// Reads and fills queue apart. A pipeline carries the reads queued (at
+// most maxBatch), first, and behind them the fills that fit in what is
+// left, up to mixedFillBytes of entries: it has the reads' deadline, so a
+// read waits no longer than in a pipeline of reads alone, and a large
+// fill does not hold reads up. Fills go alone, under fillTimeout, when no
+// read is queued, in at most one pipeline at a time, which does not count
+// against maxFlushers for a read: a read never waits behind fills. A fill
+// starts a flusher only when none runs: fills wait for the next pipeline
+// of a flusher at work, so they ride the reads' round trips.
 type pipeBatch struct {
 	rdb     redis.UniversalClient
 	timeout time.Duration // of the reads
 
-	mu       sync.Mutex
-	queue    []*pipeCall
-	flushers int
-	fills    int // flushers sending a pipeline of fills alone
+	mu           sync.Mutex
+	reads, fills []*pipeCall
+	flushers     int
+	fillsAlone   bool // a pipeline of fills alone is in flight
 }
 
-// pipeCall is one caller's commands, a read or a fill; done receives once
-// their pipeline came back. Calls are reused (pipeCalls).
+// mixedFillBytes is the most entry bytes of fills a pipeline of reads
+// carries.
+const mixedFillBytes = 64 << 10
+
+// pipeCall is one caller's commands, a read or a fill of size bytes;
+// done receives once their pipeline came back. Calls are reused
+// (pipeCalls).
 type pipeCall struct {
 	queue func(ctx context.Context, p redis.Pipeliner)
 	fill  bool
+	size  int
 	done  chan struct{} // buffered: the flusher never waits on it
 }
 
@@ -50,13 +58,19 @@ var pipeCalls = sync.Pool{New: func() any { return &pipeCall{done: make(chan str
 // pipeline came back: the commands then hold their replies, or errors.
 // It waits whatever the caller's context does, since the commands are
 // written by the pipeline, which has a deadline of its own (see
-// pipeBatch). fill says whether the commands are a fill.
-func (b *pipeBatch) do(fill bool, queue func(ctx context.Context, p redis.Pipeliner)) {
+// pipeBatch). fill says whether the commands are a fill, of size bytes.
+func (b *pipeBatch) do(fill bool, size int, queue func(ctx context.Context, p redis.Pipeliner)) {
 	c := pipeCalls.Get().(*pipeCall)
-	c.queue, c.fill = queue, fill
+	c.queue, c.fill, c.size = queue, fill, size
 	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	start := b.flushers == 0 || (!fill && b.flushers-b.fills < maxFlushers)
+	var start bool
+	if fill {
+		b.fills = append(b.fills, c)
+		start = b.flushers == 0
+	} else {
+		b.reads = append(b.reads, c)
+		start = b.flushers-btoi(b.fillsAlone) < maxFlushers
+	}
 	if start {
 		b.flushers++
 	}
@@ -69,43 +83,62 @@ func (b *pipeBatch) do(fill bool, queue func(ctx context.Context, p redis.Pipeli
 	pipeCalls.Put(c)
 }
 
-// flush sends queued calls, at most maxBatch per pipeline, until none is
-// left.
+// queued returns the calls waiting for a pipeline.
+func (b *pipeBatch) queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.reads) + len(b.fills)
+}
+
+// flush sends queued calls until none is left that it may send.
 func (b *pipeBatch) flush() {
 	for {
-		linger(&b.mu, &b.queue)
+		linger(&b.mu, &b.reads)
 		b.mu.Lock()
-		n := min(len(b.queue), maxBatch)
-		if n == 0 {
+		batch, timeout, alone := b.take()
+		if batch == nil {
 			b.flushers--
 			b.mu.Unlock()
 			return
 		}
-		batch := b.queue[:n:n]
-		b.queue = b.queue[n:]
-		if len(b.queue) == 0 {
-			b.queue = nil
-		}
-		reads, fills := false, false
-		for _, c := range batch {
-			reads, fills = reads || !c.fill, fills || c.fill
-		}
-		timeout := b.timeout
-		switch {
-		case !reads:
-			timeout = fillTimeout
-			b.fills++
-		case fills:
-			timeout = min(timeout, fillTimeout)
-		}
 		b.mu.Unlock()
 		b.send(timeout, batch)
-		if !reads {
+		if alone {
 			b.mu.Lock()
-			b.fills--
+			b.fillsAlone = false
 			b.mu.Unlock()
 		}
 	}
+}
+
+// take returns the next pipeline's calls and deadline (see pipeBatch),
+// alone when they are fills alone; none when nothing queued may go now.
+// Under b.mu.
+func (b *pipeBatch) take() (batch []*pipeCall, timeout time.Duration, alone bool) {
+	if n := min(len(b.reads), maxBatch); n > 0 {
+		batch, b.reads = b.reads[:n:n], b.reads[n:]
+		m, bytes := 0, 0
+		for m < len(b.fills) && n+m < maxBatch && bytes+b.fills[m].size <= mixedFillBytes {
+			bytes += b.fills[m].size
+			m++
+		}
+		batch, b.fills = append(batch, b.fills[:m]...), b.fills[m:]
+		return batch, b.timeout, false
+	}
+	if len(b.fills) == 0 || b.fillsAlone {
+		return nil, 0, false
+	}
+	n := min(len(b.fills), maxBatch)
+	batch, b.fills = b.fills[:n:n], b.fills[n:]
+	b.fillsAlone = true
+	return batch, fillTimeout, true
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // send runs one pipeline of the commands of batch under timeout and wakes
