@@ -113,8 +113,10 @@ type Table struct {
 	running bool
 	idleCh  chan struct{}
 	// admitted and takes count requests admitted on a lease and the
-	// leases asked for (Collectors).
+	// leases asked for; open and unspent are the leases installed and
+	// their units left (Collectors).
 	admitted, takes uint64
+	open, unspent   int
 }
 
 // shape names the limits of a request: its key, plan, stage, buckets,
@@ -360,6 +362,7 @@ func (t *Table) spend(en *entry, req *limit.Request, now time.Time) (limit.Decis
 		l.left--
 		l.spent++
 		t.admitted++
+		t.unspent--
 		dec := l.decision(now)
 		if l.left == 0 {
 			t.end(en, l)
@@ -550,6 +553,8 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 		t.end(en, en.open)
 	}
 	en.open = l
+	t.open++
+	t.unspent += int(l.left)
 	l.timer = time.AfterFunc(expires.Sub(now), func() {
 		t.mu.Lock()
 		if en.open == l {
@@ -564,6 +569,8 @@ func (t *Table) taken(s *shape, req *limit.Request, sent time.Time, gen uint64, 
 func (t *Table) end(en *entry, l *lease) {
 	if en != nil && en.open == l {
 		en.open = nil
+		t.open--
+		t.unspent -= int(l.left)
 	}
 	if l.timer != nil {
 		l.timer.Stop()

@@ -884,6 +884,24 @@ func TestLeasesOnTheModel(t *testing.T) {
 	}
 }
 
+// checkHeld fails t unless tb's lease metrics count what its entries
+// hold: the leases installed and their units left.
+func checkHeld(t *testing.T, tb *Table) {
+	t.Helper()
+	tb.mu.Lock()
+	open, units := 0, 0
+	for _, en := range tb.m {
+		if en.open != nil {
+			open++
+			units += int(en.open.left)
+		}
+	}
+	tb.mu.Unlock()
+	if o, u := tb.held(); o != open || u != units {
+		t.Fatalf("lease metrics: %d open, %d unspent; the entries hold %d and %d", o, u, open, units)
+	}
+}
+
 func leasesOnTheModel(t *testing.T, f form) {
 	redis := clocktest.New(time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC))
 	core := &limittest.Model{Clock: redis.Now}
@@ -900,8 +918,10 @@ func leasesOnTheModel(t *testing.T, f form) {
 		if d.Allowed {
 			admitted++
 		}
+		checkHeld(t, tb)
 	}
 	tb.Close()
+	checkHeld(t, tb)
 	if admitted != 100 || core.QuotaUsed("hot", "p1") != 100 || core.Usage("hot", "p1", redis.Now()) != 100 {
 		t.Fatalf("admitted %d, quota used %d, usage %d, want 100 each", admitted, core.QuotaUsed("hot", "p1"), core.Usage("hot", "p1", redis.Now()))
 	}

@@ -31,13 +31,7 @@ func (t *Table) Collectors() []prometheus.Collector {
 func (t *Table) held() (open, units int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, en := range t.m {
-		if en.open != nil {
-			open++
-			units += int(en.open.left)
-		}
-	}
-	return open, units
+	return t.open, t.unspent
 }
 
 // counts returns the requests admitted on leases and the leases asked for.
