@@ -5,7 +5,7 @@ import "runtime/debug"
 // gcPercent is the garbage collector's target (the GOGC percentage) of a
 // node when the environment sets no GOGC: a gateway keeps a small live
 // heap and allocates for every request, so Go's default of 100 collects
-// several times a second under load. docs/operations.md ("Memory") gives
+// several times a second under load. docs/operations.md ("Memory and garbage collection") gives
 // what it costs in memory and what it saves in CPU.
 const gcPercent = 400
 
