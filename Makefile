@@ -1,5 +1,6 @@
 # tollgate: build, test and demo without Docker. See README.md.
 GO       ?= go
+GOFMT    ?= gofmt
 BIN      := bin
 
 .PHONY: all build test test-short services demo stop bench clean chromium test-locale stop-cluster chart web-vendor
@@ -19,6 +20,8 @@ build:
 ## with -race too, so the tests reuse its build: a first run compiles each package once, and vet lists them as it
 ## compiles (README "Tests").
 test: chromium test-locale
+	@echo "== gofmt: every Go file formatted"
+	@unformatted=$$($(GOFMT) -l .) && if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@echo "== go vet -race: compiles every package (a first run lists them as they compile)"
 	$(GO) vet -race -v ./...
 	@echo "== go test -race: each package prints ok when its tests pass (cmd/tollgate takes longest)"

@@ -150,7 +150,8 @@ func (k *KeyHasher) Hash(value string) string {
 	m.mac.Write(m.value)
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], m.mac.Sum(m.sum[:0]))
-	clear(m.value) // the pooled buffer keeps no key value
+	// the pooled buffer keeps no key value
+	clear(m.value)
 	if cap(m.value) <= 1<<10 { // key values are at most 128 bytes; keep no large buffer
 		k.macs.Put(m)
 	}
