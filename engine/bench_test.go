@@ -384,11 +384,7 @@ func BenchmarkSettledCost(b *testing.B) {
 // keys").
 func BenchmarkDecideManyKeys(b *testing.B) {
 	for _, keys := range []int{256, 10_000} {
-		reqs := make([]*limit.Request, keys)
-		for i := range reqs {
-			reqs[i] = hotRequest(1e6, 1<<30, 1<<30)
-			reqs[i].KeyID = fmt.Sprintf("key%05d", i)
-		}
+		reqs := manyKeyRequests(keys)
 		srv := redistest.MustServerProcess(b)
 		for _, work := range []int{0, 64 << 10} {
 			for _, callers := range []int{8, 32} {
@@ -402,17 +398,24 @@ func BenchmarkDecideManyKeys(b *testing.B) {
 	}
 }
 
+// manyKeyRequests returns requests of keys keys on a plan that never
+// refuses, one per key.
+func manyKeyRequests(keys int) []*limit.Request {
+	reqs := make([]*limit.Request, keys)
+	for i := range reqs {
+		reqs[i] = hotRequest(1e6, 1<<30, 1<<30)
+		reqs[i].KeyID = fmt.Sprintf("key%05d", i)
+	}
+	return reqs
+}
+
 // BenchmarkDecideManyKeysCluster is BenchmarkDecideManyKeys (callers
 // deciding back to back) on a three-master Redis Cluster of its own:
 // trips/op counts each phase's pipeline, redis-cpu-µs/op the three
 // masters' CPU.
 func BenchmarkDecideManyKeysCluster(b *testing.B) {
 	for _, keys := range []int{256, 10_000} {
-		reqs := make([]*limit.Request, keys)
-		for i := range reqs {
-			reqs[i] = hotRequest(1e6, 1<<30, 1<<30)
-			reqs[i].KeyID = fmt.Sprintf("key%05d", i)
-		}
+		reqs := manyKeyRequests(keys)
 		cc, masters := redistest.MustClusterServer(b, 3)
 		for _, callers := range []int{8, 32} {
 			b.Run(fmt.Sprintf("keys=%d/callers=%d", keys, callers), func(b *testing.B) { benchManyKeys(b, cc, masters, reqs, 0, callers) })
