@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -104,7 +103,7 @@ func (r *entryRead) result(ctx context.Context, c *entries) (*cache.Entry, error
 	s, err := againOnNoScript(ctx, c.rdb, lookupScript, r.cmd, c.timeout, func(ctx context.Context) *redis.Cmd {
 		return sendScript(ctx, c.rdb, r.args)
 	}).Text()
-	if (err == nil && s == "") || errors.Is(err, redis.Nil) {
+	if err == nil && s == "" { // lookup.lua answers '' for no entry
 		return nil, nil
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -118,17 +119,17 @@ func generation(genCmd *redis.StringCmd, decErr error) (int64, error) {
 	if genCmd == nil {
 		return 0, errNoGeneration
 	}
-	if s, err := genCmd.Result(); err == nil && s == "" {
-		return 0, nil // never flushed
-	}
-	gen, err := genCmd.Int64()
-	if errors.Is(err, redis.Nil) {
+	s, err := genCmd.Result() // GETRANGE: "" when never flushed, never nil
+	if err == nil && s == "" {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("engine: stage cache generation: %w", err)
+	if err == nil {
+		var gen int64
+		if gen, err = strconv.ParseInt(s, 10, 64); err == nil {
+			return gen, nil
+		}
 	}
-	return gen, nil
+	return 0, fmt.Errorf("engine: stage cache generation: %w", err)
 }
 
 // Fill stores entry ent as the variant of lk's entry for its request

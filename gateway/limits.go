@@ -43,8 +43,8 @@ func (s *Server) buildRequest(ex *exchange) {
 				req.Buckets = append(req.Buckets, plan)
 			}
 			if q := sp.quota; q != nil {
-				if ex.rec != nil && !ex.rec.Calendar.IsZero() {
-					q = sp.keyQuota(ex.rec.Calendar) // the key's own anchor and zone
+				if ex.rec != nil {
+					q = sp.keyQuota(ex.rec.Calendar) // the key's own anchor and zone, if any
 				}
 				ex.quota = *q
 				req.Quota = &ex.quota
