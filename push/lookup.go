@@ -23,9 +23,12 @@ var ErrNotPublished = errors.New("push: no config published in redis (watermark 
 // Order: the local cache; the memory of unknown hashes (NegativeTTL); then
 // a Redis read (GET of the record and the watermark's existence),
 // coalesced per hash across goroutines and sent in one pipeline with the
-// reads of the other hashes looked up meanwhile (coldReads). A found record is cached until a
-// stream event names its hash or a full reload; a missing one is remembered
-// for NegativeTTL. Errors are *plans.Error of KindUnavailable: Redis failed,
+// reads of the other hashes looked up meanwhile (coldReads). A lookup
+// queued while a pipeline is out waits for it, then for its own: on a
+// Redis slower than half of LookupTimeout per round trip it can time out
+// where a read of its own might not. A found record is cached until a
+// stream event names its hash or a full reload; a missing one is
+// remembered for NegativeTTL. Errors are *plans.Error of KindUnavailable: Redis failed,
 // the stored record is unreadable, or the record is missing while the
 // watermark is absent (cause ErrNotPublished).
 func (r *Reader) Lookup(ctx context.Context, hash string) (*plans.KeyRecord, error) {
