@@ -92,7 +92,7 @@ func (k *ApiKey) validateCalendar() error {
 		{keyAnchorField, keyZoneField, k.QuotaAnchor, k.QuotaTimeZone, k.QuotaAnchor != "", k.QuotaTimeZone != ""},
 		{"tags." + QuotaAnchorTag, "tags." + QuotaTimeZoneTag, tagAnchor, tagZone, anchorTagged, zoneTagged},
 	} {
-		if _, err := calendar.LoadZone(c.zone); c.zoneSet && (err != nil || c.zone == "") {
+		if c.zoneSet && !validZone(c.zone) {
 			return Invalid(c.zoneField, "%s=%q is not an IANA time zone name such as Asia/Tokyo", c.zoneField, c.zone)
 		}
 		if c.anchorSet && !anyAnchor(c.anchor) {
@@ -100,6 +100,12 @@ func (k *ApiKey) validateCalendar() error {
 		}
 	}
 	return nil
+}
+
+// validZone reports whether zone names an IANA time zone.
+func validZone(zone string) bool {
+	_, err := calendar.LoadZone(zone)
+	return err == nil && zone != ""
 }
 
 // anyAnchor reports whether s is an anchor of some period.

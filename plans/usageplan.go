@@ -276,7 +276,7 @@ func (p *UsagePlan) QuotaRule() *Quota {
 func (p *UsagePlan) validateCalendarTags() error {
 	anchor, zone := p.Tags[QuotaAnchorTag], p.Tags[QuotaTimeZoneTag]
 	if _, ok := p.Tags[QuotaTimeZoneTag]; ok {
-		if _, err := calendar.LoadZone(zone); err != nil || zone == "" {
+		if !validZone(zone) {
 			return Invalid("tags."+QuotaTimeZoneTag, "tag %s=%q is not an IANA time zone name such as Asia/Tokyo", QuotaTimeZoneTag, zone)
 		}
 	}
@@ -284,9 +284,7 @@ func (p *UsagePlan) validateCalendarTags() error {
 		return nil
 	}
 	if p.Quota == nil {
-		_, e1 := calendar.ParseAnchor(calendar.Month, anchor)
-		_, e2 := calendar.ParseAnchor(calendar.Week, anchor)
-		if e1 != nil && e2 != nil || anchor == "" {
+		if !anyAnchor(anchor) {
 			return Invalid("tags."+QuotaAnchorTag, "tag %s=%q must be a day 1..28 or last (MONTH), or MON..SUN (WEEK)", QuotaAnchorTag, anchor)
 		}
 		return nil
